@@ -1,0 +1,1 @@
+//! Compile-time checks of timebox's macros.
