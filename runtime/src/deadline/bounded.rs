@@ -1,0 +1,173 @@
+//! [`bounded`]: the poll gate that stops work at the current deadline.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use pin_project::pin_project;
+use tokio::task::{unconstrained, Unconstrained};
+use tokio::time::{sleep_until, Instant, Sleep};
+
+use super::{Deadline, DeadlineExceeded};
+
+/// Runs `future` until it finishes or the current deadline passes.
+///
+/// The current deadline ([`Deadline::current`]) is read at the first poll.
+/// With none, `future` runs to the end. With one, the returned future is
+/// **poll-gated**: before *every* poll of `future` it reads the clock, and at
+/// or past the deadline it returns [`DeadlineExceeded`] without polling
+/// `future` again. So work that becomes ready only at (or after) the deadline
+/// never runs, and an already expired deadline never polls `future` at all.
+///
+/// [`tokio::time::timeout`] polls the inner future first, so it lets work that
+/// wakes exactly at the deadline run one more step; `bounded` does not. Like
+/// `timeout`, its timer is exempt from tokio's cooperative budget: a busy
+/// `future` that uses up the budget cannot keep the deadline from firing.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use timebox::deadline::{bounded, Deadline};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let deadline = Deadline::after(Duration::from_millis(50));
+/// let fast = deadline.scope(bounded(async { 7 })).await;
+/// assert_eq!(fast, Ok(7));
+///
+/// let slow = deadline
+///     .scope(bounded(tokio::time::sleep(Duration::from_secs(1))))
+///     .await;
+/// assert!(slow.is_err());
+///
+/// // With no deadline, bounded work simply runs.
+/// assert_eq!(bounded(async { 7 }).await, Ok(7));
+/// # }
+/// ```
+///
+/// # Cancellation safety
+///
+/// Dropping the returned future drops `future` and its timer; nothing is left
+/// registered. When the deadline passes, `future` is dropped only when the
+/// returned future is.
+pub fn bounded<F: IntoFuture>(future: F) -> Bounded<F::IntoFuture> {
+    Bounded {
+        future: future.into_future(),
+        gate: Gate {
+            state: State::Unread,
+            timer: None,
+        },
+    }
+}
+
+/// Future for [`bounded`]: the inner future, gated by the current deadline.
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct Bounded<F> {
+    #[pin]
+    future: F,
+    #[pin]
+    gate: Gate,
+}
+
+impl<F> Bounded<F> {
+    /// The deadline this future enforces: `None` before its first poll, and
+    /// when there was no current deadline then.
+    pub fn deadline(&self) -> Option<Deadline> {
+        match self.gate.state {
+            State::Armed(deadline) => Some(deadline),
+            State::Unread | State::Unbounded => None,
+        }
+    }
+
+    /// A reference to the inner future.
+    pub fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    /// A mutable reference to the inner future.
+    pub fn get_mut(&mut self) -> &mut F {
+        &mut self.future
+    }
+
+    /// The inner future, without the gate.
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+}
+
+impl<F: Future> Future for Bounded<F> {
+    type Output = Result<F::Output, DeadlineExceeded>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        this.gate.as_mut().check()?;
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        this.gate.poll_expired(cx).map(Err)
+    }
+}
+
+/// The part of [`Bounded`] that does not depend on the inner future, kept
+/// apart so it is compiled once rather than once per future type.
+#[pin_project]
+struct Gate {
+    state: State,
+    #[pin]
+    timer: Option<Unconstrained<Sleep>>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").field("state", &self.state).finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum State {
+    /// Not polled yet: the current deadline has not been read.
+    Unread,
+    /// There was no current deadline at the first poll.
+    Unbounded,
+    Armed(Deadline),
+}
+
+impl Gate {
+    /// Whether the inner future may be polled now.
+    fn check(self: Pin<&mut Self>) -> Result<(), DeadlineExceeded> {
+        let mut this = self.project();
+        let deadline = match *this.state {
+            State::Unbounded => return Ok(()),
+            State::Armed(deadline) => deadline,
+            State::Unread => {
+                let Some(deadline) = Deadline::current() else {
+                    *this.state = State::Unbounded;
+                    return Ok(());
+                };
+                *this.state = State::Armed(deadline);
+                this.timer
+                    .set(Some(unconstrained(sleep_until(deadline.instant()))));
+                deadline
+            }
+        };
+        if Instant::now() >= deadline.instant() {
+            Err(DeadlineExceeded::new())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Registers for a wake-up at the deadline; ready once it has passed.
+    fn poll_expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DeadlineExceeded> {
+        match self.project().timer.as_pin_mut() {
+            Some(timer) => {
+                ready!(timer.poll(cx));
+                Poll::Ready(DeadlineExceeded::new())
+            }
+            None => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Request deadlines: a point on tokio's clock that travels with the work.
+//!
+//! A [`Deadline`] is set once, where a request enters (a route's timeout, an
+//! inbound [`header`]), and read everywhere below it without being passed by
+//! hand: [`Deadline::scope`] makes it the *current* deadline of a future, and
+//! [`Deadline::current`] reads it back. Scopes nest and can only shorten:
+//! inside a 5 s scope, a 1 s scope sees 1 s, and a 10 s scope still sees 5 s.
+//!
+//! Setting a deadline does not stop anything by itself. [`bounded`] is the
+//! gate: it wraps a future and checks the clock before *every* poll, so work
+//! that becomes ready at or after the deadline never runs. Outbound calls,
+//! pool waits and route handlers are bounded this way.
+//!
+//! The current deadline is task-local: [`tokio::spawn`] does not carry it,
+//! because a spawned task may outlive the request. Wrap the task in
+//! `deadline.scope(..)` to carry it on purpose, and use [`unscoped`] for work
+//! that must run with no deadline at all.
+//!
+//! Time is read only through [`tokio::time::Instant`], so a paused test clock
+//! (or `#[sim_test]`) controls every deadline.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use timebox::deadline::{bounded, Deadline};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let deadline = Deadline::after(Duration::from_secs(1));
+//! let result = deadline
+//!     .scope(async {
+//!         // Anything below can ask how much time is left...
+//!         assert!(Deadline::current().is_some());
+//!         // ...and be stopped when it runs out.
+//!         bounded(tokio::time::sleep(Duration::from_secs(10))).await
+//!     })
+//!     .await;
+//! assert!(result.is_err());
+//! # }
+//! ```
+
+mod bounded;
+mod error;
+pub mod header;
+mod point;
+mod scope;
+
+pub use bounded::{bounded, Bounded};
+pub use error::{is_deadline_exceeded, DeadlineExceeded};
+pub use point::Deadline;
+pub use scope::{unscoped, Scope, Unscoped};

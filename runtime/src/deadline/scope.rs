@@ -1,0 +1,122 @@
+//! The task-local current deadline and the futures that set it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project::pin_project;
+
+use super::Deadline;
+
+tokio::task_local! {
+    static CURRENT: Option<Deadline>;
+}
+
+pub(super) fn current() -> Option<Deadline> {
+    CURRENT.try_with(|deadline| *deadline).ok().flatten()
+}
+
+pub(super) fn with_current<R>(deadline: Option<Deadline>, f: impl FnOnce() -> R) -> R {
+    CURRENT.sync_scope(deadline, f)
+}
+
+/// Future for [`Deadline::scope`]: runs the inner future with a deadline current.
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct Scope<F> {
+    deadline: Deadline,
+    #[pin]
+    future: F,
+}
+
+impl<F> Scope<F> {
+    pub(super) fn new(deadline: Deadline, future: F) -> Self {
+        Self { deadline, future }
+    }
+
+    /// The deadline this scope sets, before shortening to an enclosing one.
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// A reference to the inner future.
+    pub fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    /// A mutable reference to the inner future.
+    pub fn get_mut(&mut self) -> &mut F {
+        &mut self.future
+    }
+
+    /// The inner future, without the scope.
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+}
+
+impl<F: Future> Future for Scope<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // Read the enclosing deadline at every poll: a scope built outside a
+        // shorter one and polled inside it must see the shorter one.
+        let deadline = this.deadline.min_with_current();
+        with_current(Some(deadline), || this.future.poll(cx))
+    }
+}
+
+/// Runs `future` with no current deadline.
+///
+/// For work that must outlive the request that started it (writing an audit
+/// record, finishing a cache fill) and for simulated remote hosts, which learn
+/// a caller's deadline only from the header, as a real remote would.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use timebox::deadline::{unscoped, Deadline};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let seen = Deadline::after(Duration::from_secs(1))
+///     .scope(unscoped(async { Deadline::current() }))
+///     .await;
+/// assert_eq!(seen, None);
+/// # }
+/// ```
+///
+/// # Cancellation safety
+///
+/// Dropping the returned future drops `future`.
+pub fn unscoped<F: Future>(future: F) -> Unscoped<F> {
+    Unscoped { future }
+}
+
+/// Future for [`unscoped`]: runs the inner future with no current deadline.
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct Unscoped<F> {
+    #[pin]
+    future: F,
+}
+
+impl<F> Unscoped<F> {
+    /// The inner future.
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+}
+
+impl<F: Future> Future for Unscoped<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = self.project().future;
+        with_current(None, || future.poll(cx))
+    }
+}

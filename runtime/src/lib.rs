@@ -1,0 +1,45 @@
+//! Time as a first-class part of async services.
+//!
+//! timebox gives a tokio service one consistent answer to "how long may this
+//! work run, and what happens when time is up":
+//!
+//! - [`deadline`]: request deadlines that follow the work (task-local, on
+//!   tokio's clock), gate every poll, shorten across nested scopes and travel
+//!   to other services in a relative-milliseconds header.
+//! - [`entropy`]: the one seedable random source behind every jittered choice.
+//! - [`config`]: the settings, from `timebox.toml`, a profile and the
+//!   environment.
+#![cfg_attr(feature = "sim", doc = "- [`sim`]: deterministic tests in virtual time with `#[sim_test]`.")]
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use timebox::deadline::{bounded, Deadline};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! async fn lookup() -> &'static str {
+//!     tokio::time::sleep(Duration::from_secs(3)).await;
+//!     "found"
+//! }
+//!
+//! let result = Deadline::after(Duration::from_secs(1))
+//!     .scope(bounded(lookup()))
+//!     .await;
+//! assert_eq!(result.unwrap_err().to_string(), "deadline exceeded");
+//! # }
+//! ```
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+pub mod config;
+pub mod deadline;
+pub mod entropy;
+#[cfg(feature = "sim")]
+pub mod sim;
+
+#[cfg(all(feature = "macros", feature = "sim"))]
+pub use timebox_macros::sim_test;
+
+#[doc(hidden)]
+pub mod __private;
