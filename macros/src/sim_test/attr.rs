@@ -1,0 +1,99 @@
+//! Parsing the attribute's keys: `seed = N`, `seeds = N`.
+
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{LitInt, Token};
+
+mod kw {
+    syn::custom_keyword!(seed);
+    syn::custom_keyword!(seeds);
+}
+
+/// One `key = value` of the attribute, with the spans of both.
+pub(super) struct Entry {
+    pub(super) key: Key,
+    pub(super) key_span: proc_macro2::Span,
+    pub(super) value: syn::Expr,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Key {
+    Seed,
+    Seeds,
+}
+
+impl Key {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Key::Seed => "seed",
+            Key::Seeds => "seeds",
+        }
+    }
+}
+
+/// The attribute as written: its entries in order, duplicates included.
+pub(super) struct Attr {
+    pub(super) entries: Vec<Entry>,
+}
+
+impl Attr {
+    pub(super) fn parse_terminated(input: ParseStream<'_>) -> syn::Result<Self> {
+        let entries = Punctuated::<Entry, Token![,]>::parse_terminated(input)?;
+        Ok(Self {
+            entries: entries.into_iter().collect(),
+        })
+    }
+}
+
+impl Parse for Entry {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let lookahead = input.lookahead1();
+        let (key, key_span) = if lookahead.peek(kw::seeds) {
+            (Key::Seeds, input.parse::<kw::seeds>()?.span)
+        } else if lookahead.peek(kw::seed) {
+            (Key::Seed, input.parse::<kw::seed>()?.span)
+        } else {
+            return Err(lookahead.error());
+        };
+        input.parse::<Token![=]>()?;
+        let value = input.parse()?;
+        Ok(Self {
+            key,
+            key_span,
+            value,
+        })
+    }
+}
+
+/// The value of `entry` as an integer literal of type `u64`.
+pub(super) fn int_value(entry: &Entry) -> syn::Result<u64> {
+    let name = entry.key.name();
+    let literal = match &entry.value {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(literal),
+            ..
+        }) => literal,
+        other => {
+            return Err(syn::Error::new_spanned(
+                other,
+                format!("`{name}` takes an integer literal, like `{name} = 42`"),
+            ))
+        }
+    };
+    parse_u64(literal, name)
+}
+
+fn parse_u64(literal: &LitInt, name: &str) -> syn::Result<u64> {
+    if !matches!(literal.suffix(), "" | "u64") {
+        return Err(syn::Error::new_spanned(
+            literal,
+            format!("`{name}` takes a plain integer; remove the `{}` suffix", literal.suffix()),
+        ));
+    }
+    literal.base10_parse::<u64>().map_err(|_| {
+        syn::Error::new_spanned(
+            literal,
+            format!("`{name}` must fit in a u64 (0 to {})", u64::MAX),
+        )
+    })
+}

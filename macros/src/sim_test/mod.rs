@@ -1,0 +1,34 @@
+//! `#[sim_test]`: parse the attribute and the function, validate both, expand.
+
+mod attr;
+mod expand;
+mod valid;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+
+pub(crate) fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
+    let function: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(function) => function,
+        Err(_) => {
+            let err = syn::Error::new_spanned(
+                &item,
+                "`#[sim_test]` goes on an `async fn` that takes the `Sim`: `async fn name(sim: Sim)`",
+            );
+            return with_item(err, item);
+        }
+    };
+    let attr = syn::parse::Parser::parse2(attr::Attr::parse_terminated, args);
+    match valid::validate(attr, &function) {
+        Ok(test) => expand::expand(&test, &function),
+        Err(err) => with_item(err, function.into_token_stream()),
+    }
+}
+
+/// The errors, and the item as it was written, so one mistake does not
+/// cascade into "cannot find function" errors wherever it is used.
+fn with_item(err: syn::Error, item: TokenStream) -> TokenStream {
+    let mut tokens = err.to_compile_error();
+    tokens.extend(item);
+    tokens
+}

@@ -1,0 +1,129 @@
+//! Every rule across the attribute and the function, checked before expansion.
+
+use syn::spanned::Spanned;
+
+use super::attr::{self, Attr, Key};
+
+/// A `#[sim_test]` that passed every check.
+pub(super) struct SimTest {
+    pub(super) seed: Option<u64>,
+    pub(super) seeds: Option<u64>,
+}
+
+/// Checks the attribute and the function, collecting independent errors.
+pub(super) fn validate(attr: syn::Result<Attr>, function: &syn::ItemFn) -> syn::Result<SimTest> {
+    let mut errors = Errors::default();
+    let test = match attr {
+        Ok(attr) => errors.take(validate_attr(&attr)),
+        Err(err) => {
+            errors.push(err);
+            None
+        }
+    };
+    errors.take(validate_fn(function));
+    errors.finish()?;
+    // No errors means the attribute parsed and validated.
+    Ok(test.unwrap_or(SimTest {
+        seed: None,
+        seeds: None,
+    }))
+}
+
+fn validate_attr(attr: &Attr) -> syn::Result<SimTest> {
+    let mut errors = Errors::default();
+    let mut seen: Vec<(Key, proc_macro2::Span)> = Vec::new();
+    let mut test = SimTest {
+        seed: None,
+        seeds: None,
+    };
+    for entry in &attr.entries {
+        let name = entry.key.name();
+        if seen.iter().any(|(key, _)| *key == entry.key) {
+            errors.push(syn::Error::new(
+                entry.key_span,
+                format!("duplicate key `{name}`; set it once"),
+            ));
+            continue;
+        }
+        seen.push((entry.key, entry.key_span));
+        let Some(value) = errors.take(attr::int_value(entry)) else {
+            continue;
+        };
+        match entry.key {
+            Key::Seed => test.seed = Some(value),
+            Key::Seeds if value == 0 => errors.push(syn::Error::new_spanned(
+                &entry.value,
+                "`seeds` must be at least 1",
+            )),
+            Key::Seeds => test.seeds = Some(value),
+        }
+    }
+    if let [(_, _), (_, second)] = seen[..] {
+        errors.push(syn::Error::new(
+            second,
+            "`seed` and `seeds` cannot both be set; keep one",
+        ));
+    }
+    errors.finish()?;
+    Ok(test)
+}
+
+fn validate_fn(function: &syn::ItemFn) -> syn::Result<()> {
+    let mut errors = Errors::default();
+    let sig = &function.sig;
+    if sig.asyncness.is_none() {
+        errors.push(syn::Error::new_spanned(
+            sig.fn_token,
+            "`#[sim_test]` functions must be async; write `async fn`",
+        ));
+    }
+    match sig.inputs.len() {
+        1 => {}
+        0 => errors.push(syn::Error::new(
+            sig.paren_token.span.join(),
+            "`#[sim_test]` functions take the simulation as their one argument; write `(sim: Sim)`",
+        )),
+        _ => {
+            for extra in sig.inputs.iter().skip(1) {
+                errors.push(syn::Error::new(
+                    extra.span(),
+                    "`#[sim_test]` functions take exactly one argument, the `Sim`; remove this one",
+                ));
+            }
+        }
+    }
+    if let Some(receiver) = sig.receiver() {
+        errors.push(syn::Error::new_spanned(
+            receiver,
+            "`#[sim_test]` functions cannot take `self`; write `(sim: Sim)`",
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            "`#[sim_test]` functions cannot be generic; remove the parameters",
+        ));
+    }
+    errors.finish()
+}
+
+/// Independent errors, reported together.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn push(&mut self, err: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(err),
+            None => self.0 = Some(err),
+        }
+    }
+
+    fn take<T>(&mut self, result: syn::Result<T>) -> Option<T> {
+        result.map_err(|err| self.push(err)).ok()
+    }
+
+    fn finish(self) -> syn::Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}

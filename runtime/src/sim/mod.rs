@@ -1,0 +1,59 @@
+//! Deterministic tests in virtual time: `#[sim_test]` and [`Sim`].
+//!
+//! A simulation test runs on a current-thread tokio runtime whose clock is
+//! paused at the start, so time moves only when every task is waiting (tokio
+//! then jumps straight to the next timer) or when the test calls
+//! [`Sim::advance`]. A test that waits an hour of virtual time finishes in
+//! microseconds, and what it observes does not depend on the machine's load.
+//!
+//! Everything random comes from the simulation's seeded [`Entropy`], so a
+//! failing run is replayed exactly by running it again with the same seed.
+//!
+//! ```
+//! use std::time::Duration;
+//! use timebox::deadline::{bounded, Deadline};
+//! use timebox::sim::Sim;
+//!
+//! #[timebox::sim_test(seed = 42)]
+//! async fn slow_work_is_stopped_at_the_deadline(sim: Sim) {
+//!     let deadline = Deadline::after(Duration::from_secs(1));
+//!     let result = deadline
+//!         .scope(bounded(tokio::time::sleep(Duration::from_secs(10))))
+//!         .await;
+//!     assert!(result.is_err());
+//!     assert_eq!(sim.seed(), 42);
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! # Seeds
+//!
+//! The seed is, in order of precedence: the attribute's `seed = N`; the
+//! environment variable `TIMEBOX_SIM_SEED` (decimal, or hexadecimal with
+//! `0x`); 0. With `seeds = N` the body runs once for each of the N seeds
+//! `base, base + 1, ..`, where `base` is `TIMEBOX_SIM_SEED` or 0; so the
+//! replay line of a failing seed runs that seed first.
+//!
+//! When the body panics (a failed assertion) or returns an `Err`, the test
+//! prints the line that replays it, then fails:
+//!
+//! ```text
+//! TIMEBOX_SIM_SEED=0x2a cargo test -p my-service slow_work_is_stopped_at_the_deadline
+//! ```
+//!
+//! # Liveness
+//!
+//! A test that waits for something that never happens would otherwise hang.
+//! Each run is bounded in *virtual* time by `TIMEBOX_SIM_LIVENESS_SECS`
+//! (default one day, 86 400 s): past it the test fails with a message that
+//! says so, and the replay line. Since virtual time jumps when nothing is
+//! runnable, a stuck test reaches the bound at once.
+//!
+//! Simulation tests should not do real I/O: while the runtime waits for a
+//! real socket, the paused clock jumps to the next timer.
+
+mod handle;
+#[doc(hidden)]
+pub mod runner;
+
+pub use handle::Sim;

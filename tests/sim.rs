@@ -1,0 +1,207 @@
+//! `#[sim_test]` and `timebox::sim::Sim` (DESIGN §8, M1 and M2).
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use timebox::sim::Sim;
+use timebox::sim_test;
+use tokio::time::Instant;
+
+use support::child::run_fixture;
+
+// M2: a seeded entropy.
+
+#[sim_test(seed = 5)]
+async fn the_same_seed_gives_the_same_entropy_sequence(sim: Sim) {
+    let draws = |sim: &Sim| -> Vec<u64> {
+        let entropy = sim.entropy();
+        (0..32).map(|_| entropy.next_u64()).collect()
+    };
+    assert_eq!(sim.seed(), 5);
+    assert_eq!(draws(&sim), draws(&Sim::new(5)));
+}
+
+#[sim_test(seed = 5)]
+async fn different_seeds_give_different_entropy_sequences(sim: Sim) {
+    let first: Vec<u64> = (0..8).map(|_| sim.entropy().next_u64()).collect();
+    let other = Sim::new(6).entropy();
+    let second: Vec<u64> = (0..8).map(|_| other.next_u64()).collect();
+    assert_ne!(first, second);
+}
+
+// M1: a paused clock from the start.
+
+#[sim_test]
+async fn the_clock_is_paused_and_jumps_to_the_next_timer(_sim: Sim) {
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(3600));
+}
+
+#[sim_test]
+async fn advance_moves_virtual_time_by_exactly_the_duration(sim: Sim) {
+    let start = Instant::now();
+    sim.advance(Duration::from_millis(1500)).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(1500));
+}
+
+#[sim_test]
+async fn a_test_may_return_a_result(_sim: Sim) -> Result<(), std::num::ParseIntError> {
+    let n: u32 = "42".parse()?;
+    assert_eq!(n, 42);
+    Ok(())
+}
+
+#[sim_test]
+#[should_panic(expected = "expected failure")]
+async fn other_test_attributes_are_kept(_sim: Sim) {
+    panic!("expected failure");
+}
+
+// M1: seeds, the replay line and the liveness bound, seen from outside by
+// running the fixtures below as child processes.
+
+#[test]
+fn a_failing_test_prints_the_replay_line_with_the_seed_in_hex() {
+    let run = run_fixture("fixtures::fails_an_assertion", &[("TIMEBOX_SIM_SEED", "42")]);
+    assert!(!run.success, "the fixture must fail: {run:?}");
+    assert!(
+        run.stderr.contains(
+            "TIMEBOX_SIM_SEED=0x2a cargo test -p timebox-tests fixtures::fails_an_assertion\n"
+        ),
+        "no replay line in: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_seed_comes_from_the_environment_in_decimal_or_hex_and_defaults_to_zero() {
+    for (env, expected) in [(Some("0x10"), 16), (Some("17"), 17), (None, 0)] {
+        let env: Vec<(&str, &str)> = env.map(|v| ("TIMEBOX_SIM_SEED", v)).into_iter().collect();
+        let run = run_fixture("fixtures::prints_its_seed", &env);
+        assert!(run.success, "{run:?}");
+        assert_eq!(seeds_printed(&run.stdout), [expected]);
+    }
+}
+
+#[test]
+fn the_attribute_seed_wins_over_the_environment() {
+    let run = run_fixture("fixtures::prints_seed_7", &[("TIMEBOX_SIM_SEED", "99")]);
+    assert!(run.success, "{run:?}");
+    assert_eq!(seeds_printed(&run.stdout), [7]);
+}
+
+#[test]
+fn a_malformed_seed_variable_is_an_error_that_names_it() {
+    let run = run_fixture("fixtures::prints_its_seed", &[("TIMEBOX_SIM_SEED", "soon")]);
+    assert!(!run.success);
+    assert!(run.stderr.contains("TIMEBOX_SIM_SEED must be"), "{}", run.stderr);
+}
+
+#[test]
+fn seeds_8_runs_the_body_with_8_distinct_seeds() {
+    let run = run_fixture("fixtures::eight_seeds", &[]);
+    assert!(run.success, "{run:?}");
+    let seeds = seeds_printed(&run.stdout);
+    assert_eq!(seeds.len(), 8);
+    assert_eq!(seeds.iter().collect::<BTreeSet<_>>().len(), 8);
+}
+
+#[test]
+fn seeds_replay_names_the_seed_that_failed() {
+    let run = run_fixture("fixtures::fails_on_the_third_of_four_seeds", &[("TIMEBOX_SIM_SEED", "0x100")]);
+    assert!(!run.success);
+    assert_eq!(seeds_printed(&run.stdout), [0x100, 0x101, 0x102]);
+    assert!(
+        run.stderr.contains("TIMEBOX_SIM_SEED=0x102 cargo test"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_returned_error_fails_the_test_with_the_replay_line() {
+    let run = run_fixture("fixtures::returns_an_error", &[]);
+    assert!(!run.success);
+    assert!(run.stderr.contains("sim test returned an error"), "{}", run.stderr);
+    assert!(run.stderr.contains("TIMEBOX_SIM_SEED=0x0 cargo test"), "{}", run.stderr);
+}
+
+#[test]
+fn the_liveness_bound_fails_a_test_that_awaits_forever() {
+    let run = run_fixture("fixtures::awaits_forever", &[("TIMEBOX_SIM_LIVENESS_SECS", "60")]);
+    assert!(!run.success);
+    assert!(
+        run.stderr.contains("still running after 60 s of virtual time"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("TIMEBOX_SIM_SEED=0x0 cargo test"), "{}", run.stderr);
+}
+
+#[test]
+fn without_the_variable_the_liveness_bound_is_one_day() {
+    let run = run_fixture("fixtures::awaits_forever", &[]);
+    assert!(!run.success);
+    assert!(run.stderr.contains("after 86400 s"), "{}", run.stderr);
+}
+
+fn seeds_printed(stdout: &str) -> Vec<u64> {
+    stdout
+        .lines()
+        // The harness may print the test's name on the same line first.
+        .filter_map(|line| line.split_once("seed=").map(|(_, seed)| seed))
+        .map(|seed| seed.parse().expect("fixtures print decimal seeds"))
+        .collect()
+}
+
+/// Tests that fail or hang on purpose. They are `#[ignore]`d so a normal run
+/// skips them; the tests above run them one at a time as child processes.
+mod fixtures {
+    use super::*;
+
+    #[sim_test]
+    #[ignore = "fixture: run as a child process"]
+    async fn fails_an_assertion(sim: Sim) {
+        assert_eq!(sim.seed(), 0, "fixture failure");
+    }
+
+    #[sim_test]
+    #[ignore = "fixture: run as a child process"]
+    async fn prints_its_seed(sim: Sim) {
+        println!("seed={}", sim.seed());
+    }
+
+    #[sim_test(seed = 7)]
+    #[ignore = "fixture: run as a child process"]
+    async fn prints_seed_7(sim: Sim) {
+        println!("seed={}", sim.seed());
+    }
+
+    #[sim_test(seeds = 8)]
+    #[ignore = "fixture: run as a child process"]
+    async fn eight_seeds(sim: Sim) {
+        println!("seed={}", sim.seed());
+    }
+
+    #[sim_test(seeds = 4)]
+    #[ignore = "fixture: run as a child process"]
+    async fn fails_on_the_third_of_four_seeds(sim: Sim) {
+        println!("seed={}", sim.seed());
+        assert_ne!(sim.seed(), 0x102, "fixture failure");
+    }
+
+    #[sim_test]
+    #[ignore = "fixture: run as a child process"]
+    async fn returns_an_error(_sim: Sim) -> Result<(), String> {
+        Err("fixture failure".to_owned())
+    }
+
+    #[sim_test]
+    #[ignore = "fixture: run as a child process"]
+    async fn awaits_forever(_sim: Sim) {
+        std::future::pending::<()>().await;
+    }
+}

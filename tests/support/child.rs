@@ -1,0 +1,43 @@
+//! Running one test of the current test binary as a child process, to see
+//! what a failing test prints and how it exits.
+
+use std::process::{Command, Output};
+
+/// The outcome of one child run: its exit status and everything it printed.
+#[derive(Debug)]
+pub struct ChildRun {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the test named `exact_name` (an `#[ignore]`d fixture) of this test
+/// binary in a child process, with `env` added to a copy of the environment
+/// from which every `TIMEBOX_` variable was removed.
+pub fn run_fixture(exact_name: &str, env: &[(&str, &str)]) -> ChildRun {
+    let exe = std::env::current_exe().expect("the test binary knows its own path");
+    let mut command = Command::new(exe);
+    command.args([
+        "--ignored",
+        "--exact",
+        exact_name,
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("TIMEBOX_") {
+            command.env_remove(name);
+        }
+    }
+    command.envs(env.iter().copied());
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command.output().expect("the test binary runs as a child");
+    ChildRun {
+        success: status.success(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
