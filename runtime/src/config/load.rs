@@ -1,0 +1,237 @@
+//! `Loader`: defaults → profile → TOML → environment, merged with figment.
+
+use std::path::PathBuf;
+
+use figment::Figment;
+
+use super::layers::{self, Layer};
+use super::{Config, ConfigError, Profile};
+
+/// The file [`Config::load`] reads from the current directory, if present.
+pub const CONFIG_FILE: &str = "timebox.toml";
+
+/// The prefix of every environment variable timebox reads.
+///
+/// Only variables whose name goes on with a key path holding `__` are config
+/// keys (`TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS`), so `TIMEBOX_PROFILE` and
+/// `TIMEBOX_SIM_SEED` never are.
+pub const ENV_PREFIX: &str = "TIMEBOX_";
+
+/// The environment variable that selects a [`Profile`]: `dev` or `prod`.
+pub const PROFILE_ENV: &str = "TIMEBOX_PROFILE";
+
+/// Builds a [`Config`] from explicit sources: a profile, TOML files or
+/// strings and environment variables.
+///
+/// Sources are applied in a fixed order whatever the order of the calls:
+/// built-in defaults → the profile's values → TOML (files and strings in the
+/// order added, later wins) → environment variables. [`Config::load`] is
+/// `Loader::new().toml_file("timebox.toml").env().load()`.
+///
+/// Tests pass the environment as pairs with [`Loader::env_vars`] instead of
+/// changing the process environment, which every test thread shares.
+///
+/// # Examples
+///
+/// ```
+/// use timebox::config::{Loader, Profile};
+///
+/// let config = Loader::new()
+///     .profile(Profile::Prod)
+///     .toml_str("[server]\nshutdown_timeout_secs = 40")
+///     .env_vars([("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "2")])
+///     .load()
+///     .unwrap();
+/// assert_eq!(config.server.timeouts.request_timeout_ms, Some(30_000)); // profile
+/// assert_eq!(config.server.shutdown_timeout_secs, 40); // TOML beats the profile
+/// assert_eq!(config.server.prestop_grace_secs, 2); // environment beats both
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Loader {
+    profile: Option<Profile>,
+    toml: Vec<TomlSource>,
+    env: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+enum TomlSource {
+    Text(String),
+    File(PathBuf),
+}
+
+impl Loader {
+    /// A loader with no sources: [`load`](Self::load) gives the defaults.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts from `profile`'s values instead of the plain defaults.
+    ///
+    /// A `TIMEBOX_PROFILE` among the environment variables wins over this: the
+    /// environment has the last word on everything.
+    #[must_use]
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = Some(profile);
+        self
+    }
+
+    /// Adds a TOML document.
+    #[must_use]
+    pub fn toml_str(mut self, toml: impl Into<String>) -> Self {
+        self.toml.push(TomlSource::Text(toml.into()));
+        self
+    }
+
+    /// Adds the TOML file at `path`, read when [`load`](Self::load) runs.
+    ///
+    /// The file is optional: a missing file adds nothing (as
+    /// `timebox.toml` for [`Config::load`]). Any other read error is an error.
+    #[must_use]
+    pub fn toml_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.toml.push(TomlSource::File(path.into()));
+        self
+    }
+
+    /// Adds the process environment, read now.
+    ///
+    /// Only variables named [`ENV_PREFIX`]`…` are kept; a value that is not
+    /// valid Unicode is converted lossily.
+    #[must_use]
+    pub fn env(self) -> Self {
+        self.env_vars(std::env::vars_os().filter_map(|(key, value)| {
+            let key = key.into_string().ok()?;
+            key.starts_with(ENV_PREFIX)
+                .then(|| (key, value.to_string_lossy().into_owned()))
+        }))
+    }
+
+    /// Adds environment variables given as `(name, value)` pairs.
+    ///
+    /// They are read as the process environment would be: `TIMEBOX_PROFILE`
+    /// selects the profile, `TIMEBOX_<SECTION>__<KEY>` sets a key (each `__`
+    /// goes one level down, names are case-insensitive), other names are
+    /// ignored. A later pair for the same name wins.
+    #[must_use]
+    pub fn env_vars<I, K, V>(mut self, vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.env
+            .extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+        self
+    }
+
+    /// Merges the sources into a [`Config`].
+    ///
+    /// This does not validate the values; call [`Config::validate`] before
+    /// starting.
+    ///
+    /// # Errors
+    ///
+    /// A `TIMEBOX_PROFILE` other than `dev` or `prod`; a file that exists but
+    /// cannot be read; invalid TOML; an unknown key or a value of the wrong
+    /// type, in a file or in the environment. The error names the key and
+    /// where the value came from.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        let profile = self.resolve_profile()?;
+        let base = match profile {
+            Some(profile) => Config::preset(profile),
+            None => Config::default(),
+        };
+        let mut figment = Figment::new().merge(Layer::defaults(&base, profile)?);
+        for source in &self.toml {
+            let layer = match source {
+                TomlSource::Text(text) => Some(Layer::toml_str(text)?),
+                TomlSource::File(path) => Layer::toml_file(path)?,
+            };
+            if let Some(layer) = layer {
+                figment = figment.merge(layer);
+            }
+        }
+        if let Some(layer) = Layer::env(&self.env)? {
+            figment = figment.merge(layer);
+        }
+        figment
+            .extract::<Config>()
+            .map_err(|err| layers::to_config_error(err, &figment))
+    }
+
+    /// The profile: the last non-empty `TIMEBOX_PROFILE` pair, else the one
+    /// set in code.
+    fn resolve_profile(&self) -> Result<Option<Profile>, ConfigError> {
+        let from_env = self
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == PROFILE_ENV)
+            .map(|(_, value)| value.trim())
+            // `TIMEBOX_PROFILE=` (set but empty, as container specs often leave
+            // it) means no profile rather than a typo.
+            .filter(|value| !value.is_empty());
+        match from_env {
+            None => Ok(self.profile),
+            Some(value) => Profile::from_name(value).map(Some).ok_or_else(|| {
+                ConfigError::new(
+                    None,
+                    format!(
+                        "environment variable `{PROFILE_ENV}` is `{value}`; \
+                         expected `dev` or `prod`"
+                    ),
+                )
+            }),
+        }
+    }
+}
+
+impl Config {
+    /// Loads the configuration of this process.
+    ///
+    /// Reads [`CONFIG_FILE`] (`timebox.toml`) from the current directory if it
+    /// exists, the profile from `TIMEBOX_PROFILE` and keys from
+    /// `TIMEBOX_<SECTION>__<KEY>` variables; see the [module docs](super) for
+    /// the order. The result is not validated: [`Config::validate`] is what
+    /// refuses to start.
+    ///
+    /// # Errors
+    ///
+    /// As [`Loader::load`].
+    pub fn load() -> Result<Self, ConfigError> {
+        Loader::new().toml_file(CONFIG_FILE).env().load()
+    }
+
+    /// The built-in defaults overridden by one TOML document; no profile and
+    /// no environment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use timebox::config::Config;
+    ///
+    /// let config = Config::from_toml_str(
+    ///     r#"
+    ///     [server.timeouts]
+    ///     request_timeout_ms = 5000
+    ///
+    ///     [http.client.retry_budget]
+    ///     retry_ratio = 0.2
+    ///     "#,
+    /// )?;
+    /// assert_eq!(config.server.timeouts.request_timeout_ms, Some(5000));
+    /// assert_eq!(config.http.client.retry_budget.retry_ratio, 0.2);
+    /// assert_eq!(config.http.client.retry_budget.capacity, 500); // default
+    ///
+    /// let err = Config::from_toml_str("[http.client]\ntimeout_secs = \"soon\"").unwrap_err();
+    /// assert_eq!(err.keys().collect::<Vec<_>>(), ["http.client.timeout_secs"]);
+    /// # Ok::<(), timebox::config::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Invalid TOML, an unknown key or a value of the wrong type.
+    pub fn from_toml_str(toml: &str) -> Result<Self, ConfigError> {
+        Loader::new().toml_str(toml).load()
+    }
+}

@@ -1,0 +1,234 @@
+//! The `Config` tree: the root and the `server`, `stream` and `http` sections.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{BreakerConfig, BudgetConfig};
+
+/// Every timebox setting, one field per section of `timebox.toml`.
+///
+/// `Default` gives the built-in defaults of the design table (no profile);
+/// [`Config::preset`] gives a profile's values. Every section is a plain struct
+/// with public fields, so a config can be written in code with struct update
+/// syntax:
+///
+/// ```
+/// use timebox::config::{Config, ServerConfig, TimeoutsConfig};
+///
+/// let config = Config {
+///     server: ServerConfig {
+///         timeouts: TimeoutsConfig {
+///             request_timeout_ms: Some(2_000),
+///             ..TimeoutsConfig::default()
+///         },
+///         ..ServerConfig::default()
+///     },
+///     ..Config::default()
+/// };
+/// assert_eq!(config.server.shutdown_timeout_secs, 30);
+/// ```
+///
+/// `Config` is `Deserialize` with `#[serde(default, deny_unknown_fields)]`, so
+/// it can be embedded in an application's own configuration as one table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[server]`: inbound request deadlines and graceful shutdown.
+    pub server: ServerConfig,
+    /// `[stream]`: watchdog timers and heartbeats of long streams (SSE).
+    pub stream: StreamConfig,
+    /// `[http]`: the outbound HTTP client.
+    pub http: HttpConfig,
+    /// `[breaker]`: the per-host circuit breaker of the outbound client.
+    pub breaker: BreakerConfig,
+}
+
+/// `[server]`: inbound request deadlines and the two-phase shutdown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `[server.timeouts]`: the request deadline.
+    pub timeouts: TimeoutsConfig,
+    /// How long phase 1 of shutdown waits for in-flight requests, in seconds.
+    ///
+    /// Default 30; `prod` profile 35 (the 30 s request timeout plus 5 s);
+    /// `dev` profile 1. [`Config::validate`] warns when it is shorter than the
+    /// longest request deadline plus 5 s.
+    pub shutdown_timeout_secs: u64,
+    /// How long shutdown keeps serving after readiness flips to 503, in
+    /// seconds, so load balancers stop sending traffic first.
+    ///
+    /// Default 5; `prod` profile 5; `dev` profile 0.
+    pub prestop_grace_secs: u64,
+    /// How long phase 2 of shutdown waits for streams told to end, in seconds.
+    ///
+    /// Default 10 (also in both profiles). The orchestrator's grace period
+    /// should be at least `prestop_grace_secs + shutdown_timeout_secs +
+    /// drain_force_secs`.
+    pub drain_force_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            timeouts: TimeoutsConfig::default(),
+            shutdown_timeout_secs: 30,
+            prestop_grace_secs: 5,
+            drain_force_secs: 10,
+        }
+    }
+}
+
+/// `[server.timeouts]`: the deadline every route gets unless it overrides it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimeoutsConfig {
+    /// The request deadline of routes without an override, in milliseconds.
+    ///
+    /// Default unset (no deadline); `prod` profile 30000. `0` also means no
+    /// deadline (TOML has no null, so `0` is how a file unsets a preset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_timeout_ms: Option<u64>,
+    /// Whether an inbound `x-timebox-deadline-ms` header may shorten a route's
+    /// deadline. Default `false`.
+    pub accept_deadline_header: bool,
+}
+
+impl TimeoutsConfig {
+    /// The request deadline as a duration; `None` when unset or `0`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use timebox::config::TimeoutsConfig;
+    ///
+    /// let mut timeouts = TimeoutsConfig::default();
+    /// assert_eq!(timeouts.request_timeout(), None);
+    /// timeouts.request_timeout_ms = Some(0);
+    /// assert_eq!(timeouts.request_timeout(), None);
+    /// timeouts.request_timeout_ms = Some(1500);
+    /// assert_eq!(timeouts.request_timeout(), Some(Duration::from_millis(1500)));
+    /// ```
+    #[must_use]
+    pub fn request_timeout(&self) -> Option<Duration> {
+        self.request_timeout_ms
+            .filter(|&ms| ms > 0)
+            .map(Duration::from_millis)
+    }
+}
+
+/// `[stream]`: watchdog timers and heartbeats of long streams such as SSE.
+///
+/// Every timer here is off when set to `0`; the `Option<Duration>` accessors
+/// are the one place that rule is applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamConfig {
+    /// Longest wait for the first item of a stream, in seconds. Default 90.
+    pub first_chunk_timeout_secs: u64,
+    /// Longest total life of a stream, in seconds. Default 900.
+    pub stream_timeout_secs: u64,
+    /// Longest silence between two items once the first has arrived, in
+    /// seconds. Default 0 (off).
+    pub stream_inactivity_timeout_secs: u64,
+    /// Interval of the SSE heartbeat comment while a stream is silent, in
+    /// seconds. Default 15. Heartbeats never count as activity.
+    pub heartbeat_secs: u64,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self {
+            first_chunk_timeout_secs: 90,
+            stream_timeout_secs: 900,
+            stream_inactivity_timeout_secs: 0,
+            heartbeat_secs: 15,
+        }
+    }
+}
+
+impl StreamConfig {
+    /// The first-item timer; `None` when `first_chunk_timeout_secs` is `0`.
+    #[must_use]
+    pub fn first_chunk_timeout(&self) -> Option<Duration> {
+        secs_or_off(self.first_chunk_timeout_secs)
+    }
+
+    /// The total timer; `None` when `stream_timeout_secs` is `0`.
+    #[must_use]
+    pub fn stream_timeout(&self) -> Option<Duration> {
+        secs_or_off(self.stream_timeout_secs)
+    }
+
+    /// The inactivity timer; `None` when `stream_inactivity_timeout_secs` is `0`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use timebox::config::StreamConfig;
+    ///
+    /// let stream = StreamConfig::default();
+    /// assert_eq!(stream.inactivity_timeout(), None);
+    /// assert_eq!(stream.first_chunk_timeout(), Some(Duration::from_secs(90)));
+    /// ```
+    #[must_use]
+    pub fn inactivity_timeout(&self) -> Option<Duration> {
+        secs_or_off(self.stream_inactivity_timeout_secs)
+    }
+
+    /// The heartbeat interval; `None` (no heartbeats) when `heartbeat_secs` is `0`.
+    #[must_use]
+    pub fn heartbeat(&self) -> Option<Duration> {
+        secs_or_off(self.heartbeat_secs)
+    }
+}
+
+/// `[http]`: outbound HTTP.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `[http.client]`: the timebox HTTP client.
+    pub client: ClientConfig,
+}
+
+/// `[http.client]`: attempts, backoff and the deadline header of the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientConfig {
+    /// Timeout of one attempt, in seconds; an attempt under a deadline gets
+    /// the smaller of this and the time left. Default 30.
+    pub timeout_secs: u64,
+    /// Retries after the first attempt (attempts = `max_retries + 1`).
+    /// Default 3.
+    pub max_retries: u64,
+    /// Cap of the jittered exponential backoff, in milliseconds. Default 20000.
+    pub max_backoff_ms: u64,
+    /// Cap of a server's `Retry-After` hint, in seconds. Default 10.
+    pub max_retry_after_secs: u64,
+    /// Whether every attempt sends the time left in `x-timebox-deadline-ms`.
+    /// Default `true`.
+    pub send_deadline_header: bool,
+    /// `[http.client.retry_budget]`: the per-host retry token bucket.
+    pub retry_budget: BudgetConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 30,
+            max_retries: 3,
+            max_backoff_ms: 20_000,
+            max_retry_after_secs: 10,
+            send_deadline_header: true,
+            retry_budget: BudgetConfig::default(),
+        }
+    }
+}
+
+/// `0` means off: the one conversion behind every `Option<Duration>` accessor.
+pub(super) fn secs_or_off(secs: u64) -> Option<Duration> {
+    (secs > 0).then(|| Duration::from_secs(secs))
+}

@@ -1,0 +1,215 @@
+//! `Config::validate`: the errors that refuse a start, and the warnings.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{BreakerConfig, BudgetConfig, Config, ConfigError};
+
+/// Margin `server.shutdown_timeout_secs` should keep over the longest request
+/// deadline (G4), so a request admitted just before shutdown can finish.
+const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
+
+/// A setting that is allowed but probably not what was meant.
+///
+/// [`Config::validate`] returns warnings for the caller to log at startup.
+///
+/// # Examples
+///
+/// ```
+/// use timebox::config::Config;
+///
+/// let mut config = Config::default();
+/// config.server.timeouts.request_timeout_ms = Some(30_000);
+/// let warnings = config.validate().unwrap();
+/// assert_eq!(warnings[0].key(), "server.shutdown_timeout_secs");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    key: &'static str,
+    message: String,
+}
+
+impl Warning {
+    /// The dotted key the warning is about, e.g. `server.shutdown_timeout_secs`.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        self.key
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl Config {
+    /// Checks the values: errors refuse a start, warnings should be logged.
+    ///
+    /// Same as [`validate_with_route_deadline(None)`](Self::validate_with_route_deadline):
+    /// only the global request deadline is known here.
+    ///
+    /// # Errors
+    ///
+    /// Every invalid value at once, each naming its key; see
+    /// [`validate_with_route_deadline`](Self::validate_with_route_deadline).
+    pub fn validate(&self) -> Result<Vec<Warning>, ConfigError> {
+        self.validate_with_route_deadline(None)
+    }
+
+    /// Checks the values, knowing the longest per-route deadline override.
+    ///
+    /// A server layer that knows its routes passes the longest `timeout_ms`
+    /// override, so the shutdown warning (G4) covers it too; routes without a
+    /// deadline are not counted.
+    ///
+    /// Warnings:
+    /// - `server.shutdown_timeout_secs` is shorter than the longest request
+    ///   deadline (the global `request_timeout_ms` or
+    ///   `longest_route_override`) plus 5 s, so requests still running at
+    ///   shutdown may be cut.
+    /// - `stream.stream_inactivity_timeout_secs` is set but shorter than
+    ///   `http.client.timeout_secs`, so a slow tool call can end a stream
+    ///   unless the stream's watchdog is suspended around it.
+    ///
+    /// # Errors
+    ///
+    /// With `http.client.retry_budget.enabled` (and only then): a `capacity`,
+    /// `transient_cost` or `throttling_cost` of 0, a `retry_ratio` outside
+    /// `0.0..=1.0` or NaN. In `breaker`: a `window_secs`, `window_buckets`,
+    /// `minimum_sample_count`, `open_secs` or `half_open_trials` of 0; a window
+    /// that does not split into buckets of whole milliseconds; a
+    /// `failure_ratio_threshold` or `slow_call_rate_threshold` outside
+    /// `(0.0, 1.0]`.
+    pub fn validate_with_route_deadline(
+        &self,
+        longest_route_override: Option<Duration>,
+    ) -> Result<Vec<Warning>, ConfigError> {
+        let mut errors = ConfigError::empty();
+        check_budget(&self.http.client.retry_budget, &mut errors);
+        check_breaker(&self.breaker, &mut errors);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut warnings = Vec::new();
+        self.warn_shutdown(longest_route_override, &mut warnings);
+        self.warn_inactivity(&mut warnings);
+        Ok(warnings)
+    }
+
+    fn warn_shutdown(&self, longest_route_override: Option<Duration>, warnings: &mut Vec<Warning>) {
+        let Some(longest) = self
+            .server
+            .timeouts
+            .request_timeout()
+            .max(longest_route_override)
+        else {
+            return;
+        };
+        let shutdown = Duration::from_secs(self.server.shutdown_timeout_secs);
+        let needed = longest.saturating_add(SHUTDOWN_MARGIN);
+        if shutdown < needed {
+            warnings.push(Warning {
+                key: "server.shutdown_timeout_secs",
+                message: format!(
+                    "`server.shutdown_timeout_secs` is {} s, shorter than the longest \
+                     request deadline ({} ms) plus 5 s; requests running at shutdown \
+                     may be cut, set it to at least {}",
+                    shutdown.as_secs(),
+                    longest.as_millis(),
+                    needed.as_secs() + u64::from(needed.subsec_nanos() > 0),
+                ),
+            });
+        }
+    }
+
+    fn warn_inactivity(&self, warnings: &mut Vec<Warning>) {
+        let inactivity = self.stream.stream_inactivity_timeout_secs;
+        let tool_call = self.http.client.timeout_secs;
+        if inactivity > 0 && inactivity < tool_call {
+            warnings.push(Warning {
+                key: "stream.stream_inactivity_timeout_secs",
+                message: format!(
+                    "`stream.stream_inactivity_timeout_secs` is {inactivity} s, shorter \
+                     than `http.client.timeout_secs` ({tool_call} s); a slow tool call \
+                     ends the stream unless the watchdog is suspended around it"
+                ),
+            });
+        }
+    }
+}
+
+fn check_budget(budget: &BudgetConfig, errors: &mut ConfigError) {
+    if !budget.enabled {
+        return;
+    }
+    for (name, value) in [
+        ("capacity", budget.capacity),
+        ("transient_cost", budget.transient_cost),
+        ("throttling_cost", budget.throttling_cost),
+    ] {
+        if value == 0 {
+            let key = format!("http.client.retry_budget.{name}");
+            errors.push(
+                &key,
+                format!(
+                    "`{key}` must be at least 1 while the retry budget is enabled \
+                     (set `http.client.retry_budget.enabled = false` to turn it off)"
+                ),
+            );
+        }
+    }
+    if !(0.0..=1.0).contains(&budget.retry_ratio) {
+        let key = "http.client.retry_budget.retry_ratio";
+        errors.push(
+            key,
+            format!(
+                "`{key}` must be between 0.0 and 1.0, found {}",
+                budget.retry_ratio
+            ),
+        );
+    }
+}
+
+fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
+    for (name, value) in [
+        ("window_secs", breaker.window_secs),
+        ("window_buckets", u64::from(breaker.window_buckets)),
+        (
+            "minimum_sample_count",
+            u64::from(breaker.minimum_sample_count),
+        ),
+        ("open_secs", breaker.open_secs),
+        ("half_open_trials", u64::from(breaker.half_open_trials)),
+    ] {
+        if value == 0 {
+            let key = format!("breaker.{name}");
+            errors.push(&key, format!("`{key}` must be at least 1"));
+        }
+    }
+    let window_ms = breaker.window_secs.saturating_mul(1000);
+    let buckets = u64::from(breaker.window_buckets);
+    if window_ms > 0 && buckets > 0 && window_ms % buckets != 0 {
+        let key = "breaker.window_buckets";
+        errors.push(
+            key,
+            format!(
+                "`{key}` must split the {window_ms} ms window into whole milliseconds, \
+                 found {buckets} buckets"
+            ),
+        );
+    }
+    for (name, ratio) in [
+        ("failure_ratio_threshold", breaker.failure_ratio_threshold),
+        ("slow_call_rate_threshold", breaker.slow_call_rate_threshold),
+    ] {
+        // 0 would open the breaker on a window without a single bad call.
+        if !(ratio > 0.0 && ratio <= 1.0) {
+            let key = format!("breaker.{name}");
+            errors.push(
+                &key,
+                format!("`{key}` must be above 0.0 and at most 1.0, found {ratio}"),
+            );
+        }
+    }
+}

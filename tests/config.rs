@@ -1,0 +1,616 @@
+//! `timebox::config`: defaults, profiles, precedence, errors and validation
+//! (DESIGN §9, B5, B6, G4).
+//!
+//! No test here touches the process environment (tests run in parallel):
+//! environment variables are passed to the loader as pairs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use timebox::config::{
+    BreakerConfig, BudgetConfig, CancelledCallOutcome, Config, ConfigError, Loader, Profile,
+};
+
+/// A directory of its own under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> Self {
+        let path =
+            std::env::temp_dir().join(format!("timebox-config-{}-{test}", std::process::id()));
+        // A leftover from a killed run of the same pid would only be stale.
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        Self(path)
+    }
+
+    fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).expect("write config file");
+        path
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn keys(err: &ConfigError) -> Vec<&str> {
+    err.keys().collect()
+}
+
+fn load_env(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Loader::new().env_vars(vars.iter().copied()).load()
+}
+
+#[test]
+fn defaults_equal_the_design_table() {
+    let config = Config::default();
+
+    let timeouts = &config.server.timeouts;
+    assert_eq!(timeouts.request_timeout_ms, None);
+    assert_eq!(timeouts.request_timeout(), None);
+    assert!(!timeouts.accept_deadline_header);
+    assert_eq!(config.server.shutdown_timeout_secs, 30);
+    assert_eq!(config.server.prestop_grace_secs, 5);
+    assert_eq!(config.server.drain_force_secs, 10);
+
+    assert_eq!(config.stream.first_chunk_timeout_secs, 90);
+    assert_eq!(config.stream.stream_timeout_secs, 900);
+    assert_eq!(config.stream.stream_inactivity_timeout_secs, 0);
+    assert_eq!(config.stream.inactivity_timeout(), None);
+    assert_eq!(config.stream.heartbeat_secs, 15);
+
+    let client = &config.http.client;
+    assert_eq!(client.timeout_secs, 30);
+    assert_eq!(client.max_retries, 3);
+    assert_eq!(client.max_backoff_ms, 20_000);
+    assert_eq!(client.max_retry_after_secs, 10);
+    assert!(client.send_deadline_header);
+
+    let budget: &BudgetConfig = &client.retry_budget;
+    assert!(budget.enabled);
+    assert_eq!(budget.capacity, 500);
+    assert_eq!(budget.transient_cost, 14);
+    assert_eq!(budget.throttling_cost, 5);
+    assert!((budget.retry_ratio - 0.1).abs() < f64::EPSILON);
+    assert_eq!(budget.max_hosts, 1024);
+    assert_eq!(*budget, BudgetConfig::default());
+
+    let breaker = &config.breaker;
+    assert_eq!(breaker.window_secs, 10);
+    assert_eq!(breaker.window_buckets, 10);
+    assert!((breaker.failure_ratio_threshold - 0.5).abs() < f64::EPSILON);
+    assert!((breaker.slow_call_rate_threshold - 1.0).abs() < f64::EPSILON);
+    assert_eq!(breaker.minimum_sample_count, 10);
+    assert_eq!(breaker.open_secs, 60);
+    assert_eq!(breaker.half_open_trials, 3);
+    assert_eq!(breaker.slow_call_duration_threshold_secs, 60);
+    assert_eq!(
+        breaker.slow_call_duration_threshold(),
+        Some(Duration::from_secs(60))
+    );
+    assert_eq!(breaker.cancelled_call_outcome, CancelledCallOutcome::Slow);
+    assert_eq!(*breaker, BreakerConfig::default());
+}
+
+#[test]
+fn loading_nothing_gives_the_defaults() {
+    assert_eq!(Loader::new().load().unwrap(), Config::default());
+    assert_eq!(Config::from_toml_str("").unwrap(), Config::default());
+    assert_eq!(load_env(&[]).unwrap(), Config::default());
+}
+
+#[test]
+fn the_defaults_validate_without_warnings() {
+    assert_eq!(Config::default().validate().unwrap(), []);
+    assert_eq!(Config::preset(Profile::Prod).validate().unwrap(), []);
+    assert_eq!(Config::preset(Profile::Dev).validate().unwrap(), []);
+}
+
+#[test]
+fn the_prod_profile_sets_the_prod_column_and_nothing_else() {
+    let mut expected = Config::default();
+    expected.server.timeouts.request_timeout_ms = Some(30_000);
+    expected.server.shutdown_timeout_secs = 35;
+    expected.server.prestop_grace_secs = 5;
+    expected.server.drain_force_secs = 10;
+
+    assert_eq!(Config::preset(Profile::Prod), expected);
+    assert_eq!(
+        Loader::new().profile(Profile::Prod).load().unwrap(),
+        expected
+    );
+    assert_eq!(load_env(&[("TIMEBOX_PROFILE", "prod")]).unwrap(), expected);
+}
+
+#[test]
+fn the_dev_profile_sets_the_dev_column_and_nothing_else() {
+    let mut expected = Config::default();
+    expected.server.shutdown_timeout_secs = 1;
+    expected.server.prestop_grace_secs = 0;
+    expected.server.drain_force_secs = 10;
+
+    assert_eq!(Config::preset(Profile::Dev), expected);
+    assert_eq!(
+        Loader::new().profile(Profile::Dev).load().unwrap(),
+        expected
+    );
+    assert_eq!(load_env(&[("TIMEBOX_PROFILE", "dev")]).unwrap(), expected);
+}
+
+#[test]
+fn timebox_profile_in_the_environment_beats_the_profile_set_in_code() {
+    let config = Loader::new()
+        .profile(Profile::Prod)
+        .env_vars([("TIMEBOX_PROFILE", "dev")])
+        .load()
+        .unwrap();
+    assert_eq!(config, Config::preset(Profile::Dev));
+}
+
+#[test]
+fn an_empty_timebox_profile_means_no_profile() {
+    assert_eq!(
+        load_env(&[("TIMEBOX_PROFILE", "")]).unwrap(),
+        Config::default()
+    );
+}
+
+#[test]
+fn an_unknown_timebox_profile_is_an_error_naming_the_variable() {
+    let err = load_env(&[("TIMEBOX_PROFILE", "staging")]).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("TIMEBOX_PROFILE"), "{message}");
+    assert!(message.contains("staging"), "{message}");
+    assert!(message.contains("`dev` or `prod`"), "{message}");
+    assert!("staging".parse::<Profile>().is_err());
+}
+
+#[test]
+fn the_environment_beats_the_toml_file() {
+    let dir = TempDir::new("env_beats_toml");
+    let file = dir.write(
+        "timebox.toml",
+        "[server.timeouts]\nrequest_timeout_ms = 1000\n\n[http.client.retry_budget]\ncapacity = 50\n",
+    );
+    let config = Loader::new()
+        .toml_file(&file)
+        .env_vars([
+            ("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "2500"),
+            ("TIMEBOX_HTTP__CLIENT__RETRY_BUDGET__RETRY_RATIO", "0.25"),
+        ])
+        .load()
+        .unwrap();
+    assert_eq!(config.server.timeouts.request_timeout_ms, Some(2500));
+    assert_eq!(config.http.client.retry_budget.capacity, 50); // file only
+    assert!((config.http.client.retry_budget.retry_ratio - 0.25).abs() < f64::EPSILON);
+}
+
+#[test]
+fn the_toml_file_beats_the_profile_preset() {
+    let config = Loader::new()
+        .toml_str("[server]\nshutdown_timeout_secs = 40")
+        .env_vars([("TIMEBOX_PROFILE", "prod")])
+        .load()
+        .unwrap();
+    assert_eq!(config.server.shutdown_timeout_secs, 40);
+    // Keys the file does not set keep the profile's value.
+    assert_eq!(config.server.timeouts.request_timeout_ms, Some(30_000));
+}
+
+#[test]
+fn zero_in_the_file_turns_off_the_prod_request_deadline() {
+    let config = Loader::new()
+        .profile(Profile::Prod)
+        .toml_str("[server.timeouts]\nrequest_timeout_ms = 0")
+        .load()
+        .unwrap();
+    assert_eq!(config.server.timeouts.request_timeout(), None);
+}
+
+#[test]
+fn later_toml_sources_beat_earlier_ones() {
+    let config = Loader::new()
+        .toml_str("[stream]\nheartbeat_secs = 5\nstream_timeout_secs = 60")
+        .toml_str("[stream]\nheartbeat_secs = 7")
+        .load()
+        .unwrap();
+    assert_eq!(config.stream.heartbeat_secs, 7);
+    assert_eq!(config.stream.stream_timeout_secs, 60);
+}
+
+#[test]
+fn every_section_can_be_set_from_the_environment() {
+    let config = load_env(&[
+        ("TIMEBOX_SERVER__TIMEOUTS__ACCEPT_DEADLINE_HEADER", "true"),
+        ("TIMEBOX_SERVER__DRAIN_FORCE_SECS", "20"),
+        ("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "45"),
+        ("TIMEBOX_HTTP__CLIENT__SEND_DEADLINE_HEADER", "false"),
+        ("TIMEBOX_HTTP__CLIENT__RETRY_BUDGET__ENABLED", "false"),
+        ("TIMEBOX_HTTP__CLIENT__RETRY_BUDGET__MAX_HOSTS", "8"),
+        ("TIMEBOX_BREAKER__CANCELLED_CALL_OUTCOME", "failure"),
+        ("TIMEBOX_BREAKER__SLOW_CALL_RATE_THRESHOLD", "1"),
+    ])
+    .unwrap();
+    assert!(config.server.timeouts.accept_deadline_header);
+    assert_eq!(config.server.drain_force_secs, 20);
+    assert_eq!(
+        config.stream.inactivity_timeout(),
+        Some(Duration::from_secs(45))
+    );
+    assert!(!config.http.client.send_deadline_header);
+    assert!(!config.http.client.retry_budget.enabled);
+    assert_eq!(config.http.client.retry_budget.max_hosts, 8);
+    assert_eq!(
+        config.breaker.cancelled_call_outcome,
+        CancelledCallOutcome::Failure
+    );
+    assert!((config.breaker.slow_call_rate_threshold - 1.0).abs() < f64::EPSILON);
+}
+
+#[test]
+fn env_key_names_are_case_insensitive() {
+    let config = load_env(&[("TIMEBOX_server__Shutdown_Timeout_Secs", "12")]).unwrap();
+    assert_eq!(config.server.shutdown_timeout_secs, 12);
+}
+
+#[test]
+fn timebox_variables_without_a_double_underscore_are_not_keys() {
+    let config = load_env(&[
+        ("TIMEBOX_SIM_SEED", "0x2a"),
+        ("TIMEBOX_SIM_LIVENESS_SECS", "30"),
+        ("TIMEBOX_ANYTHING", "else"),
+        ("OTHER__SERVER__SHUTDOWN_TIMEOUT_SECS", "1"),
+    ])
+    .unwrap();
+    assert_eq!(config, Config::default());
+}
+
+#[test]
+fn a_missing_file_loads_the_defaults() {
+    let dir = TempDir::new("missing_file");
+    let config = Loader::new()
+        .toml_file(dir.path().join("timebox.toml"))
+        .load()
+        .unwrap();
+    assert_eq!(config, Config::default());
+}
+
+#[test]
+fn a_file_is_read_from_its_path() {
+    let dir = TempDir::new("file_read");
+    let file = dir.write(
+        "timebox.toml",
+        r#"
+        [server.timeouts]
+        request_timeout_ms = 5000
+        accept_deadline_header = true
+
+        [breaker]
+        cancelled_call_outcome = "failure"
+        "#,
+    );
+    let config = Loader::new().toml_file(file).load().unwrap();
+    assert_eq!(
+        config.server.timeouts.request_timeout(),
+        Some(Duration::from_secs(5))
+    );
+    assert!(config.server.timeouts.accept_deadline_header);
+    assert_eq!(
+        config.breaker.cancelled_call_outcome,
+        CancelledCallOutcome::Failure
+    );
+}
+
+#[test]
+fn an_unknown_key_in_the_file_is_an_error_naming_the_key_and_the_file() {
+    let dir = TempDir::new("unknown_key_file");
+    let file = dir.write(
+        "timebox.toml",
+        "[http.client.retry_budget]\ntransient_costs = 3\n",
+    );
+    let err = Loader::new().toml_file(&file).load().unwrap_err();
+    assert_eq!(keys(&err), ["http.client.retry_budget.transient_costs"]);
+    let message = err.to_string();
+    assert!(
+        message.starts_with("unknown key `http.client.retry_budget.transient_costs`"),
+        "{message}"
+    );
+    assert!(message.contains(&file.display().to_string()), "{message}");
+    // The valid keys are listed, so the typo is easy to fix.
+    assert!(message.contains("`transient_cost`"), "{message}");
+}
+
+#[test]
+fn an_unknown_section_is_an_error_naming_it() {
+    let err = Config::from_toml_str("[servr]\nshutdown_timeout_secs = 3").unwrap_err();
+    assert_eq!(keys(&err), ["servr"]);
+    assert!(err.to_string().contains("unknown key `servr`"), "{err}");
+}
+
+#[test]
+fn an_unknown_key_in_the_environment_is_an_error_naming_the_key_and_the_variable() {
+    let err = load_env(&[("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT", "5")]).unwrap_err();
+    assert_eq!(keys(&err), ["server.timeouts.request_timeout"]);
+    let message = err.to_string();
+    assert!(
+        message.contains("environment variable `TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT`"),
+        "{message}"
+    );
+    assert!(message.contains("`request_timeout_ms`"), "{message}");
+}
+
+#[test]
+fn an_unknown_key_in_the_environment_is_blamed_on_the_environment_not_the_file() {
+    let err = Loader::new()
+        .toml_str("[server]\nshutdown_timeout_secs = 40")
+        .env_vars([("TIMEBOX_SERVER__BOGUS", "1")])
+        .load()
+        .unwrap_err();
+    assert_eq!(keys(&err), ["server.bogus"]);
+    let message = err.to_string();
+    assert!(
+        message.contains("environment variable `TIMEBOX_SERVER__BOGUS`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_empty_level_in_an_env_name_is_an_error_naming_the_variable() {
+    let err = load_env(&[("TIMEBOX_SERVER____SHUTDOWN_TIMEOUT_SECS", "5")]).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("`TIMEBOX_SERVER____SHUTDOWN_TIMEOUT_SECS`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_wrong_type_in_the_file_names_the_key_and_the_expected_type() {
+    let err = Config::from_toml_str("[http.client.retry_budget]\ncapacity = \"lots\"").unwrap_err();
+    assert_eq!(keys(&err), ["http.client.retry_budget.capacity"]);
+    let message = err.to_string();
+    assert!(
+        message.starts_with("`http.client.retry_budget.capacity`"),
+        "{message}"
+    );
+    assert!(message.contains("non-negative integer"), "{message}");
+    assert!(message.contains("lots"), "{message}");
+}
+
+#[test]
+fn a_negative_number_names_the_key_and_the_expected_type() {
+    let err = Config::from_toml_str("[server]\nshutdown_timeout_secs = -1").unwrap_err();
+    assert_eq!(keys(&err), ["server.shutdown_timeout_secs"]);
+    assert!(err.to_string().contains("non-negative integer"), "{err}");
+}
+
+#[test]
+fn a_wrong_type_in_the_environment_names_the_key_the_type_and_the_variable() {
+    let err = load_env(&[("TIMEBOX_SERVER__TIMEOUTS__ACCEPT_DEADLINE_HEADER", "yes")]).unwrap_err();
+    assert_eq!(keys(&err), ["server.timeouts.accept_deadline_header"]);
+    let message = err.to_string();
+    assert!(message.contains("a boolean"), "{message}");
+    assert!(
+        message.contains("environment variable `TIMEBOX_SERVER__TIMEOUTS__ACCEPT_DEADLINE_HEADER`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_wrong_type_for_an_optional_key_names_the_key_and_the_expected_type() {
+    let err = load_env(&[("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "soon")]).unwrap_err();
+    assert_eq!(keys(&err), ["server.timeouts.request_timeout_ms"]);
+    assert!(err.to_string().contains("non-negative integer"), "{err}");
+}
+
+#[test]
+fn a_section_given_a_value_names_the_section() {
+    let err = Config::from_toml_str("stream = 5").unwrap_err();
+    assert_eq!(keys(&err), ["stream"]);
+    assert!(err.to_string().contains("a table"), "{err}");
+}
+
+#[test]
+fn an_unknown_cancelled_call_outcome_lists_the_valid_ones() {
+    let err = Config::from_toml_str("[breaker]\ncancelled_call_outcome = \"ignore\"").unwrap_err();
+    assert_eq!(keys(&err), ["breaker.cancelled_call_outcome"]);
+    let message = err.to_string();
+    assert!(message.contains("`slow`, `failure`"), "{message}");
+    assert!(message.contains("ignore"), "{message}");
+}
+
+#[test]
+fn invalid_toml_is_an_error_naming_the_file_and_the_line() {
+    let dir = TempDir::new("invalid_toml");
+    let file = dir.write("timebox.toml", "[server]\nshutdown_timeout_secs = = 3\n");
+    let err = Loader::new().toml_file(&file).load().unwrap_err();
+    let message = err.to_string();
+    assert!(message.starts_with("invalid TOML in file"), "{message}");
+    assert!(message.contains(&file.display().to_string()), "{message}");
+    assert!(message.contains("line 2"), "{message}");
+}
+
+#[test]
+fn a_zero_transient_cost_is_a_validation_error_naming_the_key() {
+    let config = Config::from_toml_str("[http.client.retry_budget]\ntransient_cost = 0").unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(keys(&err), ["http.client.retry_budget.transient_cost"]);
+    assert!(
+        err.to_string()
+            .contains("`http.client.retry_budget.transient_cost`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_retry_ratio_above_one_is_a_validation_error_naming_the_key() {
+    let config = Config::from_toml_str("[http.client.retry_budget]\nretry_ratio = 1.5").unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(keys(&err), ["http.client.retry_budget.retry_ratio"]);
+    assert!(err.to_string().contains("1.5"), "{err}");
+}
+
+#[test]
+fn a_nan_or_negative_retry_ratio_is_a_validation_error() {
+    for ratio in ["nan", "-0.1"] {
+        let toml = format!("[http.client.retry_budget]\nretry_ratio = {ratio}");
+        let err = Config::from_toml_str(&toml)
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            keys(&err),
+            ["http.client.retry_budget.retry_ratio"],
+            "{ratio}"
+        );
+    }
+}
+
+#[test]
+fn the_retry_ratio_bounds_are_valid() {
+    for ratio in [0.0, 1.0] {
+        let mut config = Config::default();
+        config.http.client.retry_budget.retry_ratio = ratio;
+        assert!(config.validate().is_ok(), "{ratio}");
+    }
+}
+
+#[test]
+fn validation_reports_every_bad_budget_value_at_once() {
+    let config = Config::from_toml_str(
+        "[http.client.retry_budget]\ncapacity = 0\ntransient_cost = 0\nthrottling_cost = 0\nretry_ratio = 2.0",
+    )
+    .unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(
+        keys(&err),
+        [
+            "http.client.retry_budget.capacity",
+            "http.client.retry_budget.transient_cost",
+            "http.client.retry_budget.throttling_cost",
+            "http.client.retry_budget.retry_ratio",
+        ]
+    );
+    assert!(
+        err.to_string().starts_with("4 configuration problems: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_disabled_budget_is_not_checked() {
+    let config = Config::from_toml_str(
+        "[http.client.retry_budget]\nenabled = false\ncapacity = 0\ntransient_cost = 0\nthrottling_cost = 0\nretry_ratio = 1.5",
+    )
+    .unwrap();
+    assert!(config.validate().is_ok());
+}
+
+#[test]
+fn breaker_values_that_cannot_count_are_validation_errors_naming_the_key() {
+    let cases = [
+        ("window_secs = 0", "breaker.window_secs"),
+        ("window_buckets = 0", "breaker.window_buckets"),
+        ("window_buckets = 3", "breaker.window_buckets"),
+        ("minimum_sample_count = 0", "breaker.minimum_sample_count"),
+        ("open_secs = 0", "breaker.open_secs"),
+        ("half_open_trials = 0", "breaker.half_open_trials"),
+        (
+            "failure_ratio_threshold = 0.0",
+            "breaker.failure_ratio_threshold",
+        ),
+        (
+            "failure_ratio_threshold = 1.5",
+            "breaker.failure_ratio_threshold",
+        ),
+        (
+            "slow_call_rate_threshold = nan",
+            "breaker.slow_call_rate_threshold",
+        ),
+    ];
+    for (line, key) in cases {
+        let config = Config::from_toml_str(&format!("[breaker]\n{line}")).unwrap();
+        let err = config.validate().unwrap_err();
+        assert_eq!(keys(&err), [key], "{line}");
+    }
+}
+
+#[test]
+fn a_zero_slow_call_threshold_is_valid_and_means_off() {
+    let config = Config::from_toml_str("[breaker]\nslow_call_duration_threshold_secs = 0").unwrap();
+    assert!(config.validate().is_ok());
+    assert_eq!(config.breaker.slow_call_duration_threshold(), None);
+}
+
+#[test]
+fn a_shutdown_shorter_than_the_request_deadline_plus_five_seconds_warns() {
+    let mut config = Config::default();
+    config.server.timeouts.request_timeout_ms = Some(30_000);
+    config.server.shutdown_timeout_secs = 30;
+    let warnings = config.validate().unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].key(), "server.shutdown_timeout_secs");
+    let message = warnings[0].to_string();
+    assert!(message.contains("30000 ms"), "{message}");
+    assert!(message.contains("at least 35"), "{message}");
+
+    config.server.shutdown_timeout_secs = 35;
+    assert_eq!(config.validate().unwrap(), []);
+}
+
+#[test]
+fn a_route_override_counts_toward_the_shutdown_warning() {
+    let config = Config::preset(Profile::Prod); // 30 s deadline, 35 s shutdown
+    let longest = Some(Duration::from_secs(120));
+    let warnings = config.validate_with_route_deadline(longest).unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].key(), "server.shutdown_timeout_secs");
+    assert!(
+        warnings[0].to_string().contains("120000 ms"),
+        "{}",
+        warnings[0]
+    );
+
+    let shorter = Some(Duration::from_secs(10));
+    assert_eq!(config.validate_with_route_deadline(shorter).unwrap(), []);
+}
+
+#[test]
+fn no_request_deadline_means_no_shutdown_warning() {
+    let mut config = Config::default();
+    config.server.shutdown_timeout_secs = 0;
+    assert_eq!(config.validate().unwrap(), []);
+}
+
+#[test]
+fn an_inactivity_window_shorter_than_a_tool_call_warns() {
+    let mut config = Config::default();
+    config.stream.stream_inactivity_timeout_secs = 20;
+    let warnings = config.validate().unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].key(), "stream.stream_inactivity_timeout_secs");
+
+    config.stream.stream_inactivity_timeout_secs = 30;
+    assert_eq!(config.validate().unwrap(), []);
+}
+
+#[test]
+fn config_sections_compose_with_struct_update_syntax() {
+    let config = Config {
+        breaker: BreakerConfig {
+            open_secs: 5,
+            ..BreakerConfig::default()
+        },
+        ..Config::default()
+    };
+    assert_eq!(config.breaker.open_secs, 5);
+    assert_eq!(config.breaker.half_open_trials, 3);
+}
