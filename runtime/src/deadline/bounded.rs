@@ -2,7 +2,7 @@
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{ready, Context, Poll, Waker};
 
 use pin_project::pin_project;
 use tokio::task::{unconstrained, Unconstrained};
@@ -54,10 +54,7 @@ use super::{Deadline, DeadlineExceeded};
 pub fn bounded<F: IntoFuture>(future: F) -> Bounded<F::IntoFuture> {
     Bounded {
         future: future.into_future(),
-        gate: Gate {
-            state: State::Unread,
-            timer: None,
-        },
+        gate: Gate::new(),
     }
 }
 
@@ -116,13 +113,21 @@ impl<F: Future> Future for Bounded<F> {
 #[pin_project]
 struct Gate {
     state: State,
+    /// The wake-up at the deadline, made at the first `Pending` of the inner
+    /// future: work that finishes in its first poll never touches the timer.
     #[pin]
     timer: Option<Unconstrained<Sleep>>,
+    /// The waker the timer was last polled with. While the task's waker stays
+    /// the same the timer need not be polled again: the clock check before
+    /// each poll already sees a passed deadline.
+    registered: Option<Waker>,
 }
 
 impl std::fmt::Debug for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gate").field("state", &self.state).finish_non_exhaustive()
+        f.debug_struct("Gate")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
     }
 }
 
@@ -136,9 +141,17 @@ enum State {
 }
 
 impl Gate {
+    const fn new() -> Self {
+        Self {
+            state: State::Unread,
+            timer: None,
+            registered: None,
+        }
+    }
+
     /// Whether the inner future may be polled now.
     fn check(self: Pin<&mut Self>) -> Result<(), DeadlineExceeded> {
-        let mut this = self.project();
+        let this = self.project();
         let deadline = match *this.state {
             State::Unbounded => return Ok(()),
             State::Armed(deadline) => deadline,
@@ -148,8 +161,6 @@ impl Gate {
                     return Ok(());
                 };
                 *this.state = State::Armed(deadline);
-                this.timer
-                    .set(Some(unconstrained(sleep_until(deadline.instant()))));
                 deadline
             }
         };
@@ -160,14 +171,28 @@ impl Gate {
         }
     }
 
-    /// Registers for a wake-up at the deadline; ready once it has passed.
+    /// Arranges a wake-up at the deadline; ready once the timer has fired.
     fn poll_expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DeadlineExceeded> {
-        match self.project().timer.as_pin_mut() {
-            Some(timer) => {
-                ready!(timer.poll(cx));
-                Poll::Ready(DeadlineExceeded::new())
-            }
-            None => Poll::Pending,
+        let mut this = self.project();
+        let State::Armed(deadline) = *this.state else {
+            return Poll::Pending;
+        };
+        if this
+            .registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            return Poll::Pending;
         }
+        if this.timer.is_none() {
+            this.timer
+                .set(Some(unconstrained(sleep_until(deadline.instant()))));
+        }
+        if let Some(timer) = this.timer.as_pin_mut() {
+            ready!(timer.poll(cx));
+            return Poll::Ready(DeadlineExceeded::new());
+        }
+        *this.registered = Some(cx.waker().clone());
+        Poll::Pending
     }
 }
