@@ -48,10 +48,16 @@ impl Attr {
 impl Parse for Entry {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let lookahead = input.lookahead1();
-        let (key, key_span) = if lookahead.peek(kw::seeds) {
-            (Key::Seeds, input.parse::<kw::seeds>()?.span)
-        } else if lookahead.peek(kw::seed) {
+        let (key, key_span) = if lookahead.peek(kw::seed) {
             (Key::Seed, input.parse::<kw::seed>()?.span)
+        } else if lookahead.peek(kw::seeds) {
+            (Key::Seeds, input.parse::<kw::seeds>()?.span)
+        } else if input.peek(syn::Ident) {
+            let unknown: syn::Ident = input.parse()?;
+            return Err(syn::Error::new_spanned(
+                &unknown,
+                format!("unknown key `{unknown}`; use `seed` or `seeds`"),
+            ));
         } else {
             return Err(lookahead.error());
         };
@@ -87,7 +93,10 @@ fn parse_u64(literal: &LitInt, name: &str) -> syn::Result<u64> {
     if !matches!(literal.suffix(), "" | "u64") {
         return Err(syn::Error::new_spanned(
             literal,
-            format!("`{name}` takes a plain integer; remove the `{}` suffix", literal.suffix()),
+            format!(
+                "`{name}` takes a plain integer; remove the `{}` suffix",
+                literal.suffix()
+            ),
         ));
     }
     literal.base10_parse::<u64>().map_err(|_| {

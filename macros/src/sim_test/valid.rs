@@ -1,7 +1,5 @@
 //! Every rule across the attribute and the function, checked before expansion.
 
-use syn::spanned::Spanned;
-
 use super::attr::{self, Attr, Key};
 
 /// A `#[sim_test]` that passed every check.
@@ -53,7 +51,7 @@ fn validate_attr(attr: &Attr) -> syn::Result<SimTest> {
             Key::Seed => test.seed = Some(value),
             Key::Seeds if value == 0 => errors.push(syn::Error::new_spanned(
                 &entry.value,
-                "`seeds` must be at least 1",
+                "`seeds` is how many seeds to run and must be at least 1, like `seeds = 8`",
             )),
             Key::Seeds => test.seeds = Some(value),
         }
@@ -85,8 +83,8 @@ fn validate_fn(function: &syn::ItemFn) -> syn::Result<()> {
         )),
         _ => {
             for extra in sig.inputs.iter().skip(1) {
-                errors.push(syn::Error::new(
-                    extra.span(),
+                errors.push(syn::Error::new_spanned(
+                    extra,
                     "`#[sim_test]` functions take exactly one argument, the `Sim`; remove this one",
                 ));
             }

@@ -1,0 +1,12 @@
+// trybuild builds this as a binary, without `--test`, so the `#[test]` the
+// macro emits (and with it every use of these imports) is compiled out.
+#![allow(unused_imports)]
+
+use timebox::sim::Sim;
+
+#[timebox::sim_test(seeds = 8)]
+async fn seeds(sim: Sim) {
+    assert!(sim.entropy().uniform(1..=3) <= 3);
+}
+
+fn main() {}
