@@ -65,7 +65,10 @@ async fn other_test_attributes_are_kept(_sim: Sim) {
 
 #[test]
 fn a_failing_test_prints_the_replay_line_with_the_seed_in_hex() {
-    let run = run_fixture("fixtures::fails_an_assertion", &[("TIMEBOX_SIM_SEED", "42")]);
+    let run = run_fixture(
+        "fixtures::fails_an_assertion",
+        &[("TIMEBOX_SIM_SEED", "42")],
+    );
     assert!(!run.success, "the fixture must fail: {run:?}");
     assert!(
         run.stderr.contains(
@@ -97,7 +100,11 @@ fn the_attribute_seed_wins_over_the_environment() {
 fn a_malformed_seed_variable_is_an_error_that_names_it() {
     let run = run_fixture("fixtures::prints_its_seed", &[("TIMEBOX_SIM_SEED", "soon")]);
     assert!(!run.success);
-    assert!(run.stderr.contains("TIMEBOX_SIM_SEED must be"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("TIMEBOX_SIM_SEED must be"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -111,7 +118,10 @@ fn seeds_8_runs_the_body_with_8_distinct_seeds() {
 
 #[test]
 fn seeds_replay_names_the_seed_that_failed() {
-    let run = run_fixture("fixtures::fails_on_the_third_of_four_seeds", &[("TIMEBOX_SIM_SEED", "0x100")]);
+    let run = run_fixture(
+        "fixtures::fails_on_the_third_of_four_seeds",
+        &[("TIMEBOX_SIM_SEED", "0x100")],
+    );
     assert!(!run.success);
     assert_eq!(seeds_printed(&run.stdout), [0x100, 0x101, 0x102]);
     assert!(
@@ -125,20 +135,36 @@ fn seeds_replay_names_the_seed_that_failed() {
 fn a_returned_error_fails_the_test_with_the_replay_line() {
     let run = run_fixture("fixtures::returns_an_error", &[]);
     assert!(!run.success);
-    assert!(run.stderr.contains("sim test returned an error"), "{}", run.stderr);
-    assert!(run.stderr.contains("TIMEBOX_SIM_SEED=0x0 cargo test"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("sim test returned an error"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("TIMEBOX_SIM_SEED=0x0 cargo test"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn the_liveness_bound_fails_a_test_that_awaits_forever() {
-    let run = run_fixture("fixtures::awaits_forever", &[("TIMEBOX_SIM_LIVENESS_SECS", "60")]);
+    let run = run_fixture(
+        "fixtures::awaits_forever",
+        &[("TIMEBOX_SIM_LIVENESS_SECS", "60")],
+    );
     assert!(!run.success);
     assert!(
-        run.stderr.contains("still running after 60 s of virtual time"),
+        run.stderr
+            .contains("still running after 60 s of virtual time"),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("TIMEBOX_SIM_SEED=0x0 cargo test"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("TIMEBOX_SIM_SEED=0x0 cargo test"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -122,7 +122,11 @@ impl Entropy {
         // A panic while the lock was held cannot leave a half-written
         // generator behind (every draw is a single call), so poisoning is
         // ignored rather than turned into a second panic.
-        let mut rng = self.inner.rng.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rng = self
+            .inner
+            .rng
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         draw(&mut rng)
     }
 }

@@ -9,7 +9,10 @@
 //! - [`entropy`]: the one seedable random source behind every jittered choice.
 //! - [`config`]: the settings, from `timebox.toml`, a profile and the
 //!   environment.
-#![cfg_attr(feature = "sim", doc = "- [`sim`]: deterministic tests in virtual time with `#[sim_test]`.")]
+#![cfg_attr(
+    feature = "sim",
+    doc = "- [`sim`]: deterministic tests in virtual time with `#[sim_test]`."
+)]
 //!
 //! # Examples
 //!
@@ -43,3 +46,8 @@ pub use timebox_macros::sim_test;
 
 #[doc(hidden)]
 pub mod __private;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

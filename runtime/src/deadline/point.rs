@@ -45,9 +45,7 @@ impl Deadline {
     #[must_use]
     pub fn after(timeout: Duration) -> Self {
         let now = Instant::now();
-        let instant = now
-            .checked_add(timeout)
-            .unwrap_or_else(|| now + FAR_FUTURE);
+        let instant = now.checked_add(timeout).unwrap_or_else(|| now + FAR_FUTURE);
         Self { instant }
     }
 

@@ -114,7 +114,10 @@ fn seeds(test: Test) -> impl Iterator<Item = u64> {
 fn replay_line(test: Test, seed: u64) -> String {
     // `module_path!()` starts with the crate's name, which `cargo test`
     // filters do not include.
-    let name = test.path.split_once("::").map_or(test.path, |(_, rest)| rest);
+    let name = test
+        .path
+        .split_once("::")
+        .map_or(test.path, |(_, rest)| rest);
     format!(
         "TIMEBOX_SIM_SEED={seed:#x} cargo test -p {} {name}",
         test.package
@@ -152,7 +155,10 @@ fn env_var(name: &str) -> Option<String> {
 
 fn parse_seed(value: &str) -> Option<u64> {
     let value = value.trim();
-    match value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
+    match value
+        .strip_prefix("0x")
+        .or_else(|| value.strip_prefix("0X"))
+    {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => value.parse().ok(),
     }
