@@ -148,14 +148,14 @@ async fn deadline_rows() -> Vec<Row> {
     let seen = Deadline::after(secs(1))
         .scope(async { tokio::spawn(async { remaining_ms() }).await })
         .await
-        .map_or_else(|err| err.to_string(), |seen| seen);
+        .unwrap_or_else(|err| err.to_string());
     rows.push(Row::new("tokio::spawn inside a scope", "no deadline", seen));
 
     let deadline = Deadline::after(secs(1));
     let seen = deadline
         .scope(async move { tokio::spawn(deadline.scope(async { remaining_ms() })).await })
         .await
-        .map_or_else(|err| err.to_string(), |seen| seen);
+        .unwrap_or_else(|err| err.to_string());
     rows.push(Row::new(
         "tokio::spawn of deadline.scope(task)",
         "1000 ms",
