@@ -22,7 +22,7 @@ mod sim_test;
 /// Without either, the seed is `TIMEBOX_SIM_SEED` (decimal or `0x` hex), or 0.
 /// See `timebox::sim` for the replay line and the liveness bound.
 ///
-/// ```ignore
+/// ```text
 /// use timebox::sim::Sim;
 ///
 /// #[timebox::sim_test(seeds = 8)]

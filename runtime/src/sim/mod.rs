@@ -6,7 +6,7 @@
 //! [`Sim::advance`]. A test that waits an hour of virtual time finishes in
 //! microseconds, and what it observes does not depend on the machine's load.
 //!
-//! Everything random comes from the simulation's seeded [`Entropy`], so a
+//! Everything random comes from the simulation's seeded [`Entropy`](crate::entropy::Entropy), so a
 //! failing run is replayed exactly by running it again with the same seed.
 //!
 //! ```
