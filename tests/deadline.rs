@@ -248,6 +248,19 @@ fn sync_scope_works_without_a_runtime() {
     assert_eq!(Deadline::current(), None);
 }
 
+#[test]
+fn a_panic_inside_a_scope_does_not_leave_its_deadline_current() {
+    let outer = Deadline::after(Duration::from_secs(5));
+    let inner = Deadline::after(ONE);
+    let seen_after_panic = outer.sync_scope(|| {
+        let caught = std::panic::catch_unwind(|| inner.sync_scope(|| panic!("inside the scope")));
+        assert!(caught.is_err());
+        Deadline::current()
+    });
+    assert_eq!(seen_after_panic, Some(outer));
+    assert_eq!(Deadline::current(), None);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_scope_reads_the_enclosing_deadline_again_at_every_poll() {
     let one = Deadline::after(ONE);

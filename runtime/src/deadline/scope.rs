@@ -1,5 +1,6 @@
 //! The task-local current deadline and the futures that set it.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -8,16 +9,38 @@ use pin_project::pin_project;
 
 use super::Deadline;
 
-tokio::task_local! {
-    static CURRENT: Option<Deadline>;
+thread_local! {
+    /// The deadline of the future being polled on this thread. Scopes set it
+    /// for the length of one poll of their inner future and put the previous
+    /// value back afterwards, so it behaves as a task-local: whatever task the
+    /// thread polls next sees its own value. A `const` `Cell` of a `Copy`
+    /// value keeps the read to a plain load (no lazy initialisation, no
+    /// destructor), which matters because every poll of a scope reads it.
+    static CURRENT: Cell<Option<Deadline>> = const { Cell::new(None) };
 }
 
 pub(super) fn current() -> Option<Deadline> {
-    CURRENT.try_with(|deadline| *deadline).ok().flatten()
+    CURRENT.try_with(Cell::get).ok().flatten()
 }
 
+/// Runs `f` with `deadline` current, restoring the previous value afterwards
+/// (also when `f` panics).
 pub(super) fn with_current<R>(deadline: Option<Deadline>, f: impl FnOnce() -> R) -> R {
-    CURRENT.sync_scope(deadline, f)
+    struct Restore(Option<Deadline>);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = CURRENT.try_with(|current| current.set(self.0));
+        }
+    }
+
+    // `try_with` fails only while the thread is being torn down; the closure
+    // then runs with no deadline rather than panicking.
+    let _restore = CURRENT
+        .try_with(|current| current.replace(deadline))
+        .ok()
+        .map(Restore);
+    f()
 }
 
 /// Future for [`Deadline::scope`]: runs the inner future with a deadline current.
