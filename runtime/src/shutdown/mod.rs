@@ -1,0 +1,31 @@
+//! Graceful shutdown in two phases, and the count of requests in flight.
+//!
+//! A [`Shutdown`] coordinates two tokens. When it is triggered, the
+//! [`ShutdownToken`] is cancelled first (phase 1: stop accepting; requests
+//! that arrive on open connections are answered 503), and later the
+//! [`DrainToken`] (phase 2: streams still running are told to end). Between
+//! the two, requests already admitted finish; [`InFlight`] counts them so the
+//! wait can end as soon as the last one does.
+//!
+//! ```
+//! use timebox::config::Config;
+//! use timebox::shutdown::Shutdown;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let shutdown = Shutdown::new(&Config::default());
+//! let token = shutdown.token();
+//! assert!(!token.is_cancelled());
+//! shutdown.trigger();
+//! token.cancelled().await;
+//! assert!(token.is_cancelled());
+//! # }
+//! ```
+
+mod coordinator;
+mod in_flight;
+mod token;
+
+pub use coordinator::Shutdown;
+pub use in_flight::{InFlight, InFlightGuard};
+pub use token::{DrainToken, ShutdownToken};
