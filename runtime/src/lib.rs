@@ -7,6 +7,11 @@
 //!   tokio's clock), gate every poll, shorten across nested scopes and travel
 //!   to other services in a relative-milliseconds header.
 //! - [`entropy`]: the one seedable random source behind every jittered choice.
+//! - [`shutdown`]: graceful shutdown in two phases and the in-flight count.
+#![cfg_attr(
+    feature = "server",
+    doc = "- [`server`]: route deadlines for axum: macros, layers, timeout responses."
+)]
 //! - [`config`]: the settings, from `timebox.toml`, a profile and the
 //!   environment.
 #![cfg_attr(
@@ -36,13 +41,20 @@
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 pub mod config;
+#[cfg(feature = "sqlx")]
+pub mod db;
 pub mod deadline;
 pub mod entropy;
+#[cfg(feature = "server")]
+pub mod server;
+pub mod shutdown;
 #[cfg(feature = "sim")]
 pub mod sim;
 
 #[cfg(all(feature = "macros", feature = "sim"))]
 pub use timebox_macros::sim_test;
+#[cfg(all(feature = "macros", feature = "server"))]
+pub use timebox_macros::{delete, get, head, options, patch, post, put};
 
 #[doc(hidden)]
 pub mod __private;

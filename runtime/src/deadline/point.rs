@@ -49,6 +49,14 @@ impl Deadline {
         Self { instant }
     }
 
+    /// The deadline `timeout` after `start`, saturating like [`Deadline::after`].
+    pub(crate) fn after_start(start: Instant, timeout: Duration) -> Self {
+        let instant = start
+            .checked_add(timeout)
+            .unwrap_or_else(|| start + FAR_FUTURE);
+        Self { instant }
+    }
+
     /// The deadline at `instant`.
     #[must_use]
     pub const fn at(instant: Instant) -> Self {

@@ -1,0 +1,86 @@
+//! axum and tower integration: route deadlines, timeout responses, shutdown.
+//!
+//! Handlers are ordinary axum handlers. An attribute gives each its method,
+//! path and deadline rule, and [`routes!`](crate::routes) collects them:
+//!
+//! ```
+//! use std::time::Duration;
+//! use timebox::config::Config;
+//! use timebox::{get, post, routes};
+//!
+//! #[get("/report", timeout_ms = 120000)]
+//! async fn report() -> &'static str {
+//!     "a long report"
+//! }
+//!
+//! #[post("/upload", timeout = "off")]
+//! async fn upload(body: String) -> String {
+//!     format!("{} bytes", body.len())
+//! }
+//!
+//! #[get("/health")]
+//! async fn health() -> &'static str {
+//!     "ok"
+//! }
+//!
+//! let mut config = Config::default();
+//! config.server.timeouts.request_timeout_ms = Some(5_000);
+//! let app: axum::Router = routes![report, upload, health].into_router(&config);
+//! ```
+//!
+//! # What a request goes through
+//!
+//! 1. [`TimeboxLayer`], around the whole router: the shutdown gate (503 once
+//!    the server stops accepting), the request's start time, and the inbound
+//!    deadline header when `server.timeouts.accept_deadline_header` is on.
+//! 2. The route's [`RouteDeadlineLayer`]: the deadline is the route's
+//!    override, else the global `request_timeout_ms`, else none; an accepted
+//!    header can only shorten it. The handler, extractors included, runs
+//!    poll-gated under it (see [`bounded`](crate::deadline::bounded)) with the
+//!    deadline current, so outbound calls and pool waits below it see it too.
+//! 3. When the deadline passes, the handler's future is dropped and the answer
+//!    is `503 Service Unavailable`, `application/problem+json`, with
+//!    `Retry-After` of 1, 2 or 3 seconds drawn from the app's
+//!    [`Entropy`](crate::entropy::Entropy), and the [`DeadlineCancelled`]
+//!    extension. A `warn!` names the method, route, deadline and elapsed time.
+//! 4. A handler that returns an error whose `source()` chain holds a
+//!    [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) (it called
+//!    something that ran out of time) answers `504 Gateway Timeout` with
+//!    `DeadlineCancelled`, whatever the error's own `IntoResponse` says. Other
+//!    errors are left alone.
+//!
+//! Only the time to the response head is bounded: a streaming body keeps
+//! going after the handler returned. A route with no deadline reads no clock.
+
+mod cancelled;
+mod context;
+mod extract;
+pub(crate) mod problem;
+pub(crate) mod respond;
+mod route_deadline;
+mod routes;
+mod serve;
+mod session;
+mod timebox_layer;
+mod timeout;
+
+pub use crate::shutdown::ShutdownToken;
+pub use cancelled::DeadlineCancelled;
+pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
+pub use routes::{Route, Routes};
+pub use serve::serve;
+pub use session::{MapResponse, Mask, SaveSessionUnlessCancelledLayer, Unmask};
+pub use timebox_layer::{TimeboxFuture, TimeboxLayer, TimeboxService};
+pub use timeout::RouteTimeout;
+
+/// Collects handlers annotated with the route macros into
+/// [`Routes`](crate::server::Routes).
+///
+/// Name each handler by its path, as you would call it: `routes![a, b, api::c]`.
+#[macro_export]
+macro_rules! routes {
+    ($($handler:path),* $(,)?) => {
+        $crate::server::Routes::new()
+            $(.route(<$handler as $crate::__private::server::RouteDef<_, _>>::route()))*
+    };
+}

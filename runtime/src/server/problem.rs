@@ -1,0 +1,87 @@
+//! The `application/problem+json` answers timebox gives (RFC 9457).
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, StatusCode};
+
+use crate::entropy::Entropy;
+
+use super::DeadlineCancelled;
+
+const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+
+/// The random source for answers made outside a `TimeboxLayer` (which
+/// carries the app's own): one per process, seeded by the operating system.
+pub(crate) fn fallback_entropy() -> Entropy {
+    static FALLBACK: std::sync::OnceLock<Entropy> = std::sync::OnceLock::new();
+    FALLBACK.get_or_init(Entropy::from_os).clone()
+}
+
+/// Draws the `Retry-After` seconds: uniform in {1, 2, 3}, so clients told to
+/// come back do not all come back in the same second.
+pub(crate) fn retry_after_secs(entropy: &Entropy) -> u64 {
+    entropy.uniform(1..=3)
+}
+
+/// 503 for a request that ran out of its `deadline` (S5).
+pub(crate) fn deadline_timeout(deadline: Duration, entropy: &Entropy) -> Response {
+    let detail = format!(
+        "the request did not finish within its deadline of {} ms",
+        deadline.as_millis()
+    );
+    let mut response = problem(StatusCode::SERVICE_UNAVAILABLE, &detail);
+    set_retry_after(&mut response, entropy);
+    response.extensions_mut().insert(DeadlineCancelled);
+    response
+}
+
+/// 504 for a handler whose work stopped at its deadline (S6).
+pub(crate) fn deadline_error() -> Response {
+    let mut response = problem(
+        StatusCode::GATEWAY_TIMEOUT,
+        "the work behind this request ran out of time at its deadline",
+    );
+    response.extensions_mut().insert(DeadlineCancelled);
+    response
+}
+
+/// 503 for a request that arrived after the server began shutting down.
+pub(crate) fn shutting_down(entropy: &Entropy) -> Response {
+    let mut response = problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server is shutting down and accepts no new requests",
+    );
+    set_retry_after(&mut response, entropy);
+    response
+}
+
+/// 503 for a wait (such as a pool connection) that the deadline cut short.
+pub(crate) fn wait_cancelled(what: &str, entropy: &Entropy) -> Response {
+    let detail = format!("the deadline passed while waiting for {what}");
+    let mut response = problem(StatusCode::SERVICE_UNAVAILABLE, &detail);
+    set_retry_after(&mut response, entropy);
+    response.extensions_mut().insert(DeadlineCancelled);
+    response
+}
+
+fn set_retry_after(response: &mut Response, entropy: &Entropy) {
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(entropy)));
+}
+
+fn problem(status: StatusCode, detail: &str) -> Response {
+    let body = serde_json::json!({
+        "type": "about:blank",
+        "title": status.canonical_reason().unwrap_or("Error"),
+        "status": status.as_u16(),
+        "detail": detail,
+    });
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, PROBLEM_JSON);
+    response
+}

@@ -1,0 +1,133 @@
+//! [`RouteDeadlineLayer`]: one route's deadline around its handler (S2–S5).
+
+mod future;
+
+use std::task::{Context, Poll};
+
+use axum::extract::MatchedPath;
+use axum::response::Response;
+use http::Request;
+use tokio::time::Instant;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::deadline::{bounded, Deadline};
+
+use super::context::RequestContext;
+use super::RouteTimeout;
+
+use future::Expiry;
+pub use future::ResponseFuture;
+
+/// Applies a route's deadline to any `tower::Service<http::Request<B>>`.
+///
+/// The deadline is the route's ([`RouteTimeout`]) counted from when the
+/// request entered [`TimeboxLayer`](super::TimeboxLayer), shortened by an
+/// accepted inbound deadline header. The inner service's future runs
+/// poll-gated under it with the deadline current, so extraction and the
+/// handler see it and stop at it. When it passes, the inner future is dropped
+/// (releasing whatever it held) and the answer is a 503
+/// `application/problem+json` with a jittered `Retry-After` and the
+/// [`DeadlineCancelled`](super::DeadlineCancelled) extension. A deadline that
+/// has already passed on arrival is answered without calling the inner
+/// service.
+///
+/// A route with no deadline passes straight through: no clock is read.
+///
+/// Used without `TimeboxLayer`, the deadline counts from this layer and
+/// [`RouteTimeout::Inherit`] means no deadline (there is no global one).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use axum::{routing::get, Router};
+/// use timebox::server::{RouteDeadlineLayer, RouteTimeout};
+///
+/// let app: Router = Router::new().route(
+///     "/report",
+///     get(|| async { "done" })
+///         .layer(RouteDeadlineLayer::new(RouteTimeout::Override(Duration::from_secs(2)))),
+/// );
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct RouteDeadlineLayer {
+    timeout: RouteTimeout,
+}
+
+impl RouteDeadlineLayer {
+    /// A layer that applies `timeout`.
+    #[must_use]
+    pub const fn new(timeout: RouteTimeout) -> Self {
+        Self { timeout }
+    }
+}
+
+impl<S> Layer<S> for RouteDeadlineLayer {
+    type Service = RouteDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RouteDeadline {
+            inner,
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// The service of [`RouteDeadlineLayer`].
+#[derive(Debug, Clone)]
+pub struct RouteDeadline<S> {
+    inner: S,
+    timeout: RouteTimeout,
+}
+
+impl<S> RouteDeadline<S> {
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B> Service<Request<B>> for RouteDeadline<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let context = req.extensions().get::<RequestContext>();
+        let Some(timeout) = self.timeout.resolve(context.and_then(|c| c.global)) else {
+            return ResponseFuture::passthrough(self.inner.call(req));
+        };
+        // S3: an inbound header can only shorten a route that has a deadline.
+        let budget = match context.and_then(|c| c.inbound) {
+            Some(inbound) => timeout.min(inbound),
+            None => timeout,
+        };
+        let start = context.map_or_else(Instant::now, |c| c.start);
+        let deadline = Deadline::after_start(start, budget);
+        let expiry = Expiry {
+            method: req.method().clone(),
+            route: req.extensions().get::<MatchedPath>().cloned(),
+            budget,
+            start,
+            entropy: context.map(|c| c.entropy.clone()),
+        };
+        if deadline.is_expired() {
+            return ResponseFuture::expired(expiry);
+        }
+        let future = deadline.sync_scope(|| self.inner.call(req));
+        ResponseFuture::bounded(deadline.scope(bounded(future)), expiry)
+    }
+}

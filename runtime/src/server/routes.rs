@@ -1,0 +1,134 @@
+//! [`Route`] and [`Routes`]: what the route macros produce and
+//! [`routes!`](crate::routes) collects.
+
+use std::collections::BTreeMap;
+
+use axum::handler::Handler;
+use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::Router;
+use http::Method;
+
+use crate::config::Config;
+
+use super::{RouteDeadlineLayer, RouteTimeout, TimeboxLayer};
+
+/// One handler at one method and path, with its deadline rule.
+///
+/// The route macros build these; build one by hand to mount a handler that
+/// has no attribute.
+#[derive(Debug)]
+pub struct Route<S> {
+    method: Method,
+    path: &'static str,
+    timeout: RouteTimeout,
+    router: MethodRouter<S>,
+}
+
+impl<S: Clone + Send + Sync + 'static> Route<S> {
+    /// `handler` at `method` and `path`, under `timeout`.
+    ///
+    /// # Panics
+    ///
+    /// When `method` is not one axum can route (GET, POST, PUT, DELETE,
+    /// PATCH, HEAD, OPTIONS, TRACE, CONNECT).
+    pub fn new<H, T>(method: Method, path: &'static str, timeout: RouteTimeout, handler: H) -> Self
+    where
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        let filter = MethodFilter::try_from(method.clone())
+            .unwrap_or_else(|_| panic!("timebox cannot route the method {method}"));
+        Self {
+            method,
+            path,
+            timeout,
+            router: on(filter, handler),
+        }
+    }
+
+    /// The method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The path.
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// The deadline rule.
+    pub fn timeout(&self) -> RouteTimeout {
+        self.timeout
+    }
+}
+
+/// A set of routes, turned into an axum router by [`Routes::into_router`].
+///
+/// Made by [`timebox::routes!`](crate::routes).
+#[derive(Debug)]
+#[must_use]
+pub struct Routes<S> {
+    routes: Vec<Route<S>>,
+}
+
+impl<S> Default for Routes<S> {
+    fn default() -> Self {
+        Self { routes: Vec::new() }
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> Routes<S> {
+    /// No routes yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `route`.
+    pub fn route(mut self, route: Route<S>) -> Self {
+        self.routes.push(route);
+        self
+    }
+
+    /// The longest route override, which the shutdown grace should cover
+    /// (see [`Config::validate_with_route_deadline`]).
+    #[must_use]
+    pub fn longest_override(&self) -> Option<std::time::Duration> {
+        self.routes
+            .iter()
+            .filter_map(|route| match route.timeout {
+                RouteTimeout::Override(timeout) => Some(timeout),
+                RouteTimeout::Inherit | RouteTimeout::Off => None,
+            })
+            .max()
+    }
+
+    /// An axum router serving every route, each under its own deadline
+    /// ([`RouteDeadlineLayer`]), the whole inside [`TimeboxLayer`].
+    ///
+    /// Each route's deadline applies to its own method only: a `GET` override
+    /// also covers `HEAD` (axum answers `HEAD` with the `GET` handler) and
+    /// never other methods of the same path.
+    ///
+    /// # Panics
+    ///
+    /// When two routes have the same method and path, as axum does.
+    pub fn into_router(self, config: &Config) -> Router<S> {
+        let layer =
+            TimeboxLayer::new(config).with_route_overrides(self.longest_override().is_some());
+        let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
+        for route in self.routes {
+            let routed = route.router.layer(RouteDeadlineLayer::new(route.timeout));
+            let merged = match by_path.remove(route.path) {
+                Some(existing) => existing.merge(routed),
+                None => routed,
+            };
+            by_path.insert(route.path, merged);
+        }
+        by_path
+            .into_iter()
+            .fold(Router::new(), |router, (path, method_router)| {
+                router.route(path, method_router)
+            })
+            .layer(layer)
+    }
+}

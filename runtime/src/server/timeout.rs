@@ -1,0 +1,30 @@
+//! [`RouteTimeout`]: a route's own word on its deadline.
+
+use std::time::Duration;
+
+/// How one route's deadline is chosen (S2).
+///
+/// The route macros produce it from their keys: no key is `Inherit`,
+/// `timeout_ms = N` is `Override`, `timeout = "off"` is `Off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RouteTimeout {
+    /// The global `server.timeouts.request_timeout_ms`, if one is set.
+    #[default]
+    Inherit,
+    /// This route's own deadline, whatever the global one is.
+    Override(Duration),
+    /// No deadline for this route.
+    Off,
+}
+
+impl RouteTimeout {
+    /// The deadline this route resolves to, given the global one.
+    #[must_use]
+    pub fn resolve(self, global: Option<Duration>) -> Option<Duration> {
+        match self {
+            RouteTimeout::Inherit => global,
+            RouteTimeout::Override(timeout) => Some(timeout),
+            RouteTimeout::Off => None,
+        }
+    }
+}
