@@ -1,0 +1,89 @@
+//! [`acquire`]: a pool connection, or the deadline.
+
+use std::error::Error;
+use std::fmt;
+
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use sqlx::pool::PoolConnection;
+use sqlx::{Database, Pool};
+
+use crate::deadline::{bounded, DeadlineExceeded};
+use crate::server::problem;
+
+/// Waits for a connection from `pool` until the current deadline.
+///
+/// With no current deadline this is `pool.acquire()`: the pool's own
+/// `acquire_timeout` still bounds it.
+///
+/// # Errors
+///
+/// [`PoolWaitError`]: the deadline passed first (its `source()` is
+/// [`DeadlineExceeded`], so
+/// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds), or
+/// the pool failed (closed, its own timeout, a failed connect).
+///
+/// # Cancellation safety
+///
+/// Dropping the future gives up the place in the pool's queue.
+pub async fn acquire<DB: Database>(pool: &Pool<DB>) -> Result<PoolConnection<DB>, PoolWaitError> {
+    match bounded(pool.acquire()).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(err)) => Err(PoolWaitError::Pool(err)),
+        Err(deadline) => Err(PoolWaitError::Deadline(deadline)),
+    }
+}
+
+/// Why no pool connection came.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PoolWaitError {
+    /// The deadline passed while waiting.
+    Deadline(DeadlineExceeded),
+    /// The pool or the database failed.
+    Pool(sqlx::Error),
+}
+
+impl fmt::Display for PoolWaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PoolWaitError::Deadline(_) => {
+                f.write_str("deadline exceeded while waiting for a database connection")
+            }
+            PoolWaitError::Pool(_) => f.write_str("database error"),
+        }
+    }
+}
+
+impl Error for PoolWaitError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            PoolWaitError::Deadline(err) => Some(err),
+            PoolWaitError::Pool(err) => Some(err),
+        }
+    }
+}
+
+impl From<sqlx::Error> for PoolWaitError {
+    fn from(err: sqlx::Error) -> Self {
+        PoolWaitError::Pool(err)
+    }
+}
+
+impl IntoResponse for PoolWaitError {
+    /// `503` with `Retry-After` and
+    /// [`DeadlineCancelled`](crate::server::DeadlineCancelled) for a wait the
+    /// deadline cut short; `500` for a database failure, whose details are
+    /// logged, not sent.
+    fn into_response(self) -> Response {
+        match self {
+            PoolWaitError::Deadline(_) => {
+                problem::wait_cancelled("a database connection", &problem::fallback_entropy())
+            }
+            PoolWaitError::Pool(err) => {
+                tracing::error!(error = %err, "database error");
+                StatusCode::INTERNAL_SERVER_ERROR.into_response()
+            }
+        }
+    }
+}

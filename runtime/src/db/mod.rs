@@ -1,0 +1,45 @@
+//! Deadline-bounded waits for a database pool connection (feature `sqlx`).
+//!
+//! Waiting for a pooled connection is where an overloaded service loses its
+//! time: every connection is busy, and requests queue behind them long after
+//! their callers gave up. [`acquire`] waits only until the current deadline
+//! (and no longer than the pool's own `acquire_timeout`); the [`Conn`]
+//! extractor does the same for a handler and answers `503` with
+//! [`DeadlineCancelled`](crate::server::DeadlineCancelled) when the wait is
+//! cut short.
+//!
+//! A query that is already running is not cut: stopping a statement half way
+//! is the database's job (its statement timeout), and dropping the future
+//! would only abandon the connection with the statement still running on it.
+//!
+//! # Examples
+//!
+//! ```
+//! use axum::Router;
+//! use sqlx::SqlitePool;
+//! use timebox::config::Config;
+//! use timebox::db::{Conn, PoolWaitError};
+//! use timebox::{get, routes};
+//!
+//! #[get("/count", timeout_ms = 200)]
+//! async fn count(Conn(mut conn): Conn<sqlx::Sqlite>) -> Result<String, PoolWaitError> {
+//!     let row: (i64,) = sqlx::query_as("SELECT 41 + 1")
+//!         .fetch_one(&mut *conn)
+//!         .await
+//!         .map_err(PoolWaitError::from)?;
+//!     Ok(row.0.to_string())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), sqlx::Error> {
+//! let pool = SqlitePool::connect("sqlite::memory:").await?;
+//! let app: Router = routes![count].into_router(&Config::default()).with_state(pool);
+//! # Ok(())
+//! # }
+//! ```
+
+mod acquire;
+mod extract;
+
+pub use acquire::{acquire, PoolWaitError};
+pub use extract::Conn;
