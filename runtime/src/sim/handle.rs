@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use crate::entropy::Entropy;
 
+use super::SimApp;
+
 /// The handle of one simulation run: its seed, its clock and its randomness.
 ///
 /// `#[sim_test]` makes one per run and passes it to the test function.
@@ -41,6 +43,13 @@ impl Sim {
     /// skips the final yield.
     pub async fn advance(&self, duration: Duration) {
         tokio::time::advance(duration).await;
+    }
+
+    /// `router` served in-process on the simulation's clock, with the
+    /// simulation's seeded random source (see [`SimApp`]).
+    #[must_use]
+    pub fn app(&self, router: axum::Router) -> SimApp {
+        SimApp::new(router, self.entropy())
     }
 
     /// The run's seeded random source. Clones share one stream, so the

@@ -52,8 +52,10 @@
 //! Simulation tests should not do real I/O: while the runtime waits for a
 //! real socket, the paused clock jumps to the next timer.
 
+mod app;
 mod handle;
 #[doc(hidden)]
 pub mod runner;
 
+pub use app::SimApp;
 pub use handle::Sim;
