@@ -5,7 +5,11 @@
 
 use proc_macro::TokenStream;
 
+mod errors;
+mod route;
 mod sim_test;
+
+use route::Method;
 
 /// Runs an async test deterministically in virtual time, with a seed.
 ///
@@ -34,4 +38,191 @@ mod sim_test;
 #[proc_macro_attribute]
 pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
     sim_test::sim_test(args.into(), item.into()).into()
+}
+
+/// Makes an `async fn` the handler of `GET path`, with a route deadline.
+///
+/// The handler is an ordinary axum handler (extractors in, `IntoResponse`
+/// out) and stays callable exactly as written, so unit tests can call it.
+/// `timebox::routes![..]` collects it into a `timebox::server::Routes`, and
+/// `Routes::into_router(&config)` mounts it with the timebox layers.
+///
+/// The path is a string literal that starts with `/`, in axum's syntax
+/// (`"/users/{id}"`). Keys, at most one of them:
+/// - `timeout_ms = N`: the route's deadline is `N` milliseconds (an integer
+///   literal, at least 1), instead of `server.timeouts.request_timeout_ms`.
+/// - `timeout = "off"`: the route has no deadline.
+///
+/// Without a key the route takes `server.timeouts.request_timeout_ms` (none
+/// when unset or 0). A `GET` deadline also covers `HEAD` on the same path.
+/// When the deadline passes, the handler (extractors included) is dropped
+/// and the client gets `503 Service Unavailable` with `Retry-After`. A
+/// handler error whose `source()` chain holds a deadline error becomes
+/// `504 Gateway Timeout`.
+///
+/// The handler mounts on a router of every state its extractors accept: one
+/// with a `State<T>` argument on `Router<T>` (or any state `T` can be taken
+/// from with `FromRef`), one with only stateless extractors on any router.
+///
+/// ```text
+/// use axum::extract::{Path, State};
+/// use axum::Json;
+/// use timebox::config::Config;
+/// use timebox::get;
+///
+/// #[derive(Clone)]
+/// struct App;
+///
+/// #[get("/users/{id}", timeout_ms = 2000)]
+/// async fn user(State(app): State<App>, Path(id): Path<u64>) -> Json<u64> {
+///     Json(id)
+/// }
+///
+/// #[get("/export", timeout = "off")]
+/// async fn export() -> &'static str {
+///     "everything"
+/// }
+///
+/// let router: axum::Router = timebox::routes![user, export]
+///     .into_router(&Config::default())
+///     .with_state(App);
+/// ```
+#[proc_macro_attribute]
+pub fn get(args: TokenStream, item: TokenStream) -> TokenStream {
+    route::route(Method::Get, args.into(), item.into()).into()
+}
+
+/// Makes an `async fn` the handler of `POST path`, with a route deadline.
+///
+/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
+/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
+/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// as written; collect it with `timebox::routes![..]`. See `get` for the
+/// rules and the responses.
+///
+/// ```text
+/// use axum::Json;
+/// use timebox::post;
+///
+/// #[post("/orders", timeout_ms = 5000)]
+/// async fn create(Json(order): Json<String>) -> Json<String> {
+///     Json(order)
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn post(args: TokenStream, item: TokenStream) -> TokenStream {
+    route::route(Method::Post, args.into(), item.into()).into()
+}
+
+/// Makes an `async fn` the handler of `PUT path`, with a route deadline.
+///
+/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
+/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
+/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// as written; collect it with `timebox::routes![..]`. See `get` for the
+/// rules and the responses.
+///
+/// ```text
+/// use axum::extract::Path;
+/// use timebox::put;
+///
+/// #[put("/orders/{id}")]
+/// async fn replace(Path(id): Path<u64>, body: String) -> String {
+///     format!("{id}: {body}")
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn put(args: TokenStream, item: TokenStream) -> TokenStream {
+    route::route(Method::Put, args.into(), item.into()).into()
+}
+
+/// Makes an `async fn` the handler of `DELETE path`, with a route deadline.
+///
+/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
+/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
+/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// as written; collect it with `timebox::routes![..]`. See `get` for the
+/// rules and the responses.
+///
+/// ```text
+/// use axum::extract::Path;
+/// use axum::http::StatusCode;
+/// use timebox::delete;
+///
+/// #[delete("/orders/{id}", timeout_ms = 1000)]
+/// async fn remove(Path(_id): Path<u64>) -> StatusCode {
+///     StatusCode::NO_CONTENT
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn delete(args: TokenStream, item: TokenStream) -> TokenStream {
+    route::route(Method::Delete, args.into(), item.into()).into()
+}
+
+/// Makes an `async fn` the handler of `PATCH path`, with a route deadline.
+///
+/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
+/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
+/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// as written; collect it with `timebox::routes![..]`. See `get` for the
+/// rules and the responses.
+///
+/// ```text
+/// use axum::extract::Path;
+/// use timebox::patch;
+///
+/// #[patch("/orders/{id}")]
+/// async fn amend(Path(id): Path<u64>, note: String) -> String {
+///     format!("{id}: {note}")
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn patch(args: TokenStream, item: TokenStream) -> TokenStream {
+    route::route(Method::Patch, args.into(), item.into()).into()
+}
+
+/// Makes an `async fn` the handler of `HEAD path`, with a route deadline.
+///
+/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
+/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
+/// either, `server.timeouts.request_timeout_ms`. A `#[get]` on the same path
+/// already answers `HEAD` (with the `GET` deadline); use `#[head]` to answer
+/// it differently. See `get` for the rules and the responses.
+///
+/// ```text
+/// use axum::http::StatusCode;
+/// use timebox::head;
+///
+/// #[head("/health", timeout_ms = 100)]
+/// async fn health() -> StatusCode {
+///     StatusCode::OK
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn head(args: TokenStream, item: TokenStream) -> TokenStream {
+    route::route(Method::Head, args.into(), item.into()).into()
+}
+
+/// Makes an `async fn` the handler of `OPTIONS path`, with a route deadline.
+///
+/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
+/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
+/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// as written; collect it with `timebox::routes![..]`. See `get` for the
+/// rules and the responses.
+///
+/// ```text
+/// use axum::http::header::{HeaderMap, HeaderValue, ALLOW};
+/// use timebox::options;
+///
+/// #[options("/orders", timeout = "off")]
+/// async fn allowed() -> HeaderMap {
+///     let mut headers = HeaderMap::new();
+///     headers.insert(ALLOW, HeaderValue::from_static("GET, POST, OPTIONS"));
+///     headers
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn options(args: TokenStream, item: TokenStream) -> TokenStream {
+    route::route(Method::Options, args.into(), item.into()).into()
 }

@@ -7,6 +7,8 @@ mod valid;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
+use crate::errors::with_item;
+
 pub(crate) fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
     let function: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
@@ -23,12 +25,4 @@ pub(crate) fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
         Ok(test) => expand::expand(&test, &function),
         Err(err) => with_item(err, function.into_token_stream()),
     }
-}
-
-/// The errors, and the item as it was written, so one mistake does not
-/// cascade into "cannot find function" errors wherever it is used.
-fn with_item(err: syn::Error, item: TokenStream) -> TokenStream {
-    let mut tokens = err.to_compile_error();
-    tokens.extend(item);
-    tokens
 }

@@ -1,6 +1,7 @@
 //! Every rule across the attribute and the function, checked before expansion.
 
 use super::attr::{self, Attr, Key};
+use crate::errors::Errors;
 
 /// A `#[sim_test]` that passed every check.
 pub(super) struct SimTest {
@@ -103,25 +104,4 @@ fn validate_fn(function: &syn::ItemFn) -> syn::Result<()> {
         ));
     }
     errors.finish()
-}
-
-/// Independent errors, reported together.
-#[derive(Default)]
-struct Errors(Option<syn::Error>);
-
-impl Errors {
-    fn push(&mut self, err: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(err),
-            None => self.0 = Some(err),
-        }
-    }
-
-    fn take<T>(&mut self, result: syn::Result<T>) -> Option<T> {
-        result.map_err(|err| self.push(err)).ok()
-    }
-
-    fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
 }

@@ -1,0 +1,82 @@
+//! `#[get]`, `#[post]`, ..: parse the attribute and the handler, validate
+//! both, expand to the handler and its hidden companion.
+
+mod attr;
+mod expand;
+mod valid;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+
+use crate::errors::with_item;
+
+/// The HTTP method of a route attribute; each has its own macro.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    Get,
+    Post,
+    Put,
+    Delete,
+    Patch,
+    Head,
+    Options,
+}
+
+impl Method {
+    const ALL: [Method; 7] = [
+        Method::Get,
+        Method::Post,
+        Method::Put,
+        Method::Delete,
+        Method::Patch,
+        Method::Head,
+        Method::Options,
+    ];
+
+    /// The attribute's name, as the user writes it.
+    fn attribute(self) -> &'static str {
+        match self {
+            Method::Get => "get",
+            Method::Post => "post",
+            Method::Put => "put",
+            Method::Delete => "delete",
+            Method::Patch => "patch",
+            Method::Head => "head",
+            Method::Options => "options",
+        }
+    }
+
+    /// The name of the `http::Method` constant.
+    fn constant(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+            Method::Patch => "PATCH",
+            Method::Head => "HEAD",
+            Method::Options => "OPTIONS",
+        }
+    }
+}
+
+pub(crate) fn route(method: Method, args: TokenStream, item: TokenStream) -> TokenStream {
+    let name = method.attribute();
+    let function: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(function) => function,
+        Err(_) => {
+            let err = syn::Error::new_spanned(
+                &item,
+                format!(
+                    "`#[{name}]` goes on an `async fn` handler, like `async fn name() -> impl IntoResponse`"
+                ),
+            );
+            return with_item(err, item);
+        }
+    };
+    let attr = syn::parse::Parser::parse2(attr::Attr::parse, args);
+    match valid::validate(method, attr, &function) {
+        Ok(route) => expand::expand(&route, &function),
+        Err(err) => with_item(err, function.into_token_stream()),
+    }
+}

@@ -1,0 +1,303 @@
+//! Every rule across the attribute and the handler, checked before expansion.
+
+use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, Type, UnOp};
+
+use super::attr::{Attr, Entry, Key, Path};
+use super::Method;
+use crate::errors::{both, Errors};
+
+/// A route attribute that passed every check.
+pub(super) struct Route {
+    pub(super) method: Method,
+    pub(super) path: LitStr,
+    pub(super) timeout: Timeout,
+}
+
+/// The route's deadline, as the keys set it.
+pub(super) enum Timeout {
+    /// No key: `server.timeouts.request_timeout_ms` decides.
+    Inherit,
+    /// `timeout_ms = N`, never 0.
+    Millis(u64),
+    /// `timeout = "off"`.
+    Off,
+}
+
+/// Checks the attribute and the handler, collecting independent errors.
+pub(super) fn validate(
+    method: Method,
+    attr: syn::Result<Attr>,
+    function: &syn::ItemFn,
+) -> syn::Result<Route> {
+    let route = attr.and_then(|attr| validate_attr(method, &attr));
+    both(route, validate_fn(method, function)).map(|(route, ())| route)
+}
+
+fn validate_attr(method: Method, attr: &Attr) -> syn::Result<Route> {
+    let (path, timeout) = both(
+        validate_path(method, &attr.path),
+        validate_entries(&attr.entries),
+    )?;
+    Ok(Route {
+        method,
+        path,
+        timeout,
+    })
+}
+
+fn validate_path(method: Method, path: &Path) -> syn::Result<LitStr> {
+    let name = method.attribute();
+    let literal = match path {
+        Path::Literal(literal) => literal,
+        Path::Other(tokens) => {
+            return Err(syn::Error::new_spanned(
+                tokens,
+                format!("the path must be a string literal, like `#[{name}(\"/users\")]`"),
+            ))
+        }
+        Path::Missing(span) => {
+            return Err(syn::Error::new(
+                *span,
+                format!("`#[{name}]` needs the route's path first, like `#[{name}(\"/users\")]`"),
+            ))
+        }
+    };
+    let value = literal.value();
+    if value.is_empty() {
+        return Err(syn::Error::new_spanned(
+            literal,
+            "the path cannot be empty; write `\"/\"` for the root",
+        ));
+    }
+    if !value.starts_with('/') {
+        return Err(syn::Error::new_spanned(
+            literal,
+            format!(
+                "the path must start with `/`, like `{:?}`",
+                format!("/{value}")
+            ),
+        ));
+    }
+    Ok(literal.clone())
+}
+
+fn validate_entries(entries: &[Entry]) -> syn::Result<Timeout> {
+    let mut errors = Errors::default();
+    let mut seen: Vec<Key> = Vec::new();
+    let mut timeout = Timeout::Inherit;
+    for entry in entries {
+        if seen.contains(&entry.key) {
+            errors.push(syn::Error::new(
+                entry.key_span,
+                format!("duplicate key `{}`; set it once", entry.key.name()),
+            ));
+            continue;
+        }
+        if !seen.is_empty() {
+            // Two different keys: there are only two, and they exclude each other.
+            errors.push(syn::Error::new(
+                entry.key_span,
+                "`timeout_ms` and `timeout = \"off\"` cannot both be set; keep one",
+            ));
+        }
+        seen.push(entry.key);
+        match entry.key {
+            Key::TimeoutMs => {
+                if let Some(millis) = errors.take(timeout_ms(&entry.value)) {
+                    timeout = Timeout::Millis(millis);
+                }
+            }
+            Key::Timeout => {
+                if let Some(()) = errors.take(timeout_off(&entry.value)) {
+                    timeout = Timeout::Off;
+                }
+            }
+        }
+    }
+    errors.finish()?;
+    Ok(timeout)
+}
+
+/// The value of `timeout_ms`: a nonzero integer literal that fits a `u64`.
+fn timeout_ms(value: &Expr) -> syn::Result<u64> {
+    let literal = match ungroup(value) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(literal),
+            ..
+        }) => literal,
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(_), ..
+        }) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                "`timeout_ms` takes whole milliseconds; write an integer, like `timeout_ms = 1500`",
+            ))
+        }
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                "`timeout_ms` cannot be negative; write a number of milliseconds, like `timeout_ms = 5000`",
+            ))
+        }
+        Expr::Path(_) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                "`timeout_ms` must be an integer literal, like `timeout_ms = 5000`; the macro cannot read a constant",
+            ))
+        }
+        _ => {
+            return Err(syn::Error::new_spanned(
+                value,
+                "`timeout_ms` must be an integer literal, like `timeout_ms = 5000`",
+            ))
+        }
+    };
+    if !matches!(literal.suffix(), "" | "u64") {
+        return Err(syn::Error::new_spanned(
+            literal,
+            format!(
+                "`timeout_ms` takes a plain integer; remove the `{}` suffix",
+                literal.suffix()
+            ),
+        ));
+    }
+    let millis = literal.base10_parse::<u64>().map_err(|_| {
+        syn::Error::new_spanned(
+            literal,
+            format!("`timeout_ms` must fit in a u64 (at most {})", u64::MAX),
+        )
+    })?;
+    if millis == 0 {
+        return Err(syn::Error::new_spanned(
+            literal,
+            "`timeout_ms = 0` would refuse every request; use `timeout = \"off\"` for no deadline",
+        ));
+    }
+    Ok(millis)
+}
+
+/// The value of `timeout`: only `"off"`.
+fn timeout_off(value: &Expr) -> syn::Result<()> {
+    match ungroup(value) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(literal),
+            ..
+        }) if literal.value() == "off" => Ok(()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(literal),
+            ..
+        }) => Err(syn::Error::new_spanned(
+            value,
+            format!("`timeout` accepts only `\"off\"`; for a deadline in milliseconds write `timeout_ms = {}`", literal.base10_digits()),
+        )),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            "`timeout` accepts only `\"off\"`; for a deadline write `timeout_ms = N`",
+        )),
+    }
+}
+
+/// A value passed through a `macro_rules` fragment arrives in an invisible group.
+fn ungroup(value: &Expr) -> &Expr {
+    match value {
+        Expr::Group(group) => ungroup(&group.expr),
+        other => other,
+    }
+}
+
+fn validate_fn(method: Method, function: &syn::ItemFn) -> syn::Result<()> {
+    let name = method.attribute();
+    let mut errors = Errors::default();
+    let sig = &function.sig;
+    if sig.asyncness.is_none() {
+        errors.push(syn::Error::new_spanned(
+            sig.fn_token,
+            format!("`#[{name}]` handlers must be async; write `async fn`"),
+        ));
+    }
+    if let Some(unsafety) = sig.unsafety {
+        errors.push(syn::Error::new_spanned(
+            unsafety,
+            format!("`#[{name}]` handlers cannot be `unsafe`; remove it"),
+        ));
+    }
+    if let Some(receiver) = sig.receiver() {
+        errors.push(syn::Error::new_spanned(
+            receiver,
+            format!("`#[{name}]` handlers cannot take `self`; make it a free function"),
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            format!("`#[{name}]` handlers cannot be generic; remove the parameters"),
+        ));
+    }
+    for input in &sig.inputs {
+        if let syn::FnArg::Typed(input) = input {
+            if let Some(impl_trait) = impl_trait(&input.ty) {
+                errors.push(syn::Error::new_spanned(
+                    impl_trait,
+                    format!("`#[{name}]` handlers cannot be generic; name the extractor's type instead of `impl Trait`"),
+                ));
+            }
+        }
+    }
+    for attr in &function.attrs {
+        if let Some(other) = route_attribute(attr) {
+            errors.push(syn::Error::new_spanned(
+                attr,
+                format!("a handler takes one route attribute; move `#[{}]` to a second handler that calls this one", other.attribute()),
+            ));
+        }
+    }
+    errors.finish()
+}
+
+/// An `impl Trait` anywhere in an argument's type, which makes it generic.
+fn impl_trait(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::ImplTrait(_) => Some(ty),
+        Type::Array(array) => impl_trait(&array.elem),
+        Type::Group(group) => impl_trait(&group.elem),
+        Type::Paren(paren) => impl_trait(&paren.elem),
+        Type::Ptr(ptr) => impl_trait(&ptr.elem),
+        Type::Reference(reference) => impl_trait(&reference.elem),
+        Type::Slice(slice) => impl_trait(&slice.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(impl_trait),
+        Type::Path(path) => path
+            .path
+            .segments
+            .iter()
+            .filter_map(|segment| match &segment.arguments {
+                syn::PathArguments::AngleBracketed(arguments) => Some(arguments),
+                _ => None,
+            })
+            .flat_map(|arguments| &arguments.args)
+            .find_map(|argument| match argument {
+                syn::GenericArgument::Type(ty) => impl_trait(ty),
+                _ => None,
+            }),
+        _ => None,
+    }
+}
+
+/// The method of another route attribute on the same handler, which would
+/// define a second companion with the same name: `get` or `timebox::get`.
+fn route_attribute(attr: &syn::Attribute) -> Option<Method> {
+    let path = attr.path();
+    let last = path.segments.last()?;
+    let qualified = match path.segments.len() {
+        1 => true,
+        2 => path.segments[0].ident == "timebox",
+        _ => false,
+    };
+    if !qualified {
+        return None;
+    }
+    Method::ALL
+        .into_iter()
+        .find(|method| last.ident == method.attribute())
+}
