@@ -31,6 +31,46 @@ async fn different_seeds_give_different_entropy_sequences(sim: Sim) {
     assert_ne!(first, second);
 }
 
+// M2: an in-process app with seeded entropy.
+
+#[timebox::get("/stuck", timeout_ms = 50)]
+async fn stuck() -> &'static str {
+    std::future::pending::<()>().await;
+    "never"
+}
+
+/// The `Retry-After` values of 20 requests to a stuck route.
+async fn retry_after_sequence(sim: &Sim) -> Vec<u64> {
+    let app = sim.app(timebox::routes![stuck].into_router(&timebox::config::Config::default()));
+    let mut sequence = Vec::new();
+    for _ in 0..20 {
+        let response = app.request(support::http::request("GET", "/stuck")).await;
+        assert_eq!(response.status(), 503);
+        let value = response.headers()["retry-after"].to_str().unwrap();
+        sequence.push(value.parse().unwrap());
+    }
+    sequence
+}
+
+#[sim_test(seed = 9)]
+async fn the_same_seed_gives_the_same_retry_after_sequence(sim: Sim) {
+    let first = retry_after_sequence(&sim).await;
+    let second = retry_after_sequence(&Sim::new(9)).await;
+    assert_eq!(first, second);
+    assert!(first.iter().all(|s| (1..=3).contains(s)));
+    assert!(first.iter().collect::<BTreeSet<_>>().len() > 1, "{first:?}");
+    let other = retry_after_sequence(&Sim::new(10)).await;
+    assert_ne!(first, other);
+}
+
+#[sim_test]
+async fn requests_through_the_app_take_virtual_time(sim: Sim) {
+    let start = Instant::now();
+    let app = sim.app(timebox::routes![stuck].into_router(&timebox::config::Config::default()));
+    let _ = app.request(support::http::request("GET", "/stuck")).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(50));
+}
+
 // M1: a paused clock from the start.
 
 #[sim_test]

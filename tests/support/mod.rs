@@ -3,3 +3,4 @@
 #![allow(dead_code, unreachable_pub)] // each test file uses a different part
 
 pub mod child;
+pub mod http;

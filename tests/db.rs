@@ -1,0 +1,125 @@
+//! Deadline-bounded pool waits (DESIGN S11), with SQLite in memory.
+
+mod support;
+
+use std::time::Duration;
+
+use axum::Router;
+use sqlx::sqlite::SqlitePoolOptions;
+use sqlx::{Sqlite, SqlitePool};
+use timebox::config::Config;
+use timebox::db::{acquire, Conn, PoolWaitError};
+use timebox::deadline::{is_deadline_exceeded, Deadline};
+use timebox::server::DeadlineCancelled;
+use timebox::{get, routes};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use support::http::{request, send, text};
+
+async fn pool_of_one() -> SqlitePool {
+    SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect("sqlite::memory:")
+        .await
+        .expect("an in-memory SQLite pool")
+}
+
+#[get("/answer", timeout_ms = 200)]
+async fn answer(Conn(mut conn): Conn<Sqlite>) -> Result<String, PoolWaitError> {
+    let (value,): (i64,) = sqlx::query_as("SELECT 41 + 1")
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(value.to_string())
+}
+
+/// The clock was paused part way through a millisecond, and tokio's timers
+/// fire on whole milliseconds of the runtime's clock: allow one tick.
+fn assert_within_a_tick(elapsed: Duration, deadline: Duration) {
+    let tick = Duration::from_millis(1);
+    assert!(
+        elapsed >= deadline && elapsed <= deadline + tick,
+        "{elapsed:?} is not within a tick after {deadline:?}"
+    );
+}
+
+fn app(pool: SqlitePool) -> Router {
+    routes![answer]
+        .into_router(&Config::default())
+        .with_state(pool)
+}
+
+#[tokio::test]
+async fn a_free_connection_serves_the_request() {
+    let app = app(pool_of_one().await);
+    let response = send(&app, request("GET", "/answer")).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(text(response).await, "42");
+}
+
+#[tokio::test]
+async fn a_request_waiting_for_a_held_connection_gets_503_at_its_deadline() {
+    let pool = pool_of_one().await;
+    let held = pool.acquire().await.unwrap();
+    let app = app(pool.clone());
+    // SQLite connects on a thread of its own in real time; only the wait
+    // below runs on the paused clock.
+    tokio::time::pause();
+    let start = Instant::now();
+    let response = send(&app, request("GET", "/answer")).await;
+    assert_within_a_tick(start.elapsed(), Duration::from_millis(200));
+    assert_eq!(response.status(), 503);
+    assert!(response.extensions().get::<DeadlineCancelled>().is_some());
+    assert!(response.headers().contains_key("retry-after"));
+    drop(held);
+    // The request that gave up holds nothing: the connection serves the next
+    // (returning it to the pool talks to SQLite's thread, in real time).
+    tokio::time::resume();
+    let next = tokio::time::timeout(Duration::from_secs(1), pool.acquire()).await;
+    assert!(matches!(next, Ok(Ok(_))), "{next:?}");
+}
+
+#[tokio::test]
+async fn acquire_stops_at_the_current_deadline_with_a_deadline_error() {
+    let pool = pool_of_one().await;
+    let _held = pool.acquire().await.unwrap();
+    tokio::time::pause();
+    let start = Instant::now();
+    let err = Deadline::after(Duration::from_millis(150))
+        .scope(acquire(&pool))
+        .await
+        .unwrap_err();
+    assert_within_a_tick(start.elapsed(), Duration::from_millis(150));
+    assert!(matches!(err, PoolWaitError::Deadline(_)));
+    assert!(is_deadline_exceeded(&err));
+    let response = axum::response::IntoResponse::into_response(err);
+    assert_eq!(response.status(), 503);
+    assert!(response.extensions().get::<DeadlineCancelled>().is_some());
+}
+
+#[tokio::test]
+async fn acquire_with_no_deadline_waits_for_the_connection() {
+    let pool = pool_of_one().await;
+    let held = pool.acquire().await.unwrap();
+    let (tx, rx) = oneshot::channel();
+    let waiter = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            let _ = tx.send(());
+            acquire(&pool).await.map(|_| ())
+        }
+    });
+    rx.await.unwrap();
+    drop(held);
+    waiter.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_pool_error_is_not_a_deadline_error() {
+    let pool = pool_of_one().await;
+    pool.close().await;
+    let err = acquire(&pool).await.unwrap_err();
+    assert!(matches!(err, PoolWaitError::Pool(_)));
+    assert!(!is_deadline_exceeded(&err));
+}

@@ -1,0 +1,665 @@
+//! The server integration (DESIGN §3): route deadlines, timeout responses,
+//! the inbound header, handler errors, sessions and shutdown.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::Router;
+use http::StatusCode;
+use timebox::config::Config;
+use timebox::deadline::Deadline;
+use timebox::server::DeadlineCancelled;
+use timebox::{get, post, routes};
+use tokio::time::{sleep, Instant};
+
+use support::http::{get_with_deadline_header, request, send, text};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn config_with_global(ms: Option<u64>) -> Config {
+    let mut config = Config::default();
+    config.server.timeouts.request_timeout_ms = ms;
+    config
+}
+
+fn config_accepting_header(accept: bool) -> Config {
+    let mut config = Config::default();
+    config.server.timeouts.accept_deadline_header = accept;
+    config
+}
+
+fn is_cancelled(response: &http::Response<axum::body::Body>) -> bool {
+    response.extensions().get::<DeadlineCancelled>().is_some()
+}
+
+// S5: the timeout response.
+
+#[get("/slow")]
+async fn slow() -> &'static str {
+    sleep(MS(300)).await;
+    "finished"
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_past_the_global_deadline_gets_503_problem_json_with_retry_after() {
+    let app = routes![slow].into_router(&config_with_global(Some(50)));
+    let start = Instant::now();
+    let response = send(&app, request("GET", "/slow")).await;
+    assert_eq!(start.elapsed(), MS(50));
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3).contains(&retry_after), "{retry_after}");
+    assert!(is_cancelled(&response));
+    let body: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+    assert_eq!(body["status"], 503);
+    assert_eq!(body["title"], "Service Unavailable");
+    assert!(body["detail"].as_str().unwrap().contains("50 ms"), "{body}");
+}
+
+#[tokio::test]
+async fn a_handler_past_the_global_deadline_gets_503_over_real_tcp() {
+    let app = routes![slow].into_router(&config_with_global(Some(50)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let response = reqwest::get(format!("http://{addr}/slow")).await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3).contains(&retry_after));
+    let body: serde_json::Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+    assert_eq!(body["status"], 503);
+}
+
+// S2: which deadline a route gets.
+
+#[get("/same", timeout = "off")]
+async fn same_get() -> &'static str {
+    sleep(MS(200)).await;
+    "get"
+}
+
+#[post("/same")]
+async fn same_post() -> &'static str {
+    sleep(MS(200)).await;
+    "post"
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_override_on_one_method_never_spills_onto_another_of_the_same_path() {
+    let app = routes![same_get, same_post].into_router(&config_with_global(Some(50)));
+    assert_eq!(send(&app, request("GET", "/same")).await.status(), 200);
+    assert_eq!(send(&app, request("POST", "/same")).await.status(), 503);
+}
+
+#[get("/covered", timeout_ms = 50)]
+async fn covered() -> &'static str {
+    sleep(MS(200)).await;
+    "late"
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_get_override_also_covers_head() {
+    let app = routes![covered].into_router(&Config::default());
+    assert_eq!(send(&app, request("HEAD", "/covered")).await.status(), 503);
+    assert_eq!(send(&app, request("GET", "/covered")).await.status(), 503);
+}
+
+#[get("/long", timeout_ms = 5000)]
+async fn long() -> &'static str {
+    sleep(MS(200)).await;
+    "long"
+}
+
+#[get("/off", timeout = "off")]
+async fn off() -> &'static str {
+    sleep(MS(200)).await;
+    "off"
+}
+
+#[get("/instant")]
+async fn instant() -> &'static str {
+    "instant"
+}
+
+#[tokio::test(start_paused = true)]
+async fn overrides_and_off_routes_outlive_a_short_global_deadline() {
+    let app = routes![long, off, instant].into_router(&config_with_global(Some(50)));
+    for (uri, body) in [("/long", "long"), ("/off", "off"), ("/instant", "instant")] {
+        let response = send(&app, request("GET", uri)).await;
+        assert_eq!(response.status(), 200, "{uri}");
+        assert!(!is_cancelled(&response));
+        assert_eq!(text(response).await, body);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_no_deadline_anywhere_a_slow_handler_finishes() {
+    let app = routes![slow].into_router(&config_with_global(None));
+    let response = send(&app, request("GET", "/slow")).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(text(response).await, "finished");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_zero_global_timeout_means_no_deadline() {
+    let app = routes![slow].into_router(&config_with_global(Some(0)));
+    assert_eq!(send(&app, request("GET", "/slow")).await.status(), 200);
+}
+
+// S3: the inbound deadline header.
+
+static HEADER_HITS: AtomicUsize = AtomicUsize::new(0);
+
+#[get("/h5000", timeout_ms = 5000)]
+async fn h5000() -> &'static str {
+    HEADER_HITS.fetch_add(1, Ordering::SeqCst);
+    sleep(MS(300)).await;
+    "done"
+}
+
+#[get("/h50", timeout_ms = 50)]
+async fn h50() -> &'static str {
+    sleep(MS(300)).await;
+    "done"
+}
+
+#[get("/hoff", timeout = "off")]
+async fn hoff() -> &'static str {
+    sleep(MS(300)).await;
+    "done"
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_accepted_header_shortens_the_route_deadline() {
+    let app = routes![h5000].into_router(&config_accepting_header(true));
+    let start = Instant::now();
+    let response = send(&app, get_with_deadline_header("/h5000", "50")).await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(start.elapsed(), MS(50));
+}
+
+#[get("/zero", timeout_ms = 5000)]
+async fn zero() -> &'static str {
+    ZERO_HITS.fetch_add(1, Ordering::SeqCst);
+    "ran"
+}
+
+static ZERO_HITS: AtomicUsize = AtomicUsize::new(0);
+
+#[tokio::test(start_paused = true)]
+async fn a_zero_header_is_answered_at_once_without_calling_the_handler() {
+    let app = routes![zero].into_router(&config_accepting_header(true));
+    let response = send(&app, get_with_deadline_header("/zero", "0")).await;
+    assert_eq!(response.status(), 503);
+    assert!(is_cancelled(&response));
+    assert_eq!(ZERO_HITS.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_header_never_lengthens_the_route_deadline() {
+    let app = routes![h50].into_router(&config_accepting_header(true));
+    let response = send(&app, get_with_deadline_header("/h50", "10000")).await;
+    assert_eq!(response.status(), 503);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unparseable_header_is_ignored() {
+    let app = routes![h5000].into_router(&config_accepting_header(true));
+    let response = send(&app, get_with_deadline_header("/h5000", "soon")).await;
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_header_does_not_give_an_off_route_a_deadline() {
+    let app = routes![hoff].into_router(&config_accepting_header(true));
+    let response = send(&app, get_with_deadline_header("/hoff", "50")).await;
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_header_is_ignored_unless_accepted() {
+    let app = routes![h5000].into_router(&config_accepting_header(false));
+    let response = send(&app, get_with_deadline_header("/h5000", "50")).await;
+    assert_eq!(response.status(), 200);
+}
+
+// S4: the handler runs poll-gated, with the deadline current.
+
+static AT_DEADLINE_HITS: AtomicUsize = AtomicUsize::new(0);
+
+#[get("/until", timeout_ms = 100)]
+async fn until_the_deadline() -> &'static str {
+    let deadline = Deadline::current().expect("the route deadline is current");
+    tokio::time::sleep_until(deadline.instant()).await;
+    AT_DEADLINE_HITS.fetch_add(1, Ordering::SeqCst);
+    "too late"
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_woken_exactly_at_the_deadline_never_runs_on() {
+    let app = routes![until_the_deadline].into_router(&Config::default());
+    let response = send(&app, request("GET", "/until")).await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(AT_DEADLINE_HITS.load(Ordering::SeqCst), 0);
+}
+
+#[get("/remaining", timeout_ms = 5000)]
+async fn remaining() -> String {
+    let left = Deadline::current().map(|d| d.remaining().as_millis());
+    let spawned = tokio::spawn(async { Deadline::current() }).await.unwrap();
+    format!("{left:?} {}", spawned.is_none())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_route_deadline_is_current_in_the_handler_but_not_in_tasks_it_spawns() {
+    let app = routes![remaining].into_router(&Config::default());
+    let body = text(send(&app, request("GET", "/remaining")).await).await;
+    let (left, spawned_sees_none) = body.split_once(' ').unwrap();
+    let left: u128 = left
+        .trim_start_matches("Some(")
+        .trim_end_matches(')')
+        .parse()
+        .unwrap();
+    assert!(left > 4900 && left <= 5000, "{left}");
+    assert_eq!(spawned_sees_none, "true");
+}
+
+/// An extractor that takes 30 ms, as a slow body read would.
+struct SlowExtractor;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SlowExtractor {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        _parts: &mut http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        sleep(MS(30)).await;
+        Ok(SlowExtractor)
+    }
+}
+
+#[get("/extract", timeout_ms = 100)]
+async fn slow_extraction(_slow: SlowExtractor) -> &'static str {
+    sleep(MS(80)).await;
+    "done"
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_counts_extraction_too() {
+    let app = routes![slow_extraction].into_router(&Config::default());
+    let start = Instant::now();
+    let response = send(&app, request("GET", "/extract")).await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(start.elapsed(), MS(100));
+}
+
+/// Records whether it was dropped.
+struct DropFlag(Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_handler_is_dropped_before_the_timeout_response_is_returned() {
+    use timebox::server::{RouteDeadlineLayer, RouteTimeout};
+    use tower::Layer;
+    use tower::Service;
+
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard_source = Arc::clone(&dropped);
+    let handler = axum::routing::get(move || {
+        let guard = DropFlag(Arc::clone(&guard_source));
+        async move {
+            sleep(MS(300)).await;
+            drop(guard);
+            "late"
+        }
+    });
+    let mut service = RouteDeadlineLayer::new(RouteTimeout::Override(MS(50)))
+        .layer(Router::new().route("/", handler));
+    let mut future = tokio_test::task::spawn(service.call(request("GET", "/")));
+    tokio_test::assert_pending!(future.poll());
+    assert_eq!(dropped.load(Ordering::SeqCst), 0);
+    tokio::time::advance(MS(50)).await;
+    let response = tokio_test::assert_ready_ok!(future.poll());
+    // The response future is still alive here, yet the handler is gone.
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    assert_eq!(response.status(), 503);
+    drop(future);
+}
+
+// S6: deadline errors from a handler.
+
+#[derive(Debug)]
+struct LookupError {
+    source: std::io::Error,
+}
+
+impl std::fmt::Display for LookupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("lookup failed")
+    }
+}
+
+impl std::error::Error for LookupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+impl axum::response::IntoResponse for LookupError {
+    fn into_response(self) -> axum::response::Response {
+        (StatusCode::BAD_REQUEST, "the lookup's own answer").into_response()
+    }
+}
+
+#[get("/lookup")]
+async fn lookup() -> Result<&'static str, LookupError> {
+    let outcome = Deadline::after(MS(10))
+        .scope(timebox::deadline::bounded(sleep(MS(100))))
+        .await;
+    match outcome {
+        Ok(()) => Ok("found"),
+        Err(deadline) => Err(LookupError {
+            source: deadline.into(),
+        }),
+    }
+}
+
+#[get("/refuse")]
+async fn refuse() -> Result<&'static str, LookupError> {
+    Err(LookupError {
+        source: std::io::Error::other("not found"),
+    })
+}
+
+#[get("/busy")]
+async fn busy() -> StatusCode {
+    StatusCode::SERVICE_UNAVAILABLE
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_error_deep_in_a_handler_error_answers_504_with_the_marker() {
+    let app = routes![lookup].into_router(&Config::default());
+    let response = send(&app, request("GET", "/lookup")).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert!(is_cancelled(&response));
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn other_handler_errors_keep_their_own_response() {
+    let app = routes![refuse].into_router(&Config::default());
+    let response = send(&app, request("GET", "/refuse")).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(!is_cancelled(&response));
+    assert_eq!(text(response).await, "the lookup's own answer");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_503_the_handler_returns_itself_carries_no_marker() {
+    let app = routes![busy].into_router(&config_with_global(Some(50)));
+    let response = send(&app, request("GET", "/busy")).await;
+    assert_eq!(response.status(), 503);
+    assert!(!is_cancelled(&response));
+}
+
+// S8: a streaming body outlives the deadline of the response head.
+
+#[get("/events")]
+async fn events() -> axum::response::sse::Sse<
+    impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+> {
+    let stream = futures_util::stream::unfold(0, |n| async move {
+        match n {
+            0 => Some((Ok(axum::response::sse::Event::default().data("first")), 1)),
+            1 => {
+                sleep(MS(150)).await;
+                Some((Ok(axum::response::sse::Event::default().data("second")), 2))
+            }
+            _ => None,
+        }
+    });
+    axum::response::sse::Sse::new(stream)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_sse_stream_keeps_going_after_the_deadline_of_its_head() {
+    let app = routes![events].into_router(&config_with_global(Some(50)));
+    let response = send(&app, request("GET", "/events")).await;
+    assert_eq!(response.status(), 200);
+    let body = text(response).await;
+    assert!(body.contains("data: first"), "{body}");
+    assert!(body.contains("data: second"), "{body}");
+}
+
+// S1: handlers with state, and handlers called directly.
+
+#[derive(Clone)]
+struct Counter(Arc<AtomicUsize>);
+
+#[post("/count")]
+async fn count(State(counter): State<Counter>) -> String {
+    (counter.0.fetch_add(1, Ordering::SeqCst) + 1).to_string()
+}
+
+#[tokio::test(start_paused = true)]
+async fn state_handlers_and_stateless_handlers_share_one_router() {
+    let counter = Counter(Arc::new(AtomicUsize::new(0)));
+    let app: Router = routes![count, instant]
+        .into_router(&Config::default())
+        .with_state(counter.clone());
+    assert_eq!(text(send(&app, request("POST", "/count")).await).await, "1");
+    assert_eq!(
+        text(send(&app, request("GET", "/instant")).await).await,
+        "instant"
+    );
+    assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_stays_callable_as_written() {
+    assert_eq!(instant().await, "instant");
+    let counter = Counter(Arc::new(AtomicUsize::new(41)));
+    assert_eq!(count(State(counter)).await, "42");
+}
+
+// S7: a cancelled handler's session changes are not saved.
+
+mod sessions {
+    use super::*;
+    use timebox::server::SaveSessionUnlessCancelledLayer;
+    use tower_sessions::{MemoryStore, Session, SessionManagerLayer};
+
+    #[get("/visit")]
+    async fn visit(session: Session) -> &'static str {
+        session.insert("visited", true).await.unwrap();
+        "welcome"
+    }
+
+    #[post("/login", timeout_ms = 50)]
+    async fn login(session: Session) -> &'static str {
+        session.insert("user", "ann").await.unwrap();
+        sleep(MS(300)).await;
+        "logged in"
+    }
+
+    #[post("/note")]
+    async fn note(session: Session) -> StatusCode {
+        session.insert("note", "kept").await.unwrap();
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+
+    #[get("/whoami")]
+    async fn whoami(session: Session) -> String {
+        let user: Option<String> = session.get("user").await.unwrap();
+        let note: Option<String> = session.get("note").await.unwrap();
+        format!("user={user:?} note={note:?}")
+    }
+
+    fn app() -> Router {
+        let sessions = SessionManagerLayer::new(MemoryStore::default()).with_secure(false);
+        routes![visit, login, note, whoami]
+            .into_router(&Config::default())
+            .layer(SaveSessionUnlessCancelledLayer::new(sessions))
+    }
+
+    async fn send_with_cookie(
+        app: &Router,
+        method: &str,
+        uri: &str,
+        cookie: &str,
+    ) -> http::Response<axum::body::Body> {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("cookie", cookie)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        send(app, request).await
+    }
+
+    async fn session_cookie(app: &Router) -> String {
+        let response = send(app, request("GET", "/visit")).await;
+        let cookie = response.headers()["set-cookie"].to_str().unwrap();
+        cookie.split(';').next().unwrap().to_owned()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_handlers_session_changes_are_not_saved() {
+        let app = app();
+        let cookie = session_cookie(&app).await;
+        let response = send_with_cookie(&app, "POST", "/login", &cookie).await;
+        assert_eq!(response.status(), 503);
+        assert!(is_cancelled(&response));
+        let body = text(send_with_cookie(&app, "GET", "/whoami", &cookie).await).await;
+        assert_eq!(body, "user=None note=None");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_handlers_own_503_still_saves_its_session_changes() {
+        let app = app();
+        let cookie = session_cookie(&app).await;
+        let response = send_with_cookie(&app, "POST", "/note", &cookie).await;
+        assert_eq!(response.status(), 503);
+        let body = text(send_with_cookie(&app, "GET", "/whoami", &cookie).await).await;
+        assert_eq!(body, r#"user=None note=Some("kept")"#);
+    }
+}
+
+// S10: the shutdown token, and serve.
+
+mod shutdown {
+    use super::*;
+    use timebox::shutdown::{Shutdown, ShutdownToken};
+
+    #[get("/token")]
+    async fn token(token: ShutdownToken) -> String {
+        token.is_cancelled().to_string()
+    }
+
+    static ARRIVED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+    #[get("/wait", timeout = "off")]
+    async fn wait_for_shutdown(token: ShutdownToken) -> &'static str {
+        ARRIVED.notify_one();
+        token.cancelled().await;
+        "wound down"
+    }
+
+    #[tokio::test]
+    async fn serve_stops_accepting_on_trigger_and_lets_open_requests_finish() {
+        let shutdown = Shutdown::new(&Config::default());
+        let app = routes![token, wait_for_shutdown].into_router(&Config::default());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
+
+        let client = reqwest::Client::new();
+        let seen = client
+            .get(format!("http://{addr}/token"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(seen.text().await.unwrap(), "false");
+
+        let waiting = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .get(format!("http://{addr}/wait"))
+                    .send()
+                    .await?
+                    .text()
+                    .await
+            }
+        });
+        ARRIVED.notified().await;
+        shutdown.trigger();
+        assert_eq!(waiting.await.unwrap().unwrap(), "wound down");
+        server.await.unwrap().unwrap();
+        let refused = reqwest::Client::new()
+            .get(format!("http://{addr}/token"))
+            .send()
+            .await;
+        assert!(refused.is_err(), "the listener is closed: {refused:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_after_the_trigger_gets_503_problem_json() {
+        let sim = timebox::sim::Sim::new(1);
+        let shutdown = Shutdown::new(&Config::default());
+        let app = sim
+            .app(routes![token].into_router(&Config::default()))
+            .with_shutdown(shutdown.token());
+        assert_eq!(
+            text(app.request(request("GET", "/token")).await).await,
+            "false"
+        );
+        shutdown.trigger();
+        let response = app.request(request("GET", "/token")).await;
+        assert_eq!(response.status(), 503);
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json"
+        );
+        assert!(response.headers().contains_key("retry-after"));
+        assert!(!is_cancelled(&response));
+    }
+
+    #[tokio::test]
+    async fn outside_serve_the_extractor_gives_a_token_that_is_never_cancelled() {
+        let app = routes![token].into_router(&Config::default());
+        assert_eq!(
+            text(send(&app, request("GET", "/token")).await).await,
+            "false"
+        );
+    }
+}
