@@ -5,9 +5,10 @@
 //! cargo run --example tour
 //! ```
 //!
-//! Everything runs in-process on a paused tokio clock, so timeouts of seconds
-//! take microseconds, and the results do not depend on the machine. The
-//! process exits non-zero if any row is not ok.
+//! The deadline rows run in-process on a paused tokio clock, so timeouts of
+//! seconds take microseconds. The server rows run a real server on
+//! 127.0.0.1 (a free port) in real time, with deadlines of a tenth of a
+//! second. The process exits non-zero if any row is not ok.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,6 +52,12 @@ fn main() -> ExitCode {
     let mut rows = runtime.block_on(deadline_rows());
     rows.extend(header_rows());
     rows.extend(config_and_entropy_rows());
+    let real_time = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a multi-thread runtime builds");
+    rows.extend(real_time.block_on(server::rows()));
     print_table(&rows);
     if rows.iter().all(Row::ok) {
         ExitCode::SUCCESS
@@ -272,5 +279,156 @@ fn print_table(rows: &[Row]) {
             "{:s$} | {:e$} | {:o$} | {ok}",
             row.scenario, row.expected, row.observed
         );
+    }
+}
+
+/// A real server on loopback, asked by a real HTTP client.
+mod server {
+    use std::time::Duration;
+
+    use timebox::config::Config;
+    use timebox::deadline::{bounded, header::DEADLINE_HEADER, Deadline};
+    use timebox::shutdown::Shutdown;
+    use timebox::{get, routes};
+
+    use super::Row;
+
+    #[get("/slow")]
+    async fn slow() -> &'static str {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        "finished"
+    }
+
+    #[get("/off", timeout = "off")]
+    async fn off() -> &'static str {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        "finished"
+    }
+
+    #[get("/override", timeout_ms = 2000)]
+    async fn long() -> &'static str {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        "finished"
+    }
+
+    /// The handler's own error type, wrapping whatever went wrong.
+    #[derive(Debug)]
+    struct LookupError(Box<dyn std::error::Error + Send + Sync>);
+
+    impl std::fmt::Display for LookupError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("lookup failed")
+        }
+    }
+
+    impl std::error::Error for LookupError {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    impl axum::response::IntoResponse for LookupError {
+        fn into_response(self) -> axum::response::Response {
+            http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+
+    #[get("/lookup", timeout = "off")]
+    async fn lookup() -> Result<&'static str, LookupError> {
+        // A call with its own 10 ms deadline that takes 50 ms.
+        Deadline::after(Duration::from_millis(10))
+            .scope(bounded(tokio::time::sleep(Duration::from_millis(50))))
+            .await
+            .map_err(|err| LookupError(err.into()))?;
+        Ok("found")
+    }
+
+    pub(super) async fn rows() -> Vec<Row> {
+        let mut config = Config::default();
+        config.server.timeouts.request_timeout_ms = Some(100);
+        config.server.timeouts.accept_deadline_header = true;
+        let app = routes![slow, off, long, lookup].into_router(&config);
+        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+            Ok(listener) => listener,
+            Err(err) => return vec![Row::new("server on 127.0.0.1:0", "listening", err)],
+        };
+        let addr = listener
+            .local_addr()
+            .map_or_else(|err| err.to_string(), |addr| addr.to_string());
+        let shutdown = Shutdown::new(&config);
+        let server = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
+        let client = reqwest::Client::new();
+        let ask = |path: &str, header: Option<&str>| {
+            let mut request = client.get(format!("http://{addr}{path}"));
+            if let Some(value) = header {
+                request = request.header(DEADLINE_HEADER.as_str(), value);
+            }
+            async move {
+                match request.send().await {
+                    Ok(response) => describe(&response),
+                    Err(err) => err.to_string(),
+                }
+            }
+        };
+        let rows = vec![
+            Row::new(
+                "server: 300 ms handler, 100 ms global deadline",
+                "503, Retry-After 1..=3, problem+json",
+                ask("/slow", None).await,
+            ),
+            Row::new(
+                "server: 150 ms handler, timeout = \"off\"",
+                "200",
+                ask("/off", None).await,
+            ),
+            Row::new(
+                "server: 150 ms handler, timeout_ms = 2000",
+                "200",
+                ask("/override", None).await,
+            ),
+            Row::new(
+                "server: same route, deadline header 50",
+                "503, Retry-After 1..=3, problem+json",
+                ask("/override", Some("50")).await,
+            ),
+            Row::new(
+                "server: handler returns a deadline error",
+                "504",
+                ask("/lookup", None).await,
+            ),
+        ];
+        shutdown.trigger();
+        let stopped = match server.await {
+            Ok(Ok(())) => "stopped".to_owned(),
+            Ok(Err(err)) => err.to_string(),
+            Err(err) => err.to_string(),
+        };
+        let mut rows = rows;
+        rows.push(Row::new(
+            "server: serve returns after trigger",
+            "stopped",
+            stopped,
+        ));
+        rows
+    }
+
+    fn describe(response: &reqwest::Response) -> String {
+        let status = response.status().as_u16();
+        if status != 503 {
+            return status.to_string();
+        }
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let problem = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v == "application/problem+json");
+        match (retry_after, problem) {
+            (Some(1..=3), true) => "503, Retry-After 1..=3, problem+json".to_owned(),
+            _ => format!("503, Retry-After {retry_after:?}, problem+json {problem}"),
+        }
     }
 }
