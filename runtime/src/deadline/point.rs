@@ -44,9 +44,7 @@ impl Deadline {
     /// to a deadline about 30 years away instead of panicking.
     #[must_use]
     pub fn after(timeout: Duration) -> Self {
-        let now = Instant::now();
-        let instant = now.checked_add(timeout).unwrap_or_else(|| now + FAR_FUTURE);
-        Self { instant }
+        Self::after_start(Instant::now(), timeout)
     }
 
     /// The deadline `timeout` after `start`, saturating like [`Deadline::after`].

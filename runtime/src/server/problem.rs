@@ -59,6 +59,7 @@ pub(crate) fn shutting_down(entropy: &Entropy) -> Response {
 }
 
 /// 503 for a wait (such as a pool connection) that the deadline cut short.
+#[cfg(feature = "sqlx")]
 pub(crate) fn wait_cancelled(what: &str, entropy: &Entropy) -> Response {
     let detail = format!("the deadline passed while waiting for {what}");
     let mut response = problem(StatusCode::SERVICE_UNAVAILABLE, &detail);
