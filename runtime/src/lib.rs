@@ -46,6 +46,8 @@ pub mod db;
 pub mod deadline;
 pub mod entropy;
 #[cfg(feature = "server")]
+mod problem;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod shutdown;
 #[cfg(feature = "sim")]

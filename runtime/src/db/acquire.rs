@@ -9,7 +9,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Database, Pool};
 
 use crate::deadline::{bounded, DeadlineExceeded};
-use crate::server::problem;
+use crate::problem;
 
 /// Waits for a connection from `pool` until the current deadline.
 ///

@@ -52,10 +52,8 @@
 //! Only the time to the response head is bounded: a streaming body keeps
 //! going after the handler returned. A route with no deadline reads no clock.
 
-mod cancelled;
 mod context;
 mod extract;
-pub(crate) mod problem;
 pub(crate) mod respond;
 mod route_deadline;
 mod routes;
@@ -65,7 +63,7 @@ mod timebox_layer;
 mod timeout;
 
 pub use crate::shutdown::ShutdownToken;
-pub use cancelled::DeadlineCancelled;
+pub use crate::problem::DeadlineCancelled;
 pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::deadline::is_deadline_exceeded;
 
-use super::problem;
+use crate::problem;
 
 /// A handler's output, on its way to a response.
 pub struct Respond<T>(Cell<Option<T>>);

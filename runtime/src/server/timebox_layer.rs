@@ -19,7 +19,7 @@ use crate::entropy::Entropy;
 use crate::shutdown::ShutdownToken;
 
 use super::context::RequestContext;
-use super::problem;
+use crate::problem;
 
 /// The outer layer that [`Routes::into_router`](super::Routes::into_router)
 /// puts around the whole router.

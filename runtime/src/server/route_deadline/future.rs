@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::deadline::{Bounded, Scope};
 use crate::entropy::Entropy;
-use crate::server::problem;
+use crate::problem;
 
 /// Response future of [`RouteDeadline`](super::RouteDeadline).
 #[pin_project]

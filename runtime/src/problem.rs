@@ -1,4 +1,5 @@
-//! The `application/problem+json` answers timebox gives (RFC 9457).
+//! The `application/problem+json` answers timebox gives (RFC 9457), shared by
+//! the server layers, pool waits and the client's errors.
 
 use std::time::Duration;
 
@@ -9,7 +10,6 @@ use http::{HeaderValue, StatusCode};
 
 use crate::entropy::Entropy;
 
-use super::DeadlineCancelled;
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 
@@ -86,3 +86,25 @@ fn problem(status: StatusCode, detail: &str) -> Response {
     response.headers_mut().insert(CONTENT_TYPE, PROBLEM_JSON);
     response
 }
+
+/// A response extension on every answer timebox gave because a deadline ran
+/// out: the 503 of a route timeout, the 504 of a handler's deadline error, the
+/// 503 of a pool wait cut short.
+///
+/// Layers outside the handler read it to undo what a cancelled handler
+/// started: a session layer must not save the session changes of a cancelled
+/// handler (see [`SaveSessionUnlessCancelledLayer`](crate::server::SaveSessionUnlessCancelledLayer)).
+/// A 503 that a handler returns itself does not carry it.
+///
+/// ```
+/// use axum::response::Response;
+/// use timebox::server::DeadlineCancelled;
+///
+/// fn was_cancelled(response: &Response) -> bool {
+///     response.extensions().get::<DeadlineCancelled>().is_some()
+/// }
+/// # assert!(!was_cancelled(&Response::new(axum::body::Body::empty())));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct DeadlineCancelled;

@@ -1,0 +1,59 @@
+//! Which answers may be retried, and which requests may be sent twice.
+
+use http::{Method, StatusCode};
+
+use super::RetryKind;
+
+/// The kind of retry a response status calls for, or `None` when the status
+/// is final.
+///
+/// `429` is [`RetryKind::Throttling`]; `500`, `502`, `503` and `504` are
+/// [`RetryKind::Transient`]. Every other status, `501 Not Implemented` and
+/// `505` included, is final: asking again would get the same answer. Connect
+/// errors and attempt timeouts are transient too; they have no status, so the
+/// client classifies them itself.
+///
+/// # Examples
+///
+/// ```
+/// use http::StatusCode;
+/// use timebox::retry::{classify_status, RetryKind};
+///
+/// assert_eq!(classify_status(StatusCode::TOO_MANY_REQUESTS), Some(RetryKind::Throttling));
+/// assert_eq!(classify_status(StatusCode::BAD_GATEWAY), Some(RetryKind::Transient));
+/// assert_eq!(classify_status(StatusCode::NOT_FOUND), None);
+/// ```
+#[must_use]
+pub fn classify_status(status: StatusCode) -> Option<RetryKind> {
+    match status {
+        StatusCode::TOO_MANY_REQUESTS => Some(RetryKind::Throttling),
+        StatusCode::INTERNAL_SERVER_ERROR
+        | StatusCode::BAD_GATEWAY
+        | StatusCode::SERVICE_UNAVAILABLE
+        | StatusCode::GATEWAY_TIMEOUT => Some(RetryKind::Transient),
+        _ => None,
+    }
+}
+
+/// Whether sending `method` twice has the same effect as sending it once
+/// (RFC 9110 §9.2.2): `GET`, `HEAD`, `PUT`, `DELETE`, `OPTIONS`, `TRACE`.
+///
+/// Only these are retried unless a request opts in; `POST`, `PATCH`,
+/// `CONNECT` and extension methods are not idempotent.
+///
+/// # Examples
+///
+/// ```
+/// use http::Method;
+/// use timebox::retry::is_idempotent;
+///
+/// assert!(is_idempotent(&Method::PUT));
+/// assert!(!is_idempotent(&Method::POST));
+/// ```
+#[must_use]
+pub fn is_idempotent(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS | Method::TRACE
+    )
+}
