@@ -7,6 +7,10 @@
 //!   tokio's clock), gate every poll, shorten across nested scopes and travel
 //!   to other services in a relative-milliseconds header.
 //! - [`entropy`]: the one seedable random source behind every jittered choice.
+//! - [`retry`]: retries that cannot become a storm: per-host retry budgets,
+//!   jittered backoff, `Retry-After` hints and what may be retried.
+//! - [`breaker`]: a circuit breaker per upstream host that stops calling a
+//!   host that is down and lets a few trial calls find out when it is back.
 //! - [`shutdown`]: graceful shutdown in two phases and the in-flight count.
 #![cfg_attr(
     feature = "server",
@@ -40,6 +44,9 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
+pub mod breaker;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod config;
 #[cfg(feature = "sqlx")]
 pub mod db;
@@ -47,6 +54,7 @@ pub mod deadline;
 pub mod entropy;
 #[cfg(feature = "server")]
 mod problem;
+pub mod retry;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod shutdown;

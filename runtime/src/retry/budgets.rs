@@ -1,0 +1,226 @@
+//! [`RetryBudgets`]: one retry bucket per upstream host.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use http::Uri;
+
+use super::budget::{Costs, RetryBudget};
+use crate::config::BudgetConfig;
+
+/// The retry buckets of one client: one [`RetryBudget`] per upstream host.
+///
+/// A host's key is `host:port`, the host lowercased and the scheme's default
+/// port filled in, so `http://A.example/` and `http://a.example:80/x` share a
+/// bucket while `https://a.example/` (port 443) has its own. Buckets are made
+/// on first use and kept for the life of the table; clones share the table.
+///
+/// [`for_uri`](RetryBudgets::for_uri) answers `None`, meaning "no budget: only
+/// `max_retries` and the deadline bound the retries", when
+///
+/// - the budget is disabled (`enabled = false`);
+/// - the URI has no host, or no port and a scheme other than `http`/`https`
+///   (`ws`/`wss`), which no client can send anyway;
+/// - the table already holds `max_hosts` buckets and the host is not one of
+///   them. Hosts seen earlier keep their buckets; there is no eviction, so a
+///   flood of new host names cannot push out the buckets that protect real
+///   upstreams. The first refusal is logged at `warn`; every refusal is
+///   counted by [`unbudgeted_hosts`](RetryBudgets::unbudgeted_hosts).
+///
+/// The table is looked up once per call, not per token operation, so it sits
+/// behind a lock; the buckets themselves are lock-free. It is a `BTreeMap`, so
+/// nothing about it depends on a random hash seed.
+///
+/// # Examples
+///
+/// ```
+/// use http::Uri;
+/// use timebox::config::BudgetConfig;
+/// use timebox::retry::{RetryBudgets, RetryKind};
+///
+/// let budgets = RetryBudgets::new(&BudgetConfig::default());
+/// let a = budgets.for_uri(&Uri::from_static("http://A.example/users")).unwrap();
+/// let same = budgets.for_uri(&Uri::from_static("http://a.example:80/orders")).unwrap();
+/// assert!(a.try_withdraw(RetryKind::Transient));
+/// assert_eq!(same.tokens(), 486.0);
+/// assert_eq!(budgets.len(), 1);
+/// ```
+#[derive(Clone)]
+pub struct RetryBudgets {
+    /// `None` when the budget is disabled.
+    shared: Option<Arc<Shared>>,
+}
+
+struct Shared {
+    costs: Costs,
+    max_hosts: usize,
+    buckets: RwLock<BTreeMap<String, RetryBudget>>,
+    refused: AtomicU64,
+    warned: AtomicBool,
+}
+
+impl RetryBudgets {
+    /// An empty table whose buckets are sized and priced by `config`; with
+    /// `enabled = false`, a table that never hands out a budget.
+    #[must_use]
+    pub fn new(config: &BudgetConfig) -> Self {
+        let shared = config.enabled.then(|| {
+            Arc::new(Shared {
+                costs: Costs::new(config),
+                max_hosts: config.max_hosts,
+                buckets: RwLock::new(BTreeMap::new()),
+                refused: AtomicU64::new(0),
+                warned: AtomicBool::new(false),
+            })
+        });
+        Self { shared }
+    }
+
+    /// The bucket of the host `uri` points at, made on first use; `None` when
+    /// the host has no budget (see the type's docs for when).
+    #[must_use]
+    pub fn for_uri(&self, uri: &Uri) -> Option<RetryBudget> {
+        let shared = self.shared.as_ref()?;
+        let key = host_key(uri)?;
+        // A poisoned lock only means another thread panicked between two
+        // complete map operations; the map itself is whole.
+        if let Some(budget) = shared
+            .buckets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Some(budget.clone());
+        }
+        let mut buckets = shared
+            .buckets
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Another caller may have added the host between the two locks.
+        if let Some(budget) = buckets.get(&key) {
+            return Some(budget.clone());
+        }
+        if buckets.len() >= shared.max_hosts {
+            drop(buckets);
+            shared.refuse(&key);
+            return None;
+        }
+        let budget = RetryBudget::with_costs(shared.costs);
+        buckets.insert(key, budget.clone());
+        Some(budget)
+    }
+
+    /// The number of hosts that have a bucket (at most `max_hosts`).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.shared.as_ref().map_or(0, |shared| {
+            shared
+                .buckets
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len()
+        })
+    }
+
+    /// Whether no host has a bucket yet.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many lookups were refused a bucket because the table was full.
+    ///
+    /// This counts refusals, not distinct hosts: a host outside the table
+    /// that is called ten times counts ten. (Remembering which hosts were
+    /// refused would grow without bound, which `max_hosts` exists to prevent.)
+    /// Lookups refused because the budget is disabled or the URI has no host
+    /// are not counted.
+    #[must_use]
+    pub fn unbudgeted_hosts(&self) -> u64 {
+        self.shared
+            .as_ref()
+            .map_or(0, |shared| shared.refused.load(Ordering::Relaxed))
+    }
+}
+
+impl Shared {
+    fn refuse(&self, key: &str) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                max_hosts = self.max_hosts,
+                host = key,
+                "retry budget table is full: hosts first seen from now on retry without a budget"
+            );
+        }
+    }
+}
+
+/// `host:port` with the host lowercased and the scheme's default port filled
+/// in; `None` without a host, or without a port when the scheme has no
+/// default.
+fn host_key(uri: &Uri) -> Option<String> {
+    let host = uri.host()?;
+    let port = match uri.port_u16() {
+        Some(port) => port,
+        None => default_port(uri.scheme_str()?)?,
+    };
+    Some(format!("{}:{port}", host.to_ascii_lowercase()))
+}
+
+fn default_port(scheme: &str) -> Option<u16> {
+    if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") {
+        Some(80)
+    } else if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") {
+        Some(443)
+    } else {
+        None
+    }
+}
+
+impl fmt::Debug for RetryBudgets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("RetryBudgets");
+        s.field("enabled", &self.shared.is_some());
+        if let Some(shared) = &self.shared {
+            s.field("hosts", &self.len())
+                .field("max_hosts", &shared.max_hosts)
+                .field("unbudgeted_hosts", &self.unbudgeted_hosts());
+        }
+        s.finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(uri: &'static str) -> Option<String> {
+        host_key(&Uri::from_static(uri))
+    }
+
+    #[test]
+    fn keys_lowercase_the_host_and_fill_in_default_ports() {
+        assert_eq!(key("http://A.Example/x").as_deref(), Some("a.example:80"));
+        assert_eq!(key("HTTPS://a.example").as_deref(), Some("a.example:443"));
+        assert_eq!(
+            key("http://a.example:8080").as_deref(),
+            Some("a.example:8080")
+        );
+        assert_eq!(key("wss://a.example").as_deref(), Some("a.example:443"));
+        assert_eq!(key("http://[::1]/").as_deref(), Some("[::1]:80"));
+    }
+
+    #[test]
+    fn keys_need_a_host_and_a_known_port() {
+        assert_eq!(key("/only/a/path"), None);
+        assert_eq!(key("a.example:8080").as_deref(), Some("a.example:8080"));
+        assert_eq!(key("ftp://a.example/file"), None);
+        assert_eq!(
+            key("ftp://a.example:21/file").as_deref(),
+            Some("a.example:21")
+        );
+    }
+}
