@@ -1,0 +1,130 @@
+//! [`CircuitBreaker`]: the shared handle callers acquire permits from.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::time::Instant;
+
+use super::error::Open;
+use super::permit::Permit;
+use super::state::{BreakerState, Machine};
+use super::window::CallCounts;
+use crate::config::BreakerConfig;
+
+/// A circuit breaker for one upstream host.
+///
+/// Clones share one breaker (it is an `Arc` inside), so a client keeps one per
+/// host and hands clones to every request. Before each call,
+/// [`try_acquire`](Self::try_acquire) either refuses at once with [`Open`]
+/// (the host is not contacted) or returns a [`Permit`] that reports the
+/// call's outcome. The rules are in the [module docs](super).
+///
+/// Time is read from [`tokio::time::Instant`], so a paused test clock drives
+/// the window and the open period.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use timebox::breaker::{BreakerConfig, BreakerState, CircuitBreaker};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let breaker = CircuitBreaker::new(&BreakerConfig {
+///     minimum_sample_count: 3,
+///     open_secs: 30,
+///     ..BreakerConfig::default()
+/// });
+///
+/// // Three failed calls in a row: the host looks down.
+/// for _ in 0..3 {
+///     let permit = breaker.try_acquire().expect("closed");
+///     permit.failure();
+/// }
+/// assert_eq!(breaker.state(), BreakerState::Open);
+/// assert!(breaker.try_acquire().is_err());
+///
+/// // After the open period, trial calls find out whether it is back.
+/// tokio::time::sleep(Duration::from_secs(30)).await;
+/// assert_eq!(breaker.state(), BreakerState::HalfOpen);
+/// let trials: Vec<_> = (0..3).map(|_| breaker.try_acquire().unwrap()).collect();
+/// for permit in trials {
+///     permit.success();
+/// }
+/// assert_eq!(breaker.state(), BreakerState::Closed);
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CircuitBreaker {
+    shared: Arc<Shared>,
+}
+
+/// The state every clone and every permit of one breaker share.
+#[derive(Debug)]
+pub(super) struct Shared {
+    machine: Mutex<Machine>,
+}
+
+impl Shared {
+    /// The state, also after a panic elsewhere poisoned the lock: no code
+    /// panics while holding it, so the state is never half-updated.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Machine> {
+        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl CircuitBreaker {
+    /// A closed breaker with an empty window.
+    ///
+    /// The configuration is not validated here ([`Config::validate`] does
+    /// that); values it refuses are made harmless instead: no buckets means
+    /// one, no trials means one.
+    ///
+    /// [`Config::validate`]: crate::config::Config::validate
+    #[must_use]
+    pub fn new(config: &BreakerConfig) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                machine: Mutex::new(Machine::new(config, Instant::now())),
+            }),
+        }
+    }
+
+    /// Asks to make one call.
+    ///
+    /// Closed: always admitted. Open: refused until the open period ends.
+    /// Half-open: admitted while fewer than `half_open_trials` trials are in
+    /// flight or have succeeded in this round, refused otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`Open`] when the call must not be made; the host was not contacted.
+    pub fn try_acquire(&self) -> Result<Permit, Open> {
+        let now = Instant::now();
+        let generation = self.shared.lock().acquire(now)?;
+        Ok(Permit::new(Arc::clone(&self.shared), generation, now))
+    }
+
+    /// Where the breaker stands now (an open breaker whose period has ended
+    /// is half-open).
+    #[must_use]
+    pub fn state(&self) -> BreakerState {
+        self.shared.lock().state(Instant::now())
+    }
+
+    /// The calls counted in the rolling window now.
+    ///
+    /// Only calls admitted while closed are counted here, and the window
+    /// starts empty each time a half-open breaker closes. While the breaker is
+    /// open or half-open, the calls that opened it stay until they age out.
+    #[must_use]
+    pub fn counts(&self) -> CallCounts {
+        self.shared.lock().counts(Instant::now())
+    }
+}
+
+impl Default for CircuitBreaker {
+    /// A breaker with [`BreakerConfig::default`].
+    fn default() -> Self {
+        Self::new(&BreakerConfig::default())
+    }
+}
