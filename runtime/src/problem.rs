@@ -10,7 +10,6 @@ use http::{HeaderValue, StatusCode};
 
 use crate::entropy::Entropy;
 
-
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 
 /// The random source for answers made outside a `TimeboxLayer` (which
@@ -53,6 +52,17 @@ pub(crate) fn shutting_down(entropy: &Entropy) -> Response {
     let mut response = problem(
         StatusCode::SERVICE_UNAVAILABLE,
         "the server is shutting down and accepts no new requests",
+    );
+    set_retry_after(&mut response, entropy);
+    response
+}
+
+/// 503 for a call not sent because the upstream's circuit breaker is open.
+#[cfg(feature = "client")]
+pub(crate) fn upstream_unavailable(entropy: &Entropy) -> Response {
+    let mut response = problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "an upstream this request needs is failing; its circuit breaker is open",
     );
     set_retry_after(&mut response, entropy);
     response

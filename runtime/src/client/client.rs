@@ -1,0 +1,111 @@
+//! [`Client`]: the shared state of outbound calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use http::Method;
+
+use crate::breaker::CircuitBreaker;
+use crate::config::{BreakerConfig, ClientConfig, Config};
+use crate::entropy::Entropy;
+use crate::retry::{Backoff, RetryBudgets};
+
+use super::transport::{ReqwestTransport, Transport};
+use super::{ClientError, RequestBuilder};
+
+/// An HTTP client whose retries fit the time left.
+///
+/// Clones share everything: the connection pool, the per-host retry budgets
+/// and the per-host circuit breakers. Make one per application.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub(super) shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) transport: Arc<dyn Transport>,
+    pub(super) config: ClientConfig,
+    pub(super) budgets: RetryBudgets,
+    pub(super) backoff: Backoff,
+    pub(super) entropy: Entropy,
+    breaker_config: BreakerConfig,
+    breakers: Mutex<HashMap<String, CircuitBreaker>>,
+}
+
+impl Client {
+    /// A client on the network (reqwest with rustls), configured by
+    /// `config.http.client` and `config.breaker`.
+    ///
+    /// # Panics
+    ///
+    /// When the TLS backend cannot be initialised (as `reqwest::Client::new`).
+    #[must_use]
+    pub fn new(config: &Config) -> Self {
+        let transport = ReqwestTransport::new()
+            .unwrap_or_else(|err| panic!("cannot initialise the HTTP client: {err}"));
+        Self::with_transport(config, Arc::new(transport), Entropy::from_os())
+    }
+
+    /// A client that sends through `transport` and draws its backoff jitter
+    /// and idempotency keys from `entropy`.
+    #[must_use]
+    pub fn with_transport(
+        config: &Config,
+        transport: Arc<dyn Transport>,
+        entropy: Entropy,
+    ) -> Self {
+        let client = &config.http.client;
+        Self {
+            shared: Arc::new(Shared {
+                transport,
+                budgets: RetryBudgets::new(&client.retry_budget),
+                backoff: Backoff::from_config(client),
+                config: client.clone(),
+                entropy,
+                breaker_config: config.breaker.clone(),
+                breakers: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// A GET of `url`.
+    pub fn get(&self, url: impl Into<String>) -> RequestBuilder {
+        self.request(Method::GET, url)
+    }
+
+    /// A POST to `url`.
+    pub fn post(&self, url: impl Into<String>) -> RequestBuilder {
+        self.request(Method::POST, url)
+    }
+
+    /// A request with any method.
+    pub fn request(&self, method: Method, url: impl Into<String>) -> RequestBuilder {
+        RequestBuilder::new(self.clone(), method, url.into())
+    }
+
+    /// The circuit breaker of `host` (a `host:port` key), made on first use.
+    pub(super) fn breaker(&self, host: &str) -> CircuitBreaker {
+        let mut breakers = self
+            .shared
+            .breakers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        breakers
+            .entry(host.to_owned())
+            .or_insert_with(|| CircuitBreaker::new(&self.shared.breaker_config))
+            .clone()
+    }
+
+    /// The retry budgets, one per upstream host.
+    #[must_use]
+    pub fn budgets(&self) -> &RetryBudgets {
+        &self.shared.budgets
+    }
+}
+
+impl From<url::ParseError> for ClientError {
+    fn from(err: url::ParseError) -> Self {
+        ClientError::InvalidRequest(format!("the url does not parse: {err}"))
+    }
+}

@@ -1,0 +1,103 @@
+//! [`ClientError`]: why an outbound call gave no response.
+
+use std::error::Error;
+use std::fmt;
+
+use crate::deadline::DeadlineExceeded;
+
+/// A boxed error from a transport or a body.
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// Why an outbound call gave no response.
+///
+/// A response with an error status (a 503 the retries could not fix, say) is
+/// not an error: it comes back as a [`Response`](super::Response).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The deadline passed: before an attempt could start, during an
+    /// attempt, or while reading the body. Its `source()` is the
+    /// [`DeadlineExceeded`], so
+    /// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds
+    /// and a handler returning it answers `504`.
+    DeadlineExceeded(DeadlineExceeded),
+    /// The host's circuit breaker is open: the call was not sent.
+    CircuitBreakerOpen {
+        /// The host key (`host:port`).
+        host: String,
+    },
+    /// A redirect chain longer than 10 hops.
+    TooManyRedirects,
+    /// An attempt ran past its own timeout (`http.client.timeout_secs`) while
+    /// the deadline still had time left.
+    Timeout,
+    /// The connection could not be made (refused, unreachable, dropped by a
+    /// simulated network).
+    Connect(BoxError),
+    /// The request cannot be sent: a URL that does not parse or has no
+    /// host, a header that is not valid HTTP. The text says which.
+    InvalidRequest(String),
+    /// The request failed after it was sent, or its body could not be read.
+    Transport(BoxError),
+}
+
+impl ClientError {
+    /// Whether the deadline ended the call.
+    #[must_use]
+    pub fn is_deadline_exceeded(&self) -> bool {
+        matches!(self, ClientError::DeadlineExceeded(_))
+    }
+
+    pub(crate) fn deadline() -> Self {
+        ClientError::DeadlineExceeded(DeadlineExceeded::new())
+    }
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::DeadlineExceeded(_) => f.write_str("deadline exceeded"),
+            ClientError::CircuitBreakerOpen { host } => {
+                write!(f, "circuit breaker open for {host}")
+            }
+            ClientError::TooManyRedirects => f.write_str("too many redirects (more than 10)"),
+            ClientError::Timeout => f.write_str("attempt timed out"),
+            ClientError::Connect(_) => f.write_str("connection failed"),
+            ClientError::InvalidRequest(what) => write!(f, "invalid request: {what}"),
+            ClientError::Transport(_) => f.write_str("request failed"),
+        }
+    }
+}
+
+impl Error for ClientError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            ClientError::DeadlineExceeded(err) => Some(err),
+            ClientError::Connect(err) | ClientError::Transport(err) => Some(&**err),
+            ClientError::CircuitBreakerOpen { .. }
+            | ClientError::TooManyRedirects
+            | ClientError::Timeout
+            | ClientError::InvalidRequest(_) => None,
+        }
+    }
+}
+
+#[cfg(feature = "server")]
+impl axum::response::IntoResponse for ClientError {
+    /// `504` with [`DeadlineCancelled`](crate::server::DeadlineCancelled) for
+    /// a deadline, `503` with `Retry-After` for an open breaker, `502` for
+    /// everything else an upstream did wrong.
+    fn into_response(self) -> axum::response::Response {
+        use crate::problem;
+        match self {
+            ClientError::DeadlineExceeded(_) => problem::deadline_error(),
+            ClientError::CircuitBreakerOpen { .. } => {
+                problem::upstream_unavailable(&problem::fallback_entropy())
+            }
+            other => {
+                tracing::warn!(error = %other, "outbound call failed");
+                http::StatusCode::BAD_GATEWAY.into_response()
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The outbound client: retries that fit the time left (feature `client`).
+//!
+//! A [`Client`] call reads the current deadline
+//! ([`Deadline::current`](crate::deadline::Deadline::current)) and keeps every
+//! part of the call inside it:
+//!
+//! - **Attempts.** At most `max_retries + 1` (3 + 1). Before each one, a
+//!   passed deadline ends the call with [`ClientError::DeadlineExceeded`]; each
+//!   attempt's timeout is `min(timeout_secs, time left)`. A timeout that
+//!   happened because the deadline passed is `DeadlineExceeded`; one with time
+//!   left is [`ClientError::Timeout`] and can be retried.
+//! - **The header.** Every attempt and every redirect hop carries
+//!   `x-timebox-deadline-ms` with that attempt's time left, so the next
+//!   service works within the same deadline. A header the caller set is kept
+//!   when it is shorter, and becomes the call's deadline.
+//! - **What is retried.** `429` (throttling); `500`, `502`, `503`, `504`,
+//!   connection errors and attempt timeouts (transient); only for idempotent
+//!   methods unless the request opts in
+//!   ([`RequestBuilder::retry_non_idempotent`]).
+//! - **Waiting.** Full jitter backoff from the app's
+//!   [`Entropy`](crate::entropy::Entropy), plus the server's `Retry-After`
+//!   hint (capped) on 429 and 503. A retry whose wait does not fit the time
+//!   left is not started at all: the call returns the last response (a 429
+//!   reaches the caller as a normal response) at once.
+//! - **The budget.** Each host has a token bucket
+//!   ([`RetryBudget`](crate::retry::RetryBudget)) that first attempts fill and
+//!   retries drain, so retries stay near 10 % of traffic when a host keeps
+//!   failing, however many layers retry.
+//! - **The breaker.** Each host has a
+//!   [`CircuitBreaker`](crate::breaker::CircuitBreaker); an open one fails
+//!   calls fast with [`ClientError::CircuitBreakerOpen`]. A call stopped by
+//!   *our* deadline does not count against the host.
+//! - **Redirects** are followed by the client itself (never inside the HTTP
+//!   stack): up to 10 hops, `303` (and `301`/`302` after a POST) becomes a
+//!   GET, credentials are dropped across origins, and each hop is budgeted to
+//!   its own host.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use timebox::client::Client;
+//! use timebox::config::Config;
+//! use timebox::deadline::Deadline;
+//!
+//! # async fn run() -> Result<(), timebox::client::ClientError> {
+//! let client = Client::new(&Config::default());
+//! let body = Deadline::after(Duration::from_secs(2))
+//!     .scope(async {
+//!         client.get("http://127.0.0.1:8080/users").send().await?.text().await
+//!     })
+//!     .await?;
+//! # let _ = body;
+//! # Ok(())
+//! # }
+//! ```
+
+mod call;
+#[allow(clippy::module_inception)]
+mod client;
+mod error;
+mod redirect;
+mod request;
+mod response;
+mod transport;
+
+pub use client::Client;
+pub use error::{BoxError, ClientError};
+pub use request::RequestBuilder;
+pub use response::Response;
+pub use transport::{ResponseBody, Transport, TransportError, TransportFuture};

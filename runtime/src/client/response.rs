@@ -1,0 +1,85 @@
+//! [`Response`]: what an outbound call returns.
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, StatusCode};
+
+use crate::deadline::{bounded, Deadline};
+
+use super::transport::ResponseBody;
+use super::ClientError;
+
+/// The response of an outbound call: status and headers at once, the body
+/// read on demand under the call's deadline.
+#[derive(Debug)]
+pub struct Response {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: ResponseBody,
+    deadline: Option<Deadline>,
+}
+
+impl Response {
+    pub(super) fn new(head: http::Response<ResponseBody>, deadline: Option<Deadline>) -> Self {
+        let (parts, body) = head.into_parts();
+        Self {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+            deadline,
+        }
+    }
+
+    /// The status code.
+    #[must_use]
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The headers.
+    #[must_use]
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The whole body.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::DeadlineExceeded`] when the call's deadline passes
+    /// while the body is still arriving; [`ClientError::Transport`] when the
+    /// body breaks off.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future loses the part of the body already read.
+    pub async fn bytes(mut self) -> Result<Bytes, ClientError> {
+        let read = async {
+            let mut all = BytesMut::new();
+            while let Some(chunk) = self.body.next_chunk().await {
+                all.extend_from_slice(&chunk.map_err(ClientError::Transport)?);
+            }
+            Ok(all.freeze())
+        };
+        match self.deadline {
+            Some(deadline) => deadline
+                .scope(bounded(read))
+                .await
+                .unwrap_or_else(|_| Err(ClientError::deadline())),
+            None => read.await,
+        }
+    }
+
+    /// The whole body as text (invalid UTF-8 is replaced).
+    ///
+    /// # Errors
+    ///
+    /// As [`Response::bytes`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`Response::bytes`].
+    pub async fn text(self) -> Result<String, ClientError> {
+        let bytes = self.bytes().await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}

@@ -1,0 +1,104 @@
+//! [`Transport`]: what actually moves a request: the network, or a
+//! simulated one.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt, TryStreamExt};
+
+use super::error::BoxError;
+
+/// A response body as it arrives: a stream of chunks.
+pub struct ResponseBody {
+    stream: Pin<Box<dyn Stream<Item = Result<Bytes, BoxError>> + Send + 'static>>,
+}
+
+impl ResponseBody {
+    /// A body from a stream of chunks.
+    pub fn from_stream<S, E>(stream: S) -> Self
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        Self {
+            stream: Box::pin(stream.map_err(Into::into)),
+        }
+    }
+
+    /// The next chunk, or `None` at the end.
+    pub(crate) async fn next_chunk(&mut self) -> Option<Result<Bytes, BoxError>> {
+        self.stream.next().await
+    }
+}
+
+impl fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseBody").finish_non_exhaustive()
+    }
+}
+
+/// Why a transport could not deliver a request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// No connection was made: worth retrying.
+    Connect(BoxError),
+    /// The request failed after it was sent: not retried.
+    Other(BoxError),
+}
+
+/// The future a [`Transport`] returns.
+pub type TransportFuture =
+    Pin<Box<dyn Future<Output = Result<http::Response<ResponseBody>, TransportError>> + Send>>;
+
+/// Sends one request and returns the response head; the body streams.
+///
+/// One attempt, no redirects, no retries, no timeouts: the
+/// [`Client`](super::Client) adds all of those on top, the same way for every
+/// transport. timebox has two: the network (reqwest, with rustls) and the
+/// simulated network of `timebox::sim`.
+pub trait Transport: fmt::Debug + Send + Sync + 'static {
+    /// Sends `request`.
+    fn send(&self, request: http::Request<Bytes>) -> TransportFuture;
+}
+
+/// The network, through reqwest. Redirects are turned off in reqwest: the
+/// client follows them itself, each hop under the same rules.
+#[derive(Debug, Clone)]
+pub(crate) struct ReqwestTransport {
+    client: reqwest::Client,
+}
+
+impl ReqwestTransport {
+    pub(crate) fn new() -> Result<Self, BoxError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Self { client })
+    }
+}
+
+impl Transport for ReqwestTransport {
+    fn send(&self, request: http::Request<Bytes>) -> TransportFuture {
+        let client = self.client.clone();
+        Box::pin(async move {
+            let request = reqwest::Request::try_from(request)
+                .map_err(|err| TransportError::Other(err.into()))?;
+            let response = client.execute(request).await.map_err(|err| {
+                if err.is_connect() {
+                    TransportError::Connect(err.into())
+                } else {
+                    TransportError::Other(err.into())
+                }
+            })?;
+            let mut head = http::Response::builder().status(response.status());
+            if let Some(headers) = head.headers_mut() {
+                headers.extend(response.headers().clone());
+            }
+            head.body(ResponseBody::from_stream(response.bytes_stream()))
+                .map_err(|err| TransportError::Other(err.into()))
+        })
+    }
+}
