@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use crate::entropy::Entropy;
 
-use super::SimApp;
+use super::{SimApp, SimNet};
+use crate::client::Client;
+use crate::config::Config;
 
 /// The handle of one simulation run: its seed, its clock and its randomness.
 ///
@@ -13,6 +15,7 @@ use super::SimApp;
 pub struct Sim {
     seed: u64,
     entropy: Entropy,
+    net: SimNet,
 }
 
 impl Sim {
@@ -22,9 +25,11 @@ impl Sim {
     /// whose clock you paused yourself.
     #[must_use]
     pub fn new(seed: u64) -> Self {
+        let entropy = Entropy::seeded(seed);
         Self {
             seed,
-            entropy: Entropy::seeded(seed),
+            net: SimNet::new(entropy.clone()),
+            entropy,
         }
     }
 
@@ -50,6 +55,27 @@ impl Sim {
     #[must_use]
     pub fn app(&self, router: axum::Router) -> SimApp {
         SimApp::new(router, self.entropy())
+    }
+
+    /// The simulated network of this run: add hosts to it, then reach them
+    /// with [`Sim::client`].
+    #[must_use]
+    pub fn net(&self) -> SimNet {
+        self.net.clone()
+    }
+
+    /// A client with the default configuration that reaches only the hosts
+    /// of [`Sim::net`] (`http://<name>/...`).
+    #[must_use]
+    pub fn client(&self) -> Client {
+        self.client_with(&Config::default())
+    }
+
+    /// A client configured by `config` that reaches only the hosts of
+    /// [`Sim::net`].
+    #[must_use]
+    pub fn client_with(&self, config: &Config) -> Client {
+        Client::with_transport(config, std::sync::Arc::new(self.net()), self.entropy())
     }
 
     /// The run's seeded random source. Clones share one stream, so the

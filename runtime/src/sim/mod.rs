@@ -54,8 +54,10 @@
 
 mod app;
 mod handle;
+mod net;
 #[doc(hidden)]
 pub mod runner;
 
 pub use app::SimApp;
 pub use handle::Sim;
+pub use net::{NetEvent, SimNet};

@@ -1,0 +1,201 @@
+//! [`SimNet`]: a network of named hosts in virtual time.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::Router;
+use bytes::Bytes;
+use http::Method;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use crate::client::{ResponseBody, Transport, TransportError, TransportFuture};
+use crate::deadline::unscoped;
+use crate::entropy::Entropy;
+
+/// A simulated network: named hosts that serve axum routers, with seeded
+/// latency, dropped requests, partitions and a log of every delivery.
+///
+/// A [`Client`](crate::client::Client) made by [`Sim::client`](super::Sim::client)
+/// reaches only these hosts, at `http://<name>/...`. Each request waits a
+/// latency drawn uniformly from the configured range, then is delivered (or
+/// dropped, or refused by a partition). Hosts run [`unscoped`]: like a real
+/// remote service, they learn the caller's deadline only from the header.
+///
+/// Everything random comes from the simulation's entropy, so the same seed
+/// gives the same [`events`](SimNet::events).
+#[derive(Clone)]
+pub struct SimNet {
+    shared: Arc<Mutex<State>>,
+    entropy: Entropy,
+    start: Instant,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    hosts: BTreeMap<String, Router>,
+    latency: (Duration, Duration),
+    drop_rate: f64,
+    partitioned: BTreeSet<String>,
+    events: Vec<NetEvent>,
+}
+
+/// One delivery attempt on a [`SimNet`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetEvent {
+    /// Virtual time since the network was made.
+    pub at: Duration,
+    /// The host the request was for.
+    pub host: String,
+    /// The request's method.
+    pub method: Method,
+    /// The request's path and query.
+    pub path: String,
+    /// What happened: the response status, `"dropped"`, `"partitioned"` or
+    /// `"unknown host"`.
+    pub outcome: String,
+}
+
+impl fmt::Display for NetEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>10.3?} {} {}{} -> {}",
+            self.at, self.method, self.host, self.path, self.outcome
+        )
+    }
+}
+
+impl SimNet {
+    pub(super) fn new(entropy: Entropy) -> Self {
+        Self {
+            shared: Arc::default(),
+            entropy,
+            start: Instant::now(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds (or replaces) the host `name`, served by `router`.
+    pub fn host(&self, name: impl Into<String>, router: Router) -> &Self {
+        self.state()
+            .hosts
+            .insert(name.into().to_ascii_lowercase(), router);
+        self
+    }
+
+    /// Every request waits a latency drawn uniformly from `min..=max`.
+    pub fn latency(&self, min: Duration, max: Duration) -> &Self {
+        self.state().latency = (min.min(max), max.max(min));
+        self
+    }
+
+    /// Each request is lost with probability `p` (the client sees a
+    /// connection error after the latency).
+    pub fn drop_rate(&self, p: f64) -> &Self {
+        self.state().drop_rate = p;
+        self
+    }
+
+    /// Cuts `host` off: requests to it fail at once with a connection error.
+    pub fn partition(&self, host: &str) -> &Self {
+        self.state().partitioned.insert(host.to_ascii_lowercase());
+        self
+    }
+
+    /// Reconnects `host`.
+    pub fn heal(&self, host: &str) -> &Self {
+        self.state().partitioned.remove(&host.to_ascii_lowercase());
+        self
+    }
+
+    /// Every delivery so far, in order.
+    #[must_use]
+    pub fn events(&self) -> Vec<NetEvent> {
+        self.state().events.clone()
+    }
+
+    fn log(&self, host: &str, method: &Method, path: &str, outcome: impl Into<String>) {
+        let event = NetEvent {
+            at: self.start.elapsed(),
+            host: host.to_owned(),
+            method: method.clone(),
+            path: path.to_owned(),
+            outcome: outcome.into(),
+        };
+        self.state().events.push(event);
+    }
+
+    async fn deliver(
+        self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<ResponseBody>, TransportError> {
+        let host = request
+            .uri()
+            .host()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let method = request.method().clone();
+        let path = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
+        let (router, partitioned, (min, max), drop_rate) = {
+            let state = self.state();
+            (
+                state.hosts.get(&host).cloned(),
+                state.partitioned.contains(&host),
+                state.latency,
+                state.drop_rate,
+            )
+        };
+        if partitioned {
+            self.log(&host, &method, &path, "partitioned");
+            return Err(connect_error(format!("{host} is partitioned")));
+        }
+        let Some(mut router) = router else {
+            self.log(&host, &method, &path, "unknown host");
+            return Err(connect_error(format!("no simulated host {host}")));
+        };
+        let latency = min + self.entropy.jitter(max - min);
+        let dropped = self.entropy.chance(drop_rate);
+        tokio::time::sleep(latency).await;
+        if dropped {
+            self.log(&host, &method, &path, "dropped");
+            return Err(connect_error(format!("the request to {host} was dropped")));
+        }
+        let request = request.map(Body::from);
+        let Ok(response) = unscoped(router.call(request)).await;
+        self.log(&host, &method, &path, response.status().as_str());
+        Ok(response.map(|body| ResponseBody::from_stream(body.into_data_stream())))
+    }
+}
+
+fn connect_error(message: String) -> TransportError {
+    TransportError::Connect(message.into())
+}
+
+impl Transport for SimNet {
+    fn send(&self, request: http::Request<Bytes>) -> TransportFuture {
+        Box::pin(self.clone().deliver(request))
+    }
+}
+
+impl fmt::Debug for SimNet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state();
+        f.debug_struct("SimNet")
+            .field("hosts", &state.hosts.keys().collect::<Vec<_>>())
+            .field("latency", &state.latency)
+            .field("drop_rate", &state.drop_rate)
+            .field("partitioned", &state.partitioned)
+            .finish_non_exhaustive()
+    }
+}
