@@ -1,0 +1,650 @@
+//! The outbound client (DESIGN §4), on the simulated network unless the
+//! socket is the point.
+
+mod support;
+
+use std::future::pending;
+use std::time::Duration;
+
+use axum::response::IntoResponse;
+use http::StatusCode;
+use timebox::client::{Client, ClientError};
+use timebox::config::Config;
+use timebox::deadline::Deadline;
+use timebox::sim::Sim;
+use timebox::{get, routes, sim_test};
+use tokio::time::{sleep, Instant};
+
+use support::http::request;
+use support::upstream::{recording, Recorder};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+fn hanging(recorder: &Recorder) -> axum::Router {
+    recording(recorder, |_| async {
+        pending::<()>().await;
+        "never"
+    })
+}
+
+fn echo(recorder: &Recorder) -> axum::Router {
+    recording(recorder, |_| async { "ok" })
+}
+
+// C1: attempts live inside the deadline.
+
+#[sim_test]
+async fn a_route_calling_a_hanging_upstream_answers_503_at_its_deadline(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", hanging(&recorder));
+    let client = sim.client();
+    let app = sim.app(
+        axum::Router::new()
+            .route(
+                "/",
+                axum::routing::get(move || {
+                    let client = client.clone();
+                    async move {
+                        client
+                            .get("http://up/")
+                            .send()
+                            .await
+                            .map(|r| r.status().to_string())
+                    }
+                }),
+            )
+            .layer(timebox::server::RouteDeadlineLayer::new(
+                timebox::server::RouteTimeout::Override(SECS(5)),
+            )),
+    );
+    let start = Instant::now();
+    let response = app.request(request("GET", "/")).await;
+    assert_eq!(response.status(), 503);
+    assert!(start.elapsed() <= SECS(5) + MS(10), "{:?}", start.elapsed());
+    let hits = recorder.hits();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|hit| hit.at < SECS(5)), "{hits:?}");
+}
+
+#[sim_test]
+async fn retries_of_a_slow_503_upstream_all_start_before_the_deadline(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |_| async {
+            sleep(SECS(2)).await;
+            StatusCode::SERVICE_UNAVAILABLE
+        }),
+    );
+    let client = sim.client();
+    let outcome = Deadline::after(SECS(5))
+        .scope(async { client.get("http://up/").send().await })
+        .await;
+    let hits = recorder.hits();
+    assert!(hits.len() >= 2, "{hits:?}");
+    assert!(hits.iter().all(|hit| hit.at < SECS(5)), "{hits:?}");
+    match outcome {
+        Ok(response) => assert_eq!(response.status(), 503),
+        Err(err) => assert!(err.is_deadline_exceeded(), "{err}"),
+    }
+}
+
+// C3: the deadline header.
+
+#[sim_test]
+async fn an_upstream_sees_the_time_left_of_the_route(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", echo(&recorder));
+    let client = sim.client();
+    Deadline::after(SECS(5))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(recorder.hits()[0].deadline_header.as_deref(), Some("5000"));
+}
+
+#[sim_test]
+async fn no_deadline_sends_no_header(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", echo(&recorder));
+    sim.client().get("http://up/").send().await.unwrap();
+    assert_eq!(recorder.hits()[0].deadline_header, None);
+}
+
+#[sim_test]
+async fn send_deadline_header_false_sends_none(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", echo(&recorder));
+    let mut config = Config::default();
+    config.http.client.send_deadline_header = false;
+    let client = sim.client_with(&config);
+    Deadline::after(SECS(5))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(recorder.hits()[0].deadline_header, None);
+}
+
+#[sim_test]
+async fn a_callers_header_is_kept_when_shorter(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", echo(&recorder));
+    let client = sim.client();
+    client
+        .get("http://up/a")
+        .header("x-timebox-deadline-ms", "42")
+        .send()
+        .await
+        .unwrap();
+    Deadline::after(SECS(1))
+        .scope(
+            client
+                .get("http://up/b")
+                .header("x-timebox-deadline-ms", "5000")
+                .send(),
+        )
+        .await
+        .unwrap();
+    let hits = recorder.hits();
+    assert_eq!(hits[0].deadline_header.as_deref(), Some("42"));
+    assert_eq!(
+        hits[0]
+            .headers
+            .get_all("x-timebox-deadline-ms")
+            .iter()
+            .count(),
+        1
+    );
+    let second: u64 = hits[1].deadline_header.as_deref().unwrap().parse().unwrap();
+    assert!(second <= 1000, "{second}");
+}
+
+#[sim_test]
+async fn a_retry_carries_only_what_is_left_of_the_callers_header(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |n| async move {
+            if n == 1 {
+                sleep(MS(60)).await;
+                StatusCode::BAD_GATEWAY
+            } else {
+                StatusCode::OK
+            }
+        }),
+    );
+    let response = sim
+        .client()
+        .get("http://up/")
+        .header("x-timebox-deadline-ms", "200")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 2);
+    let retry: u64 = hits[1].deadline_header.as_deref().unwrap().parse().unwrap();
+    assert!(retry <= 140, "{retry}");
+}
+
+// C2: deadline errors from a handler answer 504.
+
+#[get("/scoped")]
+async fn scoped_call(
+    axum::extract::State(client): axum::extract::State<Client>,
+) -> Result<String, ClientError> {
+    let response = Deadline::after(SECS(5))
+        .scope(client.get("http://up/").send())
+        .await?;
+    Ok(response.status().to_string())
+}
+
+#[sim_test]
+async fn a_handlers_own_deadline_error_answers_504_after_one_attempt(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", hanging(&recorder));
+    let router = routes![scoped_call]
+        .into_router(&Config::default())
+        .with_state(sim.client());
+    let app = sim.app(router);
+    let start = Instant::now();
+    let response = app.request(request("GET", "/scoped")).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert!(start.elapsed() <= SECS(5));
+    sim.advance(SECS(60)).await;
+    assert_eq!(recorder.count(), 1);
+}
+
+#[sim_test]
+async fn an_expired_deadline_makes_no_attempt(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", echo(&recorder));
+    let err = Deadline::after(Duration::ZERO)
+        .scope(sim.client().get("http://up/").send())
+        .await
+        .unwrap_err();
+    assert!(err.is_deadline_exceeded());
+    assert_eq!(err.to_string(), "deadline exceeded");
+    assert_eq!(err.into_response().status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(recorder.count(), 0);
+}
+
+// C5, C6: a 429 whose hint does not fit comes back at once, free.
+
+#[sim_test]
+async fn a_429_whose_retry_after_does_not_fit_returns_at_once_and_charges_nothing(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |_| async {
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", "10")],
+                "slow down",
+            )
+        }),
+    );
+    let client = sim.client();
+    let start = Instant::now();
+    let response = Deadline::after(SECS(5))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(recorder.count(), 1);
+    let budget = client
+        .budgets()
+        .for_uri(&"http://up/".parse().unwrap())
+        .unwrap();
+    assert!(
+        (budget.tokens() - 500.0).abs() < 1e-9,
+        "{}",
+        budget.tokens()
+    );
+    assert_eq!(text_of(response).await, "slow down");
+}
+
+async fn text_of(response: timebox::client::Response) -> String {
+    response.text().await.unwrap()
+}
+
+// SimNet (M2).
+
+async fn scripted_run(seed: u64) -> Vec<String> {
+    let sim = Sim::new(seed);
+    let recorder = Recorder::new();
+    let net = sim.net();
+    net.host("up", echo(&recorder))
+        .latency(MS(5), MS(50))
+        .drop_rate(0.2);
+    let client = sim.client();
+    for i in 0..20 {
+        let _ = client.get(format!("http://up/{i}")).retries(0).send().await;
+    }
+    net.events().iter().map(ToString::to_string).collect()
+}
+
+#[sim_test]
+async fn the_same_seed_gives_the_same_event_log(_sim: Sim) {
+    let first = scripted_run(3).await;
+    assert_eq!(first.len(), 20);
+    assert_eq!(first, scripted_run(3).await);
+    assert_ne!(first, scripted_run(4).await);
+}
+
+#[sim_test]
+async fn latency_above_the_attempt_timeout_ends_the_attempt_at_exactly_the_timeout(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", echo(&recorder))
+        .latency(SECS(40), SECS(40));
+    let start = Instant::now();
+    let err = sim
+        .client()
+        .get("http://up/")
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Timeout), "{err}");
+    assert_eq!(start.elapsed(), SECS(30));
+}
+
+#[sim_test]
+async fn a_partition_fails_at_once_and_heal_delivers(sim: Sim) {
+    let recorder = Recorder::new();
+    let net = sim.net();
+    net.host("up", echo(&recorder)).partition("up");
+    let start = Instant::now();
+    let err = sim
+        .client()
+        .get("http://up/")
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Connect(_)), "{err}");
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    net.heal("up");
+    let response = sim.client().get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(recorder.count(), 1);
+}
+
+#[sim_test]
+async fn a_simulated_host_runs_without_the_callers_deadline(sim: Sim) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let inner = seen.clone();
+    sim.net().host(
+        "up",
+        axum::Router::new().fallback(move || {
+            let inner = inner.clone();
+            async move {
+                *inner.lock().unwrap() = Some(Deadline::current().is_some());
+                "ok"
+            }
+        }),
+    );
+    Deadline::after(SECS(5))
+        .scope(sim.client().get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), Some(false));
+}
+
+// B2, B3: the retry budget, seen through the client.
+
+fn always(status: StatusCode, recorder: &Recorder) -> axum::Router {
+    recording(recorder, move |_| async move { status })
+}
+
+/// A configuration whose breaker never opens, so the budget alone is seen.
+fn budget_only() -> Config {
+    let mut config = Config::default();
+    config.breaker.minimum_sample_count = u32::MAX;
+    config
+}
+
+fn tokens(client: &Client, url: &str) -> f64 {
+    client
+        .budgets()
+        .for_uri(&url.parse().unwrap())
+        .expect("a budget for the host")
+        .tokens()
+}
+
+#[sim_test]
+async fn on_an_always_failing_host_retries_settle_near_ten_percent(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::SERVICE_UNAVAILABLE, &recorder));
+    let client = sim.client_with(&budget_only());
+    for _ in 0..100 {
+        client.get("http://up/").send().await.unwrap();
+    }
+    let warm = recorder.count();
+    for _ in 0..900 {
+        let response = client.get("http://up/").send().await.unwrap();
+        assert_eq!(response.status(), 503);
+    }
+    let attempts = recorder.count() - warm;
+    let retries = attempts - 900;
+    let share = retries as f64 / 900.0;
+    assert!(attempts >= 900);
+    assert!((0.08..=0.12).contains(&share), "retry share {share}");
+}
+
+#[sim_test]
+async fn retries_that_succeed_give_their_tokens_back(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |n| async move {
+            if n % 2 == 1 {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
+            }
+        }),
+    );
+    let client = sim.client_with(&budget_only());
+    for _ in 0..200 {
+        let response = client.get("http://up/").send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    assert_eq!(recorder.count(), 400);
+}
+
+#[sim_test]
+async fn with_the_budget_disabled_every_request_makes_four_attempts(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::SERVICE_UNAVAILABLE, &recorder));
+    let mut config = budget_only();
+    config.http.client.retry_budget.enabled = false;
+    let client = sim.client_with(&config);
+    for n in 1..=50 {
+        client.get("http://up/").send().await.unwrap();
+        assert_eq!(recorder.count(), 4 * n);
+    }
+}
+
+#[sim_test]
+async fn a_call_cancelled_during_its_backoff_gives_its_tokens_back(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::SERVICE_UNAVAILABLE, &recorder));
+    let client = sim.client_with(&budget_only());
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.get("http://up/").send().await }
+    });
+    // Run until the first attempt failed and the retry was paid for.
+    while tokens(&client, "http://up/") > 490.0 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(recorder.count(), 1);
+    assert!((tokens(&client, "http://up/") - 486.0).abs() < 1e-9);
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    assert_eq!(recorder.count(), 1, "the retry was never sent");
+    assert!((tokens(&client, "http://up/") - 500.0).abs() < 1e-9);
+}
+
+#[sim_test]
+async fn a_retry_that_does_not_fit_the_deadline_charges_nothing(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |_| async {
+            sleep(MS(45)).await;
+            StatusCode::SERVICE_UNAVAILABLE
+        }),
+    );
+    let client = sim.client();
+    let start = Instant::now();
+    let response = Deadline::after(MS(50))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(start.elapsed(), MS(45));
+    assert_eq!(recorder.count(), 1);
+    assert!((tokens(&client, "http://up/") - 500.0).abs() < 1e-9);
+}
+
+// B6: the breaker, seen through the client.
+
+fn breaker_config(min_samples: u32, slow_secs: u64) -> Config {
+    let mut config = Config::default();
+    config.breaker.minimum_sample_count = min_samples;
+    config.breaker.slow_call_duration_threshold_secs = slow_secs;
+    config
+}
+
+#[sim_test]
+async fn an_always_failing_host_opens_its_breaker(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::INTERNAL_SERVER_ERROR, &recorder));
+    let client = sim.client_with(&breaker_config(3, 60));
+    for _ in 0..3 {
+        let response = client.get("http://up/").retries(0).send().await.unwrap();
+        assert_eq!(response.status(), 500);
+    }
+    let err = client
+        .get("http://up/")
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::CircuitBreakerOpen { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.into_response().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(recorder.count(), 3);
+}
+
+/// Four calls at once to a hanging host, each cut short by a deadline of
+/// `secs`; then a fifth.
+async fn four_cut_calls_then_one(client: &Client, secs: u64) -> Result<(), ClientError> {
+    let calls: Vec<_> = (0..4)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                Deadline::after(SECS(secs))
+                    .scope(client.get("http://up/").send())
+                    .await
+            })
+        })
+        .collect();
+    for call in calls {
+        let err = call.await.unwrap().unwrap_err();
+        assert!(err.is_deadline_exceeded(), "{err}");
+    }
+    Deadline::after(SECS(secs))
+        .scope(client.get("http://up/").send())
+        .await
+        .map(drop)
+}
+
+#[sim_test]
+async fn calls_cut_short_by_our_own_deadline_do_not_blame_the_host(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", hanging(&recorder));
+    let client = sim.client_with(&breaker_config(4, 5));
+    let err = four_cut_calls_then_one(&client, 1).await.unwrap_err();
+    assert!(
+        err.is_deadline_exceeded(),
+        "the breaker stayed closed: {err}"
+    );
+    assert_eq!(recorder.count(), 5);
+}
+
+#[sim_test]
+async fn calls_cut_short_after_the_slow_threshold_count_as_slow(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", hanging(&recorder));
+    let client = sim.client_with(&breaker_config(4, 5));
+    let err = four_cut_calls_then_one(&client, 10).await.unwrap_err();
+    assert!(
+        matches!(err, ClientError::CircuitBreakerOpen { .. }),
+        "{err}"
+    );
+    assert_eq!(recorder.count(), 4);
+}
+
+// The retry-amplification experiment: five layers that retry.
+
+/// Leaf attempts per client request in steady state, after `warm_up`
+/// requests drained the budgets.
+async fn amplification(sim: &Sim, config: &Config, warm_up: u64, measured: u64) -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use support::chain::{leaf_service, middle, MIDDLE_LAYERS};
+
+    let hits = Arc::new(AtomicU64::new(0));
+    let net = sim.net();
+    net.host("leaf", leaf_service(config, hits.clone()));
+    for layer in 1..=MIDDLE_LAYERS {
+        let next = if layer == MIDDLE_LAYERS {
+            "http://leaf/".to_owned()
+        } else {
+            format!("http://s{}/", layer + 1)
+        };
+        net.host(
+            format!("s{layer}"),
+            middle(config, sim.client_with(config), next),
+        );
+    }
+    let client = sim.client_with(config);
+    for _ in 0..warm_up {
+        client.get("http://s1/").send().await.unwrap();
+    }
+    let before = hits.load(Ordering::Relaxed);
+    for _ in 0..measured {
+        let response = client.get("http://s1/").send().await.unwrap();
+        assert_eq!(response.status(), 503);
+    }
+    let per_request = (hits.load(Ordering::Relaxed) - before) as f64 / measured as f64;
+    println!("leaf attempts per client request: {per_request:.3}");
+    per_request
+}
+
+#[sim_test(seed = 1)]
+async fn without_a_budget_three_attempts_a_layer_hit_the_leaf_243_times(sim: Sim) {
+    let per_request = amplification(&sim, &support::chain::without_budget(), 2, 5).await;
+    assert!(per_request >= 200.0, "{per_request}");
+    assert!((per_request - 243.0).abs() < f64::EPSILON, "{per_request}");
+}
+
+#[sim_test(seed = 1)]
+async fn the_retry_budget_keeps_leaf_load_under_1_7_attempts_per_request(sim: Sim) {
+    let per_request = amplification(&sim, &support::chain::with_defaults(), 300, 1000).await;
+    assert!(per_request <= 1.7, "{per_request}");
+    assert!(per_request >= 1.0, "{per_request}");
+}
+
+// C7, C6: redirects are not retries; an open breaker ends retrying.
+
+#[sim_test]
+async fn following_a_redirect_does_not_use_up_a_retry(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |n| async move {
+            if n == 1 {
+                axum::response::Redirect::to("/target").into_response()
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE.into_response()
+            }
+        }),
+    );
+    let response = sim
+        .client_with(&budget_only())
+        .get("http://up/start")
+        .retries(1)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let paths: Vec<String> = recorder.hits().into_iter().map(|hit| hit.path).collect();
+    assert_eq!(paths, ["/start", "/target", "/target"]);
+}
+
+#[sim_test]
+async fn a_retry_an_open_breaker_would_refuse_returns_the_last_response(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::SERVICE_UNAVAILABLE, &recorder));
+    let client = sim.client_with(&breaker_config(2, 60));
+    let response = client.get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(recorder.count(), 2);
+}

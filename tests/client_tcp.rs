@@ -1,0 +1,503 @@
+//! The outbound client (DESIGN §4) on real sockets: axum servers on
+//! 127.0.0.1 with port 0, reqwest underneath, real time. Every wait is
+//! short; durations are only checked as generous upper bounds.
+
+mod support;
+
+use std::convert::Infallible;
+use std::future::{pending, Future};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Request};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use futures_util::{stream, StreamExt};
+use http::header::{AUTHORIZATION, COOKIE, LOCATION};
+use http::StatusCode;
+use timebox::client::{Client, ClientError};
+use timebox::config::Config;
+use timebox::deadline::header::DEADLINE_HEADER;
+use timebox::deadline::Deadline;
+use tokio::net::TcpListener;
+use tokio::time::{sleep, Instant};
+
+use support::upstream::{recording, Recorder};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+/// Serves `router` on a fresh port of 127.0.0.1 until the test ends.
+async fn serve(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port on 127.0.0.1");
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .await
+            .expect("the test server runs");
+    });
+    addr
+}
+
+/// `future`, failing the test instead of hanging when it does not end in
+/// `SECS(5)` — far past every deadline used here.
+async fn ends<F: Future>(future: F) -> F::Output {
+    tokio::time::timeout(SECS(5), future)
+        .await
+        .expect("the call ends long before 5 s")
+}
+
+fn client() -> Client {
+    Client::new(&Config::default())
+}
+
+fn deadline_ms(headers: &http::HeaderMap) -> u64 {
+    headers
+        .get(DEADLINE_HEADER)
+        .expect("the hop carries the deadline header")
+        .to_str()
+        .expect("an ASCII value")
+        .parse()
+        .expect("whole milliseconds")
+}
+
+/// A redirect to `location`.
+fn redirect(status: StatusCode, location: &str) -> Response {
+    (status, [(LOCATION, location.to_owned())]).into_response()
+}
+
+/// A router whose every path is recorded and answered by `answer(path)`.
+fn routed<F>(recorder: &Recorder, answer: F) -> Router
+where
+    F: Fn(&str) -> Response + Clone + Send + Sync + 'static,
+{
+    let recorder = recorder.clone();
+    Router::new().fallback(move |request: Request| {
+        let recorder = recorder.clone();
+        let answer = answer.clone();
+        async move {
+            recorder.record(&request);
+            answer(request.uri().path())
+        }
+    })
+}
+
+// C1/C2: a hanging upstream ends the call at the deadline.
+
+#[tokio::test]
+async fn a_hanging_server_ends_the_call_with_deadline_exceeded_after_one_hit() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        pending::<()>().await;
+        "never"
+    }))
+    .await;
+    let client = client();
+
+    let start = Instant::now();
+    let outcome =
+        ends(Deadline::after(MS(300)).scope(client.get(format!("http://{addr}/")).send())).await;
+
+    let err = outcome.expect_err("a hanging server gives no response");
+    assert!(err.is_deadline_exceeded(), "{err:?}");
+    assert!(matches!(err, ClientError::DeadlineExceeded(_)), "{err:?}");
+    assert_eq!(err.to_string(), "deadline exceeded");
+    // Ended by the 300 ms deadline, not by the 30 s attempt timeout.
+    assert!(start.elapsed() < SECS(2), "{:?}", start.elapsed());
+    assert_eq!(recorder.count(), 1, "{:?}", recorder.hits());
+}
+
+// C6: a retry that does not fit is not started; the last 503 comes back.
+
+#[tokio::test]
+async fn retries_of_a_quick_503_stop_when_they_no_longer_fit_and_return_the_last_503() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::SERVICE_UNAVAILABLE
+    }))
+    .await;
+    let client = client();
+
+    let outcome = ends(
+        Deadline::after(MS(700)).scope(client.get(format!("http://{addr}/")).retries(50).send()),
+    )
+    .await;
+
+    let response = outcome.expect("the last 503 is returned, not an error");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let hits = recorder.count();
+    assert!((2..=50).contains(&hits), "{hits} hits");
+}
+
+// C2: a body cut off by the deadline.
+
+#[tokio::test]
+async fn a_body_that_never_ends_is_cut_off_by_the_deadline_after_the_headers_arrived() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        let chunks =
+            stream::once(async { Ok::<_, Infallible>(Bytes::from_static(b"first chunk")) })
+                .chain(stream::pending());
+        Body::from_stream(chunks)
+    }))
+    .await;
+    let client = client();
+
+    let (sent, text) = ends(Deadline::after(MS(300)).scope(async {
+        match client.get(format!("http://{addr}/")).send().await {
+            Ok(response) => {
+                let status = response.status();
+                (Ok(status), Some(response.text().await))
+            }
+            Err(err) => (Err(err), None),
+        }
+    }))
+    .await;
+
+    assert_eq!(sent.expect("the headers arrive in time"), StatusCode::OK);
+    let err = text
+        .expect("the body was read")
+        .expect_err("an endless body cannot be read whole");
+    assert!(err.is_deadline_exceeded(), "{err:?}");
+    assert_eq!(err.to_string(), "deadline exceeded");
+    assert_eq!(recorder.count(), 1);
+}
+
+// C3 + C7: every hop carries its own time left.
+
+#[tokio::test]
+async fn a_redirect_hop_after_a_slow_first_hop_carries_less_time_left() {
+    let recorder = Recorder::new();
+    let seen = recorder.clone();
+    let router = Router::new()
+        .route(
+            "/r",
+            get(move |request: Request| {
+                let seen = seen.clone();
+                async move {
+                    seen.record(&request);
+                    sleep(MS(500)).await;
+                    redirect(StatusCode::TEMPORARY_REDIRECT, "/t")
+                }
+            }),
+        )
+        .route(
+            "/t",
+            get({
+                let seen = recorder.clone();
+                move |request: Request| async move {
+                    seen.record(&request);
+                    "target"
+                }
+            }),
+        );
+    let addr = serve(router).await;
+    let client = client();
+
+    let response =
+        ends(Deadline::after(SECS(3)).scope(client.get(format!("http://{addr}/r")).send()))
+            .await
+            .expect("the redirect is followed");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let hits = recorder.hits();
+    let paths: Vec<&str> = hits.iter().map(|hit| hit.path.as_str()).collect();
+    assert_eq!(paths, ["/r", "/t"]);
+    let first = deadline_ms(&hits[0].headers);
+    let second = deadline_ms(&hits[1].headers);
+    assert!(first <= 3000, "first hop sent {first} ms");
+    assert!(
+        second + 400 <= first,
+        "first hop {first} ms, second hop {second} ms"
+    );
+}
+
+// C7: at most 10 hops.
+
+fn chain_router(recorder: &Recorder) -> Router {
+    let recorder = recorder.clone();
+    Router::new().route(
+        "/h/{n}",
+        get(move |Path(n): Path<u32>, request: Request| {
+            let recorder = recorder.clone();
+            async move {
+                recorder.record(&request);
+                if n == 0 {
+                    "end of the chain".into_response()
+                } else {
+                    redirect(StatusCode::FOUND, &format!("/h/{}", n - 1))
+                }
+            }
+        }),
+    )
+}
+
+#[tokio::test]
+async fn a_chain_of_ten_redirects_is_followed_to_the_end() {
+    let recorder = Recorder::new();
+    let addr = serve(chain_router(&recorder)).await;
+    let client = client();
+
+    let response =
+        ends(Deadline::after(SECS(2)).scope(client.get(format!("http://{addr}/h/10")).send()))
+            .await
+            .expect("ten redirects are followed");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        ends(response.text()).await.expect("a short body"),
+        "end of the chain"
+    );
+    assert_eq!(recorder.count(), 11);
+}
+
+#[tokio::test]
+async fn an_eleventh_redirect_is_too_many() {
+    let recorder = Recorder::new();
+    let addr = serve(chain_router(&recorder)).await;
+    let client = client();
+
+    let err =
+        ends(Deadline::after(SECS(2)).scope(client.get(format!("http://{addr}/h/11")).send()))
+            .await
+            .expect_err("eleven redirects are too many");
+
+    assert!(matches!(err, ClientError::TooManyRedirects), "{err:?}");
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 11, "{hits:?}");
+    assert!(hits.iter().all(|hit| hit.path != "/h/0"), "{hits:?}");
+}
+
+// C7: credentials stay within their origin.
+
+#[tokio::test]
+async fn a_redirect_to_another_port_drops_authorization_and_cookie() {
+    let other_seen = Recorder::new();
+    let other = serve(routed(&other_seen, |_| "other origin".into_response())).await;
+    let first_seen = Recorder::new();
+    let location = format!("http://{other}/landing");
+    let first = serve(routed(&first_seen, move |_| {
+        redirect(StatusCode::TEMPORARY_REDIRECT, &location)
+    }))
+    .await;
+    let client = client();
+
+    let response = ends(
+        client
+            .get(format!("http://{first}/go"))
+            .header(AUTHORIZATION, "Bearer secret")
+            .header(COOKIE, "session=secret")
+            .header("x-trace", "kept")
+            .send(),
+    )
+    .await
+    .expect("the redirect is followed");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let sent = &first_seen.hits()[0].headers;
+    assert_eq!(sent.get(AUTHORIZATION).unwrap(), "Bearer secret");
+    assert_eq!(sent.get(COOKIE).unwrap(), "session=secret");
+    let hits = other_seen.hits();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    let landed = &hits[0].headers;
+    assert_eq!(landed.get(AUTHORIZATION), None, "{landed:?}");
+    assert_eq!(landed.get(COOKIE), None, "{landed:?}");
+    assert_eq!(landed.get("x-trace").unwrap(), "kept");
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_same_origin_keeps_authorization_and_cookie() {
+    let recorder = Recorder::new();
+    let addr = serve(routed(&recorder, |path| {
+        if path == "/go" {
+            redirect(StatusCode::TEMPORARY_REDIRECT, "/landing")
+        } else {
+            "same origin".into_response()
+        }
+    }))
+    .await;
+    let client = client();
+
+    let response = ends(
+        client
+            .get(format!("http://{addr}/go"))
+            .header(AUTHORIZATION, "Bearer secret")
+            .header(COOKIE, "session=secret")
+            .send(),
+    )
+    .await
+    .expect("the redirect is followed");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(hits[1].path, "/landing");
+    let landed = &hits[1].headers;
+    assert_eq!(landed.get(AUTHORIZATION).unwrap(), "Bearer secret");
+    assert_eq!(landed.get(COOKIE).unwrap(), "session=secret");
+}
+
+// C7: 303 turns a POST into a GET without the body.
+
+#[tokio::test]
+async fn a_post_answered_303_continues_as_a_get_without_the_body() {
+    type Seen = Arc<Mutex<Vec<(String, String, Bytes)>>>;
+    let seen: Seen = Arc::default();
+    let router = Router::new().fallback(any({
+        let seen = seen.clone();
+        move |method: http::Method, uri: http::Uri, body: Bytes| async move {
+            seen.lock()
+                .unwrap()
+                .push((method.to_string(), uri.path().to_owned(), body));
+            if uri.path() == "/submit" {
+                redirect(StatusCode::SEE_OTHER, "/result")
+            } else {
+                "result".into_response()
+            }
+        }
+    }));
+    let addr = serve(router).await;
+    let client = client();
+
+    let response = ends(
+        client
+            .post(format!("http://{addr}/submit"))
+            .header(http::header::CONTENT_TYPE, "text/plain")
+            .body("payload")
+            .send(),
+    )
+    .await
+    .expect("the redirect is followed");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            (
+                "POST".to_owned(),
+                "/submit".to_owned(),
+                Bytes::from_static(b"payload")
+            ),
+            ("GET".to_owned(), "/result".to_owned(), Bytes::new()),
+        ]
+    );
+}
+
+// C4: non-idempotent requests retry only when they opt in.
+
+fn always_503(recorder: &Recorder) -> Router {
+    recording(recorder, |_| async { StatusCode::SERVICE_UNAVAILABLE })
+}
+
+fn idempotency_keys(recorder: &Recorder) -> Vec<Vec<String>> {
+    recorder
+        .hits()
+        .iter()
+        .map(|hit| {
+            hit.headers
+                .get_all("idempotency-key")
+                .iter()
+                .map(|value| value.to_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_post_answered_503_is_not_retried_by_default() {
+    let recorder = Recorder::new();
+    let addr = serve(always_503(&recorder)).await;
+    let client = client();
+
+    let response = ends(
+        Deadline::after(SECS(2)).scope(client.post(format!("http://{addr}/")).body("order").send()),
+    )
+    .await
+    .expect("the 503 is the response");
+
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(recorder.count(), 1, "{:?}", recorder.hits());
+}
+
+#[tokio::test]
+async fn an_opted_in_post_is_retried_with_one_idempotency_key_on_every_attempt() {
+    let recorder = Recorder::new();
+    let addr = serve(always_503(&recorder)).await;
+    let client = client();
+
+    let response = ends(
+        Deadline::after(SECS(2)).scope(
+            client
+                .post(format!("http://{addr}/"))
+                .body("order")
+                .retries(2)
+                .retry_non_idempotent()
+                .send(),
+        ),
+    )
+    .await
+    .expect("the last 503 is the response");
+
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let keys = idempotency_keys(&recorder);
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(keys[0].len(), 1, "{keys:?}");
+    assert!(!keys[0][0].is_empty(), "{keys:?}");
+    assert!(keys.iter().all(|key| *key == keys[0]), "{keys:?}");
+}
+
+#[tokio::test]
+async fn an_opted_in_post_keeps_the_callers_own_idempotency_key_on_every_attempt() {
+    let recorder = Recorder::new();
+    let addr = serve(always_503(&recorder)).await;
+    let client = client();
+
+    let response = ends(
+        Deadline::after(SECS(2)).scope(
+            client
+                .post(format!("http://{addr}/"))
+                .header("Idempotency-Key", "order-42")
+                .body("order")
+                .retries(2)
+                .retry_non_idempotent()
+                .send(),
+        ),
+    )
+    .await
+    .expect("the last 503 is the response");
+
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let keys = idempotency_keys(&recorder);
+    assert_eq!(keys, vec![vec!["order-42".to_owned()]; 3]);
+}
+
+// C4: a refused connection is a connect error.
+
+#[tokio::test]
+async fn a_refused_connection_without_retries_is_a_connect_error() {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port on 127.0.0.1");
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    drop(listener);
+    let client = client();
+
+    let err = ends(
+        Deadline::after(SECS(2)).scope(client.get(format!("http://{addr}/")).retries(0).send()),
+    )
+    .await
+    .expect_err("nothing listens on the port");
+
+    assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
+    assert_eq!(err.to_string(), "connection failed");
+}

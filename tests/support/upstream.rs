@@ -1,0 +1,76 @@
+//! Upstream services for client tests: routers that record every request.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::Router;
+use tokio::time::Instant;
+
+/// One request an upstream saw.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// Virtual time since the recorder was made.
+    pub at: Duration,
+    pub method: String,
+    pub path: String,
+    /// The deadline header's value, if any.
+    pub deadline_header: Option<String>,
+    pub headers: http::HeaderMap,
+}
+
+/// A shared log of hits.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    start: Instant,
+    hits: Arc<Mutex<Vec<Hit>>>,
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            hits: Arc::default(),
+        }
+    }
+
+    pub fn record(&self, request: &Request) {
+        let hit = Hit {
+            at: self.start.elapsed(),
+            method: request.method().to_string(),
+            path: request.uri().path().to_owned(),
+            deadline_header: request
+                .headers()
+                .get(timebox::deadline::header::DEADLINE_HEADER)
+                .map(|v| v.to_str().unwrap().to_owned()),
+            headers: request.headers().clone(),
+        };
+        self.hits.lock().unwrap().push(hit);
+    }
+
+    pub fn hits(&self) -> Vec<Hit> {
+        self.hits.lock().unwrap().clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.hits.lock().unwrap().len()
+    }
+}
+
+/// A router that records every request, then answers with `answer`.
+pub fn recording<F, Fut, R>(recorder: &Recorder, answer: F) -> Router
+where
+    F: Fn(usize) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = R> + Send + 'static,
+    R: axum::response::IntoResponse,
+{
+    let recorder = recorder.clone();
+    Router::new().fallback(move |request: Request| {
+        let recorder = recorder.clone();
+        let answer = answer.clone();
+        async move {
+            recorder.record(&request);
+            answer(recorder.count()).await
+        }
+    })
+}
