@@ -62,8 +62,8 @@ mod session;
 mod timebox_layer;
 mod timeout;
 
-pub use crate::shutdown::ShutdownToken;
 pub use crate::problem::DeadlineCancelled;
+pub use crate::shutdown::ShutdownToken;
 pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;
