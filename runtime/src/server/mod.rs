@@ -54,6 +54,7 @@
 
 mod context;
 mod extract;
+mod readiness;
 pub(crate) mod respond;
 mod route_deadline;
 mod routes;
@@ -64,6 +65,7 @@ mod timeout;
 
 pub use crate::problem::DeadlineCancelled;
 pub use crate::shutdown::ShutdownToken;
+pub use readiness::readiness;
 pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;

@@ -109,10 +109,22 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// also covers `HEAD` (axum answers `HEAD` with the `GET` handler) and
     /// never other methods of the same path.
     ///
+    /// Logs a `warn!` for each warning of
+    /// [`Config::validate_with_route_deadline`] given the longest route
+    /// override (a shutdown grace shorter than the longest request deadline
+    /// plus 5 s, G4).
+    ///
     /// # Panics
     ///
     /// When two routes have the same method and path, as axum does.
     pub fn into_router(self, config: &Config) -> Router<S> {
+        // G4: a shutdown grace shorter than the longest deadline cuts
+        // requests off; say so at startup.
+        if let Ok(warnings) = config.validate_with_route_deadline(self.longest_override()) {
+            for warning in warnings {
+                tracing::warn!(key = warning.key(), "{warning}");
+            }
+        }
         let layer =
             TimeboxLayer::new(config).with_route_overrides(self.longest_override().is_some());
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();

@@ -13,10 +13,17 @@ use crate::shutdown::Shutdown;
 ///
 /// Every request carries the [`ShutdownToken`](crate::shutdown::ShutdownToken)
 /// (as an extractor, and for the 503 gate of
-/// [`TimeboxLayer`](super::TimeboxLayer)). On the trigger the listener stops
-/// accepting connections, and the function returns once the connections still
-/// open have finished, or when `shutdown`'s grace and drain bounds have
-/// passed, whichever is first: it never waits without a bound.
+/// [`TimeboxLayer`](super::TimeboxLayer)) and is counted in `shutdown`'s
+/// [`InFlight`](crate::shutdown::InFlight) from admission to the end of its
+/// response body. Once triggered, `serve` runs the sequence of
+/// [`Shutdown`]: after the pre-stop grace the listener stops accepting
+/// (phase 1), requests in flight finish within the grace, streams still
+/// running are told to end (phase 2), and it returns when the last
+/// connection closed or the drain bound passed, whichever is first. It never
+/// waits without a bound.
+///
+/// Signals are not listened for implicitly: call
+/// [`Shutdown::listen_for_signals`] in `main`.
 ///
 /// # Examples
 ///
@@ -40,16 +47,14 @@ use crate::shutdown::Shutdown;
 ///
 /// Dropping the future stops the server at once, without a drain.
 pub async fn serve(listener: TcpListener, router: Router, shutdown: Shutdown) -> io::Result<()> {
-    let router = router.layer(Extension(shutdown.token()));
+    let router = router
+        .layer(Extension(shutdown.token()))
+        .layer(Extension(shutdown.in_flight()));
     let server = axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.token().cancelled_owned())
         .into_future();
-    let bound = async {
-        shutdown.token().cancelled().await;
-        tokio::time::sleep(shutdown.grace() + shutdown.drain_force()).await;
-    };
     tokio::select! {
         result = server => result,
-        () = bound => Ok(()),
+        () = shutdown.wait_drained() => Ok(()),
     }
 }

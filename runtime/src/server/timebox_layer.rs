@@ -3,9 +3,10 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::response::Response;
 use http::Request;
 use pin_project::pin_project;
@@ -16,7 +17,7 @@ use tower_service::Service;
 use crate::config::Config;
 use crate::deadline::header;
 use crate::entropy::Entropy;
-use crate::shutdown::ShutdownToken;
+use crate::shutdown::{InFlight, InFlightGuard, ShutdownToken};
 
 use super::context::RequestContext;
 use crate::problem;
@@ -125,6 +126,7 @@ where
             let entropy = extensions.get::<Entropy>().unwrap_or(&settings.entropy);
             return TimeboxFuture::refused(problem::shutting_down(entropy));
         }
+        let guard = extensions.get::<InFlight>().map(InFlight::enter);
         if settings.track || settings.accept_header {
             let context = RequestContext {
                 start: Instant::now(),
@@ -140,7 +142,7 @@ where
             };
             req.extensions_mut().insert(context);
         }
-        TimeboxFuture::inner(self.inner.call(req))
+        TimeboxFuture::inner(self.inner.call(req), guard)
     }
 }
 
@@ -156,14 +158,19 @@ pub struct TimeboxFuture<F> {
 #[pin_project(project = StateProj)]
 #[derive(Debug)]
 enum State<F> {
-    Inner(#[pin] F),
+    Inner {
+        #[pin]
+        future: F,
+        /// Counts the request in flight until its body has been sent.
+        guard: Option<InFlightGuard>,
+    },
     Refused(Option<Response>),
 }
 
 impl<F> TimeboxFuture<F> {
-    fn inner(future: F) -> Self {
+    fn inner(future: F, guard: Option<InFlightGuard>) -> Self {
         Self {
-            state: State::Inner(future),
+            state: State::Inner { future, guard },
         }
     }
 
@@ -182,10 +189,45 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProj::Inner(future) => future.poll(cx),
+            StateProj::Inner { future, guard } => {
+                let response = ready!(future.poll(cx))?;
+                Poll::Ready(Ok(match guard.take() {
+                    Some(guard) => response.map(|body| Body::new(CountedBody { body, guard })),
+                    None => response,
+                }))
+            }
             StateProj::Refused(response) => Poll::Ready(Ok(response
                 .take()
                 .expect("TimeboxFuture polled after completion"))),
         }
+    }
+}
+
+/// A response body that keeps its request counted in flight until the body
+/// is finished or dropped.
+#[pin_project]
+struct CountedBody {
+    #[pin]
+    body: Body,
+    guard: InFlightGuard,
+}
+
+impl http_body::Body for CountedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }

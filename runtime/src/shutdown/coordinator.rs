@@ -1,20 +1,71 @@
 //! [`Shutdown`]: the coordinator of the two phases.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 
 use super::{DrainToken, InFlight, ShutdownToken};
 
-/// Coordinates a graceful shutdown: the [`ShutdownToken`] (stop accepting),
-/// the [`DrainToken`] (end remaining streams) and the [`InFlight`] count.
+/// Coordinates a graceful shutdown (G1, G2).
 ///
-/// Clones share the same tokens and count.
+/// After [`trigger`](Shutdown::trigger) (or SIGTERM / SIGINT, see
+/// [`listen_for_signals`](Shutdown::listen_for_signals)),
+/// [`wait_drained`](Shutdown::wait_drained) runs the sequence:
+///
+/// 1. readiness flips at once ([`is_ready`](Shutdown::is_ready) is false, the
+///    readiness route answers 503), so load balancers stop sending traffic;
+/// 2. `prestop_grace_secs` pass while they notice;
+/// 3. phase 1: the [`ShutdownToken`] is cancelled, the server stops accepting,
+///    and requests that arrive on open connections get 503;
+/// 4. requests in flight finish, until [`InFlight`] reaches zero or
+///    `shutdown_timeout_secs` pass, whichever is first;
+/// 5. phase 2: the [`DrainToken`] is cancelled and remaining streams end;
+/// 6. until in-flight reaches zero or `drain_force_secs` pass; then it returns.
+///
+/// A second trigger (a second signal) skips to the end at once. Nothing in
+/// the sequence waits without a bound: an orchestrator's grace period should
+/// be at least `prestop_grace_secs + shutdown_timeout_secs + drain_force_secs`.
+///
+/// Clones share the same state.
+///
+/// # Examples
+///
+/// ```
+/// use timebox::config::Config;
+/// use timebox::shutdown::Shutdown;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let shutdown = Shutdown::new(&Config::default());
+/// let guard = shutdown.in_flight().enter(); // a request being served
+/// shutdown.trigger();
+/// assert!(!shutdown.is_ready());
+/// let drained = tokio::spawn({
+///     let shutdown = shutdown.clone();
+///     async move { shutdown.wait_drained().await }
+/// });
+/// shutdown.token().cancelled().await; // phase 1, after the pre-stop grace
+/// drop(guard); // the last request finishes: phase 2 begins at once
+/// drained.await.unwrap();
+/// assert!(shutdown.drain_token().is_cancelled());
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Shutdown {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
     token: ShutdownToken,
     drain: DrainToken,
     in_flight: InFlight,
+    triggered: CancellationToken,
+    forced: CancellationToken,
+    prestop: Duration,
     grace: Duration,
     drain_force: Duration,
 }
@@ -23,68 +74,170 @@ impl Shutdown {
     /// A coordinator with the bounds of `config.server`.
     #[must_use]
     pub fn new(config: &Config) -> Self {
+        let server = &config.server;
         Self {
-            token: ShutdownToken::new(),
-            drain: DrainToken::new(),
-            in_flight: InFlight::new(),
-            grace: Duration::from_secs(config.server.shutdown_timeout_secs),
-            drain_force: Duration::from_secs(config.server.drain_force_secs),
+            shared: Arc::new(Shared {
+                token: ShutdownToken::new(),
+                drain: DrainToken::new(),
+                in_flight: InFlight::new(),
+                triggered: CancellationToken::new(),
+                forced: CancellationToken::new(),
+                prestop: Duration::from_secs(server.prestop_grace_secs),
+                grace: Duration::from_secs(server.shutdown_timeout_secs),
+                drain_force: Duration::from_secs(server.drain_force_secs),
+            }),
         }
     }
 
-    /// Begins phase 1: the server stops accepting new requests.
+    /// Starts the sequence; called again (a second signal), skips to the end.
     pub fn trigger(&self) {
-        self.token.cancel();
+        let shared = &self.shared;
+        if shared.triggered.is_cancelled() {
+            self.force();
+        } else {
+            tracing::info!("shutdown triggered");
+            shared.triggered.cancel();
+        }
     }
 
-    /// Begins phase 2 at once: streams still running are told to end.
-    pub fn drain(&self) {
-        self.token.cancel();
-        self.drain.cancel();
+    /// Skips the rest of the sequence: both phases begin and
+    /// [`wait_drained`](Shutdown::wait_drained) returns at once.
+    pub fn force(&self) {
+        let shared = &self.shared;
+        tracing::warn!(in_flight = shared.in_flight.count(), "shutdown forced");
+        shared.triggered.cancel();
+        shared.forced.cancel();
+        shared.token.cancel();
+        shared.drain.cancel();
+    }
+
+    /// Whether the service should still receive traffic: false from the
+    /// trigger on.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        !self.shared.triggered.is_cancelled()
     }
 
     /// The phase 1 token.
     #[must_use]
     pub fn token(&self) -> ShutdownToken {
-        self.token.clone()
+        self.shared.token.clone()
     }
 
     /// The phase 2 token.
     #[must_use]
     pub fn drain_token(&self) -> DrainToken {
-        self.drain.clone()
+        self.shared.drain.clone()
     }
 
     /// The count of requests in flight.
     #[must_use]
     pub fn in_flight(&self) -> InFlight {
-        self.in_flight.clone()
+        self.shared.in_flight.clone()
     }
 
     /// How long phase 1 waits for requests in flight before phase 2
     /// (`server.shutdown_timeout_secs`).
     #[must_use]
     pub fn grace(&self) -> Duration {
-        self.grace
+        self.shared.grace
     }
 
-    /// How long phase 2 waits before giving up (`server.drain_force_secs`).
-    #[must_use]
-    pub fn drain_force(&self) -> Duration {
-        self.drain_force
-    }
-
-    /// Runs both phases after the trigger: waits until the requests in flight
-    /// finish or the grace passes, begins phase 2, then waits until they
-    /// finish or `drain_force` passes. Never waits without a bound.
+    /// Runs the sequence once triggered (see [`Shutdown`]) and returns when it
+    /// is over. Never waits without a bound after the trigger.
     ///
     /// # Cancellation safety
     ///
     /// Dropping the future stops waiting; the tokens keep their state.
     pub async fn wait_drained(&self) {
-        self.token.cancelled().await;
-        let _ = tokio::time::timeout(self.grace, self.in_flight.wait_zero()).await;
-        self.drain.cancel();
-        let _ = tokio::time::timeout(self.drain_force, self.in_flight.wait_zero()).await;
+        let shared = &self.shared;
+        shared.triggered.cancelled().await;
+        self.unless_forced(tokio::time::sleep(shared.prestop)).await;
+        tracing::info!(
+            in_flight = shared.in_flight.count(),
+            "shutdown phase 1: not accepting"
+        );
+        shared.token.cancel();
+        self.unless_forced(tokio::time::timeout(
+            shared.grace,
+            shared.in_flight.wait_zero(),
+        ))
+        .await;
+        tracing::info!(
+            in_flight = shared.in_flight.count(),
+            "shutdown phase 2: draining"
+        );
+        shared.drain.cancel();
+        self.unless_forced(tokio::time::timeout(
+            shared.drain_force,
+            shared.in_flight.wait_zero(),
+        ))
+        .await;
+    }
+
+    async fn unless_forced<F: std::future::Future>(&self, step: F) {
+        tokio::select! {
+            _ = step => {}
+            () = self.shared.forced.cancelled() => {}
+        }
+    }
+
+    /// Triggers on SIGTERM and SIGINT (Ctrl-C), for the life of the process:
+    /// the first signal starts the sequence, a second one skips to the end.
+    ///
+    /// # Errors
+    ///
+    /// When the signal handlers cannot be installed.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn listen_for_signals(&self) -> std::io::Result<()> {
+        let signals = Signals::new()?;
+        let shutdown = self.clone();
+        tokio::spawn(async move {
+            let mut signals = signals;
+            while signals.next().await {
+                shutdown.trigger();
+            }
+        });
+        Ok(())
+    }
+}
+
+/// SIGTERM and SIGINT as one stream of notifications.
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {})
+    }
+
+    #[cfg(unix)]
+    async fn next(&mut self) -> bool {
+        tokio::select! {
+            got = self.term.recv() => got.is_some(),
+            got = self.int.recv() => got.is_some(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) -> bool {
+        tokio::signal::ctrl_c().await.is_ok()
     }
 }

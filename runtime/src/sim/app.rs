@@ -9,7 +9,7 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use crate::entropy::Entropy;
-use crate::shutdown::ShutdownToken;
+use crate::shutdown::{InFlight, Shutdown, ShutdownToken};
 
 /// An axum router served in-process by a simulation: each request goes
 /// through the router's whole stack (the timebox layers included), on the
@@ -22,6 +22,7 @@ pub struct SimApp {
     router: Router,
     entropy: Entropy,
     shutdown: ShutdownToken,
+    in_flight: Option<InFlight>,
 }
 
 impl SimApp {
@@ -30,14 +31,17 @@ impl SimApp {
             router,
             entropy,
             shutdown: ShutdownToken::default(),
+            in_flight: None,
         }
     }
 
-    /// Attaches `token` to every request, as [`serve`](crate::server::serve)
-    /// does, so a simulated shutdown gates the app.
+    /// Attaches `shutdown`'s token and in-flight count to every request, as
+    /// [`serve`](crate::server::serve) does, so a simulated shutdown gates
+    /// the app and waits for its requests.
     #[must_use]
-    pub fn with_shutdown(mut self, token: ShutdownToken) -> Self {
-        self.shutdown = token;
+    pub fn with_shutdown(mut self, shutdown: &Shutdown) -> Self {
+        self.shutdown = shutdown.token();
+        self.in_flight = Some(shutdown.in_flight());
         self
     }
 
@@ -49,6 +53,9 @@ impl SimApp {
     pub async fn request(&self, mut request: Request<Body>) -> Response<Body> {
         request.extensions_mut().insert(self.entropy.clone());
         request.extensions_mut().insert(self.shutdown.clone());
+        if let Some(in_flight) = &self.in_flight {
+            request.extensions_mut().insert(in_flight.clone());
+        }
         let mut router = self.router.clone();
         let ready: Result<(), Infallible> =
             poll_fn(|cx| <Router as Service<Request<Body>>>::poll_ready(&mut router, cx)).await;
