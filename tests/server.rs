@@ -594,9 +594,15 @@ mod shutdown {
         "wound down"
     }
 
+    fn no_prestop() -> Config {
+        let mut config = Config::default();
+        config.server.prestop_grace_secs = 0;
+        config
+    }
+
     #[tokio::test]
     async fn serve_stops_accepting_on_trigger_and_lets_open_requests_finish() {
-        let shutdown = Shutdown::new(&Config::default());
+        let shutdown = Shutdown::new(&no_prestop());
         let app = routes![token, wait_for_shutdown].into_router(&Config::default());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -635,15 +641,20 @@ mod shutdown {
     #[tokio::test(start_paused = true)]
     async fn a_request_after_the_trigger_gets_503_problem_json() {
         let sim = timebox::sim::Sim::new(1);
-        let shutdown = Shutdown::new(&Config::default());
+        let shutdown = Shutdown::new(&no_prestop());
+        tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move { shutdown.wait_drained().await }
+        });
         let app = sim
             .app(routes![token].into_router(&Config::default()))
-            .with_shutdown(shutdown.token());
+            .with_shutdown(&shutdown);
         assert_eq!(
             text(app.request(request("GET", "/token")).await).await,
             "false"
         );
         shutdown.trigger();
+        tokio::task::yield_now().await;
         let response = app.request(request("GET", "/token")).await;
         assert_eq!(response.status(), 503);
         assert_eq!(

@@ -1,0 +1,220 @@
+//! Two-phase shutdown (DESIGN §6): the sequence, its bounds, the in-flight
+//! count and the startup warning.
+
+mod support;
+
+use std::time::Duration;
+
+use http::StatusCode;
+use timebox::config::Config;
+use timebox::shutdown::{InFlight, Shutdown};
+use timebox::sim::Sim;
+use timebox::{get, routes};
+use tokio::time::{sleep, Instant};
+
+use support::http::{request, text};
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+fn config(prestop: u64, grace: u64, drain_force: u64) -> Config {
+    let mut config = Config::default();
+    config.server.prestop_grace_secs = prestop;
+    config.server.shutdown_timeout_secs = grace;
+    config.server.drain_force_secs = drain_force;
+    config
+}
+
+/// When phase 1 and phase 2 began, and when the sequence returned, measured
+/// from the trigger.
+async fn timeline(shutdown: &Shutdown) -> (Duration, Duration, Duration) {
+    let start = Instant::now();
+    let phase1 = tokio::spawn({
+        let token = shutdown.token();
+        async move {
+            token.cancelled().await;
+            start.elapsed()
+        }
+    });
+    let phase2 = tokio::spawn({
+        let token = shutdown.drain_token();
+        async move {
+            token.cancelled().await;
+            start.elapsed()
+        }
+    });
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    let done = start.elapsed();
+    (phase1.await.unwrap(), phase2.await.unwrap(), done)
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_nothing_in_flight_phase_two_follows_at_once() {
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    assert_eq!(timeline(&shutdown).await, (SECS(0), SECS(0), SECS(0)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn readiness_flips_at_once_and_phase_one_waits_for_the_prestop_grace() {
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    assert!(shutdown.is_ready());
+    let ready_after_trigger = {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.token().cancelled().await;
+        })
+    };
+    let (phase1, phase2, done) = timeline(&shutdown).await;
+    assert!(!shutdown.is_ready());
+    ready_after_trigger.await.unwrap();
+    assert_eq!((phase1, phase2, done), (SECS(5), SECS(5), SECS(5)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn phase_two_begins_when_the_last_request_in_flight_ends() {
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    for ends_after in [10, 20] {
+        let guard = shutdown.in_flight().enter();
+        tokio::spawn(async move {
+            sleep(SECS(ends_after)).await;
+            drop(guard);
+        });
+    }
+    assert_eq!(timeline(&shutdown).await, (SECS(0), SECS(20), SECS(20)));
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_never_ends_is_drained_at_the_end_of_the_grace() {
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    let guard = shutdown.in_flight().enter();
+    let drain = shutdown.drain_token();
+    // A stream that ends as soon as it is told to.
+    tokio::spawn(async move {
+        drain.cancelled().await;
+        drop(guard);
+    });
+    assert_eq!(timeline(&shutdown).await, (SECS(0), SECS(30), SECS(30)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_ignores_the_drain_is_abandoned_after_drain_force() {
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    let _stuck = shutdown.in_flight().enter();
+    assert_eq!(timeline(&shutdown).await, (SECS(0), SECS(30), SECS(40)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_trigger_skips_to_the_end_at_once() {
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let _stuck = shutdown.in_flight().enter();
+    shutdown.trigger();
+    let waiting = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    sleep(SECS(2)).await;
+    let start = Instant::now();
+    shutdown.trigger();
+    waiting.await.unwrap();
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert!(shutdown.token().is_cancelled());
+    assert!(shutdown.drain_token().is_cancelled());
+}
+
+// Phase 1 in front of an app: new requests get 503, admitted ones finish.
+
+#[get("/work", timeout = "off")]
+async fn work() -> &'static str {
+    sleep(SECS(3)).await;
+    "done"
+}
+
+#[tokio::test(start_paused = true)]
+async fn during_phase_one_new_requests_get_503_and_admitted_ones_finish() {
+    let sim = Sim::new(7);
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    let app = sim
+        .app(routes![work].into_router(&Config::default()))
+        .with_shutdown(&shutdown);
+    let admitted = tokio::spawn({
+        let app = app.clone();
+        async move { app.request(request("GET", "/work")).await }
+    });
+    tokio::task::yield_now().await;
+    assert_eq!(shutdown.in_flight().count(), 1);
+    let drained = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    shutdown.trigger();
+    tokio::task::yield_now().await;
+    let refused = app.request(request("GET", "/work")).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        refused.headers()["content-type"],
+        "application/problem+json"
+    );
+    let finished = admitted.await.unwrap();
+    assert_eq!(finished.status(), StatusCode::OK);
+    assert_eq!(text(finished).await, "done");
+    drained.await.unwrap();
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_readiness_route_answers_503_from_the_trigger_on() {
+    let sim = Sim::new(7);
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let app = sim.app(axum::Router::new().route("/ready", timebox::server::readiness(&shutdown)));
+    assert_eq!(app.request(request("GET", "/ready")).await.status(), 200);
+    shutdown.trigger();
+    assert_eq!(app.request(request("GET", "/ready")).await.status(), 503);
+}
+
+// G3: the count.
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_decrements_exactly_once_even_when_its_task_panics() {
+    let in_flight = InFlight::new();
+    let guard = in_flight.enter();
+    let task = tokio::spawn(async move {
+        let _guard = guard;
+        panic!("the request failed");
+    });
+    assert!(task.await.is_err());
+    assert_eq!(in_flight.count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn wait_zero_has_no_lost_wakeups() {
+    let in_flight = InFlight::new();
+    for _ in 0..100 {
+        let guard = in_flight.enter();
+        let waiter = tokio::spawn({
+            let in_flight = in_flight.clone();
+            async move { in_flight.wait_zero().await }
+        });
+        tokio::task::yield_now().await;
+        drop(guard);
+        tokio::time::timeout(SECS(1), waiter)
+            .await
+            .expect("woken")
+            .unwrap();
+    }
+}
+
+// G4: the startup warning.
+
+#[test]
+fn a_shutdown_grace_shorter_than_the_longest_route_plus_five_seconds_warns() {
+    let warned = |grace| {
+        config(5, grace, 10)
+            .validate_with_route_deadline(Some(SECS(30)))
+            .unwrap()
+            .iter()
+            .any(|w| w.key() == "server.shutdown_timeout_secs")
+    };
+    assert!(warned(30));
+    assert!(!warned(35));
+}
