@@ -348,6 +348,8 @@ mod server {
         let mut config = Config::default();
         config.server.timeouts.request_timeout_ms = Some(100);
         config.server.timeouts.accept_deadline_header = true;
+        // The tour has no load balancer to warn: stop accepting at once.
+        config.server.prestop_grace_secs = 0;
         let app = routes![slow, off, long, lookup].into_router(&config);
         let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
             Ok(listener) => listener,
