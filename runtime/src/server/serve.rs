@@ -16,11 +16,11 @@ use crate::shutdown::Shutdown;
 /// [`TimeboxLayer`](super::TimeboxLayer)) and is counted in `shutdown`'s
 /// [`InFlight`](crate::shutdown::InFlight) from admission to the end of its
 /// response body. Once triggered, `serve` runs the sequence of
-/// [`Shutdown`]: after the pre-stop grace the listener stops accepting
-/// (phase 1), requests in flight finish within the grace, streams still
-/// running are told to end (phase 2), and it returns when the last
-/// connection closed or the drain bound passed, whichever is first. It never
-/// waits without a bound.
+/// [`Shutdown`]: after the pre-stop grace new requests are answered `503`
+/// (phase 1) while requests in flight finish within the grace; then streams
+/// still running are told to end and the listener closes (phase 2), and it
+/// returns when the last connection closed or the drain bound passed,
+/// whichever is first. It never waits without a bound.
 ///
 /// Signals are not listened for implicitly: call
 /// [`Shutdown::listen_for_signals`] in `main`.
@@ -50,8 +50,11 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: Shutdown) ->
     let router = router
         .layer(Extension(shutdown.token()))
         .layer(Extension(shutdown.in_flight()));
+    // The listener stays open through phase 1, so a request that still
+    // arrives is told `503` with a `Retry-After` rather than refused; it
+    // closes at phase 2, which begins as soon as nothing is in flight.
     let server = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown.token().cancelled_owned())
+        .with_graceful_shutdown(shutdown.drain_token().cancelled_owned())
         .into_future();
     tokio::select! {
         result = server => result,
