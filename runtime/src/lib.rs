@@ -54,12 +54,14 @@ pub mod deadline;
 pub mod entropy;
 #[cfg(feature = "server")]
 mod problem;
+pub mod registry;
 pub mod retry;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod shutdown;
 #[cfg(feature = "sim")]
 pub mod sim;
+pub mod watchdog;
 
 #[cfg(all(feature = "macros", feature = "sim"))]
 pub use timebox_macros::sim_test;
