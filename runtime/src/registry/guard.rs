@@ -1,0 +1,221 @@
+//! [`RequestGuard`]: a live request, and the cleanup that runs when it ends.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::mem;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock, Weak};
+use std::thread;
+
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+
+use super::table::{self, Entry, Table};
+use super::{CancelReason, ToolCalls};
+
+type Cleanup = Box<dyn FnOnce() + Send + 'static>;
+type AsyncCleanup =
+    Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> + Send + 'static>;
+
+/// A request registered in a [`Registry`](super::Registry); dropping it ends
+/// the request.
+///
+/// The drop runs on every way out — a normal end, an early return, a panic —
+/// and does, in this order:
+///
+/// 1. removes the id from the registry, so it can be registered again;
+/// 2. cancels the request's token (recording no reason), so tool calls and
+///    other work tied to the request stop with it, and forgets the tool
+///    calls nobody claimed;
+/// 3. runs the [`on_cleanup`](Self::on_cleanup) functions at once, in the
+///    order they were added;
+/// 4. spawns the [`on_async_cleanup`](Self::on_async_cleanup) functions on
+///    the tokio runtime of the dropping thread. With no runtime there (a
+///    plain thread, a runtime already gone) they are skipped with a debug
+///    log, never a panic.
+///
+/// # Panics
+///
+/// A cleanup that panics does not stop the others: each one runs under
+/// [`catch_unwind`](std::panic::catch_unwind), and the async cleanups are
+/// spawned regardless. Afterwards the first such panic is resumed, as if it
+/// had happened at the drop — unless the guard is being dropped by a panic
+/// already, which then simply continues (a second panic would abort).
+///
+/// # Examples
+///
+/// ```
+/// use timebox::registry::Registry;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let registry = Registry::new();
+/// let (done, finished) = tokio::sync::oneshot::channel();
+/// {
+///     let mut guard = registry.register("req-7").unwrap();
+///     guard
+///         .on_cleanup(|| println!("release the local slot"))
+///         .on_async_cleanup(|| async move {
+///             // Tell a remote tool the request is over.
+///             let _ = done.send(());
+///         });
+///     assert_eq!(registry.len(), 1);
+/// } // the guard drops here
+/// assert!(registry.is_empty());
+/// finished.await.unwrap();
+/// # }
+/// ```
+#[must_use = "the request is unregistered as soon as the guard is dropped"]
+pub struct RequestGuard {
+    id: String,
+    entry: Arc<Entry>,
+    table: Weak<Table>,
+    cleanups: Vec<Cleanup>,
+    async_cleanups: Vec<AsyncCleanup>,
+    tool_calls: OnceLock<ToolCalls>,
+}
+
+impl RequestGuard {
+    pub(super) fn new(id: String, entry: Arc<Entry>, table: Weak<Table>) -> Self {
+        Self {
+            id,
+            entry,
+            table,
+            cleanups: Vec::new(),
+            async_cleanups: Vec::new(),
+            tool_calls: OnceLock::new(),
+        }
+    }
+
+    /// The request id.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The request's token: cancelled by [`Registry::cancel`], by
+    /// [`RequestGuard::cancel`] and when the guard is dropped.
+    ///
+    /// [`Registry::cancel`]: super::Registry::cancel
+    #[must_use]
+    pub fn token(&self) -> CancellationToken {
+        self.entry.token().clone()
+    }
+
+    /// Why the request was cancelled, or `None` while it was not (a drop
+    /// records no reason).
+    #[must_use]
+    pub fn reason(&self) -> Option<CancelReason> {
+        self.entry.reason()
+    }
+
+    /// Cancels the request for `reason`, like
+    /// [`Registry::cancel`](super::Registry::cancel) with this guard's id:
+    /// `true` if this call recorded the reason, `false` if one was recorded
+    /// before (the first reason wins).
+    pub fn cancel(&self, reason: CancelReason) -> bool {
+        self.entry.cancel(reason)
+    }
+
+    /// Adds a function to run synchronously when the guard is dropped, after
+    /// the ones added before it.
+    ///
+    /// For local bookkeeping that must happen at once: releasing a slot,
+    /// closing a channel, decrementing a gauge.
+    pub fn on_cleanup<F>(&mut self, cleanup: F) -> &mut Self
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.cleanups.push(Box::new(cleanup));
+        self
+    }
+
+    /// Adds an async function to spawn on the runtime when the guard is
+    /// dropped.
+    ///
+    /// `cleanup` is called inside the spawned task, so nothing of it runs in
+    /// the drop itself. With no runtime at the drop it is never called. The
+    /// spawned task is not awaited by anyone: bound the remote work it does
+    /// (see [`RemoteCleanup`](super::RemoteCleanup)).
+    pub fn on_async_cleanup<F, Fut>(&mut self, cleanup: F) -> &mut Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.async_cleanups
+            .push(Box::new(move || Box::pin(cleanup())));
+        self
+    }
+
+    /// The request's [`ToolCalls`]: their tokens are children of the
+    /// request's token, and the calls nobody claimed are forgotten when the
+    /// guard drops. Every call returns a clone of the same table.
+    #[must_use]
+    pub fn tool_calls(&self) -> ToolCalls {
+        self.tool_calls
+            .get_or_init(|| ToolCalls::new(self.entry.token()))
+            .clone()
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        if let Some(table) = self.table.upgrade() {
+            table::unregister(&table, &self.id, &self.entry);
+        }
+        self.entry.token().cancel();
+        if let Some(tool_calls) = self.tool_calls.get() {
+            tool_calls.clear();
+        }
+        let panicked = run_cleanups(mem::take(&mut self.cleanups));
+        spawn_async_cleanups(&self.id, mem::take(&mut self.async_cleanups));
+        if let Some(payload) = panicked {
+            if !thread::panicking() {
+                panic::resume_unwind(payload);
+            }
+        }
+    }
+}
+
+/// Runs every cleanup, also after one panics; returns the first panic. The
+/// panic hook has reported each panic already, so none is logged here.
+fn run_cleanups(cleanups: Vec<Cleanup>) -> Option<Box<dyn Any + Send>> {
+    let mut first = None;
+    for cleanup in cleanups {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(cleanup)) {
+            first.get_or_insert(payload);
+        }
+    }
+    first
+}
+
+fn spawn_async_cleanups(id: &str, cleanups: Vec<AsyncCleanup>) {
+    if cleanups.is_empty() {
+        return;
+    }
+    match Handle::try_current() {
+        Ok(runtime) => {
+            for cleanup in cleanups {
+                drop(runtime.spawn(async move { cleanup().await }));
+            }
+        }
+        Err(_) => tracing::debug!(
+            request_id = id,
+            skipped = cleanups.len(),
+            "request guard dropped outside a tokio runtime; async cleanups skipped"
+        ),
+    }
+}
+
+impl fmt::Debug for RequestGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestGuard")
+            .field("id", &self.id)
+            .field("reason", &self.reason())
+            .field("cleanups", &self.cleanups.len())
+            .field("async_cleanups", &self.async_cleanups.len())
+            .finish_non_exhaustive()
+    }
+}
