@@ -60,6 +60,7 @@ mod route_deadline;
 mod routes;
 mod serve;
 mod session;
+pub mod sse;
 mod timebox_layer;
 mod timeout;
 

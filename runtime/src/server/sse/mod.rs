@@ -1,0 +1,31 @@
+//! Server-sent events that cannot hang (R3, R5).
+//!
+//! [`SseStream`] turns a stream of events into an axum SSE response driven by
+//! a task of its own, under a [`Watchdog`](crate::watchdog::Watchdog), the
+//! request's [`RequestGuard`](crate::registry::RequestGuard) and the server's
+//! [`DrainToken`](crate::shutdown::DrainToken):
+//!
+//! - a heartbeat comment goes out whenever the stream has been silent for
+//!   the heartbeat interval (15 s by default), from the start: it finds dead
+//!   clients during long silent tool runs, and it never counts as activity;
+//! - a write that fails (the client went away) is a disconnect;
+//! - the watchdog's timers fire on the clock even while a slow client keeps
+//!   the send buffer full.
+//!
+//! Every way the stream can end has a fixed order of steps ([`Step`]):
+//!
+//! | ending | steps |
+//! |---|---|
+//! | complete | final event, `[DONE]` |
+//! | timeout | cancel, remote cleanup, evict, error event, `[DONE]` |
+//! | disconnect | cancel, remote cleanup, evict (nothing is written) |
+//! | shutdown | cancel, `[DONE]`, remote cleanup (no eviction: the pool is going away) |
+//!
+//! On a timeout the client gets an `error` event naming the cause before
+//! `[DONE]`, so a stream that was cut off never looks like a short answer.
+
+mod driver;
+mod stream;
+
+pub use driver::Step;
+pub use stream::SseStream;

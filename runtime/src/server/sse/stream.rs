@@ -1,0 +1,168 @@
+//! [`SseStream`]: the builder of a guarded SSE response.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::time::Duration;
+
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_core::Stream;
+use tokio::sync::mpsc;
+
+use crate::registry::{CancelReason, RemoteCleanup, RequestGuard};
+use crate::shutdown::DrainToken;
+use crate::watchdog::{Watchdog, WatchdogExt, WatchdogHandle, Watched};
+
+use super::driver::{Driver, Hooks, Step};
+
+/// Default interval of heartbeat comments (R5).
+const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// A stream of events on its way to becoming an SSE response (see the
+/// [module docs](super)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use axum::response::sse::Event;
+/// use timebox::server::sse::SseStream;
+/// use timebox::watchdog::Watchdog;
+///
+/// async fn chat() -> axum::response::Response {
+///     let tokens = futures_util::stream::iter(["Hel", "lo"]).map(|t| Event::default().data(t));
+///     let stream = SseStream::new(tokens, Watchdog::new().inactivity(Duration::from_secs(30)));
+///     let tools = stream.watchdog_handle(); // suspend() around tool calls
+///     # drop(tools);
+///     stream.into_response()
+/// }
+/// # use futures_util::StreamExt;
+/// # let _ = axum::Router::<()>::new().route("/chat", axum::routing::get(chat));
+/// ```
+pub struct SseStream<S> {
+    watched: Watched<S>,
+    heartbeat: Option<Duration>,
+    drain: Option<DrainToken>,
+    guard: Option<RequestGuard>,
+    hooks: Hooks,
+}
+
+impl<S> SseStream<S>
+where
+    S: Stream<Item = Event> + Send + 'static,
+{
+    /// `events` under `watchdog`, with heartbeats every 15 s.
+    pub fn new(events: S, watchdog: Watchdog) -> Self {
+        Self {
+            watched: events.watchdog(watchdog),
+            heartbeat: Some(DEFAULT_HEARTBEAT),
+            drain: None,
+            guard: None,
+            hooks: Hooks::default(),
+        }
+    }
+
+    /// The watchdog's handle: [`suspend`](WatchdogHandle::suspend) it for
+    /// the length of a tool call, [`touch`](WatchdogHandle::touch) it for
+    /// progress that is not an event.
+    #[must_use]
+    pub fn watchdog_handle(&self) -> WatchdogHandle {
+        self.watched.handle()
+    }
+
+    /// Heartbeat comments every `interval` of silence; `None` for none.
+    #[must_use]
+    pub fn heartbeat(mut self, interval: impl Into<Option<Duration>>) -> Self {
+        self.heartbeat = interval.into().filter(|d| !d.is_zero());
+        self
+    }
+
+    /// Ends the stream (with `[DONE]`) when `drain` is cancelled: phase 2 of
+    /// a shutdown.
+    #[must_use]
+    pub fn drain(mut self, drain: DrainToken) -> Self {
+        self.drain = Some(drain);
+        self
+    }
+
+    /// The request's registry entry: it is cancelled with the reason the
+    /// stream ended for, and dropped (running its cleanups) at the end.
+    #[must_use]
+    pub fn guard(mut self, guard: RequestGuard) -> Self {
+        self.guard = Some(guard);
+        self
+    }
+
+    /// The notices to send when the stream is cancelled (tell the tools to
+    /// stop), made for the reason; bounded as [`RemoteCleanup`] is.
+    #[must_use]
+    pub fn remote_cleanup(
+        mut self,
+        cleanup: impl FnOnce(CancelReason) -> RemoteCleanup + Send + 'static,
+    ) -> Self {
+        self.hooks.remote_cleanup = Some(Box::new(cleanup));
+        self
+    }
+
+    /// Evicts the pooled connections the request used, after a timeout or a
+    /// disconnect.
+    #[must_use]
+    pub fn on_evict(mut self, evict: impl FnOnce() + Send + 'static) -> Self {
+        self.hooks.evict = Some(Box::new(evict));
+        self
+    }
+
+    /// The event sent after the last item of a stream that completed.
+    #[must_use]
+    pub fn final_event(mut self, event: Event) -> Self {
+        self.hooks.final_event = Some(event);
+        self
+    }
+
+    /// Called with every [`Step`] as it happens: for logs and metrics.
+    #[must_use]
+    pub fn on_step(mut self, observer: impl Fn(Step) + Send + Sync + 'static) -> Self {
+        self.hooks.observer = Some(Box::new(observer));
+        self
+    }
+}
+
+impl<S> IntoResponse for SseStream<S>
+where
+    S: Stream<Item = Event> + Send + 'static,
+{
+    /// Spawns the task that drives the stream and answers with its events.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    fn into_response(self) -> Response {
+        // One event of buffer: a slow client holds the driver at its next
+        // send, where it still watches the timers and the drain.
+        let (tx, rx) = mpsc::channel::<Event>(1);
+        let driver = Driver {
+            watched: self.watched,
+            heartbeat: self.heartbeat,
+            drain: self.drain,
+            guard: self.guard,
+            hooks: self.hooks,
+            tx,
+        };
+        tokio::spawn(driver.run());
+        let events = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv()
+                .await
+                .map(|event| (Ok::<_, Infallible>(event), rx))
+        });
+        Sse::new(events).into_response()
+    }
+}
+
+impl<S> fmt::Debug for SseStream<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SseStream")
+            .field("heartbeat", &self.heartbeat)
+            .field("drain", &self.drain)
+            .finish_non_exhaustive()
+    }
+}
