@@ -1,0 +1,322 @@
+//! Guarded SSE streams (DESIGN R3, R5): heartbeats, disconnects, and the
+//! order of steps for every way a stream ends.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::sse::Event;
+use axum::response::IntoResponse;
+use axum::Router;
+use futures_util::StreamExt;
+use http_body_util::BodyExt;
+use timebox::config::Config;
+use timebox::registry::{CancelReason, Registry, RemoteCleanup, TimeoutCause};
+use timebox::server::sse::SseStream;
+use timebox::shutdown::Shutdown;
+use timebox::watchdog::Watchdog;
+use tokio::sync::mpsc;
+use tokio::time::{sleep, Instant};
+
+use support::http::{request, send};
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+/// The steps a stream took, in order, as their names.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn push(&self, entry: impl Into<String>) {
+        self.0.lock().unwrap().push(entry.into());
+    }
+
+    fn entries(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A stream fed by the test through the returned sender.
+fn fed() -> (
+    mpsc::Sender<Event>,
+    impl futures_util::Stream<Item = Event> + Send + 'static,
+) {
+    let (tx, rx) = mpsc::channel(16);
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|event| (event, rx))
+    });
+    (tx, stream)
+}
+
+/// A guarded stream whose steps, remote notices and evictions go to `log`.
+fn guarded<S>(events: S, watchdog: Watchdog, log: &Log) -> SseStream<S>
+where
+    S: futures_util::Stream<Item = Event> + Send + 'static,
+{
+    let steps = log.clone();
+    let evictions = log.clone();
+    SseStream::new(events, watchdog)
+        .heartbeat(None)
+        .on_step(move |step| steps.push(step.to_string()))
+        .on_evict(move || evictions.push("evicted"))
+}
+
+/// Every frame of `body` with the virtual time it arrived at.
+async fn frames(body: Body) -> Vec<(Duration, String)> {
+    let start = Instant::now();
+    let mut body = body;
+    let mut frames = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.unwrap();
+        if let Ok(data) = frame.into_data() {
+            frames.push((start.elapsed(), String::from_utf8(data.to_vec()).unwrap()));
+        }
+    }
+    frames
+}
+
+fn route(
+    response: impl FnOnce() -> axum::response::Response + Clone + Send + Sync + 'static,
+) -> Router {
+    Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let response = response.clone();
+            async move { response() }
+        }),
+    )
+}
+
+async fn served(stream: impl IntoResponse + Send + 'static) -> Body {
+    let slot = Arc::new(Mutex::new(Some(stream.into_response())));
+    let app = route(move || slot.lock().unwrap().take().expect("one request"));
+    send(&app, request("GET", "/")).await.into_body()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completed_stream_sends_its_final_event_then_done() {
+    let log = Log::default();
+    let events = futures_util::stream::iter(["Hel", "lo"]).map(|t| Event::default().data(t));
+    let stream = guarded(events, Watchdog::new(), &log).final_event(Event::default().data("final"));
+    let frames = frames(served(stream).await).await;
+    let text: String = frames.iter().map(|(_, f)| f.as_str()).collect();
+    assert_eq!(
+        text,
+        "data: Hel\n\ndata: lo\n\ndata: final\n\ndata: [DONE]\n\n"
+    );
+    assert_eq!(log.entries(), ["final", "done"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timeout_cancels_cleans_up_evicts_then_names_the_cause_before_done() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let guard = registry.register("req-1").unwrap();
+    let token = guard.token();
+    let (tx, events) = fed();
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new().inactivity(SECS(30)), &log)
+        .guard(guard)
+        .remote_cleanup(move |reason| {
+            assert_eq!(reason, CancelReason::Timeout(TimeoutCause::Inactivity));
+            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+        });
+    tx.send(Event::default().data("first")).await.unwrap();
+    let frames = frames(served(stream).await).await;
+    assert_eq!(
+        log.entries(),
+        [
+            "cancel",
+            "tool notified",
+            "remote_cleanup",
+            "evicted",
+            "evict",
+            "error_event",
+            "done"
+        ]
+    );
+    assert!(token.is_cancelled());
+    let (at_error, error) = &frames[frames.len() - 2];
+    assert_eq!(*at_error, SECS(30));
+    assert!(error.starts_with("event: error\n"), "{error}");
+    assert!(error.contains(r#""cause":"inactivity""#), "{error}");
+    assert_eq!(frames.last().unwrap().1, "data: [DONE]\n\n");
+    assert_eq!(registry.len(), 0, "the guard dropped with the stream");
+    drop(tx);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_remote_cleanup_that_never_returns_delays_done_by_its_total_bound() {
+    let log = Log::default();
+    let (_tx, events) = fed();
+    // Three tools that never answer: 2 s each, and 5 s in all.
+    let stream = guarded(events, Watchdog::new().first_item(SECS(10)), &log).remote_cleanup(|_| {
+        (1..=3).fold(RemoteCleanup::new(), |cleanup, n| {
+            cleanup.notice(format!("stuck tool {n}"), std::future::pending::<()>())
+        })
+    });
+    let frames = frames(served(stream).await).await;
+    let (done_at, done) = frames.last().unwrap();
+    assert_eq!(done, "data: [DONE]\n\n");
+    assert_eq!(*done_at, SECS(10) + SECS(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_disconnect_cancels_cleans_up_and_evicts_and_writes_nothing() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let guard = registry.register("req-2").unwrap();
+    let tool = guard.tool_calls().register(Some("call-1"));
+    let (tx, events) = fed();
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new(), &log)
+        .guard(guard)
+        .remote_cleanup(move |_| {
+            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+        });
+    let body = served(stream).await;
+    drop(body);
+    sleep(SECS(1)).await;
+    assert_eq!(
+        log.entries(),
+        [
+            "cancel",
+            "tool notified",
+            "remote_cleanup",
+            "evicted",
+            "evict"
+        ]
+    );
+    assert!(tool.is_cancelled());
+    assert_eq!(registry.len(), 0);
+    drop(tx);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_sends_done_first_then_cleans_up_without_evicting() {
+    let log = Log::default();
+    let (_tx, events) = fed();
+    let shutdown = Shutdown::new(&Config::default());
+    let drain = shutdown.drain_token();
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new(), &log)
+        .drain(drain.clone())
+        .remote_cleanup(move |reason| {
+            assert_eq!(reason, CancelReason::Shutdown);
+            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+        });
+    let body = served(stream).await;
+    let reader = tokio::spawn(frames(body));
+    sleep(SECS(3)).await;
+    // Phase 2 begins (here at once, skipping the grace).
+    shutdown.force();
+    let frames = reader.await.unwrap();
+    assert_eq!(
+        frames.last().unwrap(),
+        &(SECS(3), "data: [DONE]\n\n".to_owned())
+    );
+    assert_eq!(
+        log.entries(),
+        ["cancel", "done", "tool notified", "remote_cleanup"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_stream_shows_heartbeats_at_0_15_and_30_seconds() {
+    let (tx, events) = fed();
+    let stream = SseStream::new(events, Watchdog::new()).heartbeat(SECS(15));
+    let body = served(stream).await;
+    let reader = tokio::spawn(frames(body));
+    sleep(SECS(40)).await;
+    drop(tx);
+    let frames = reader.await.unwrap();
+    let beats: Vec<Duration> = frames
+        .iter()
+        .filter(|(_, frame)| frame.starts_with(':'))
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(beats, [SECS(0), SECS(15), SECS(30)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeats_never_keep_a_silent_stream_alive() {
+    let log = Log::default();
+    let (_tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().first_item(SECS(20)), &log).heartbeat(SECS(5));
+    let frames = frames(served(stream).await).await;
+    let (error_at, error) = &frames[frames.len() - 2];
+    assert_eq!(*error_at, SECS(20));
+    assert!(error.contains("first_item"), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_stops_reading_does_not_stop_the_timeout() {
+    let log = Log::default();
+    let events = futures_util::stream::repeat_with(|| Event::default().data("token"));
+    let stream = guarded(events, Watchdog::new().total(SECS(60)), &log);
+    let body = served(stream).await;
+    sleep(SECS(61)).await;
+    assert_eq!(
+        log.entries()[0],
+        "cancel",
+        "the total timer fired while the client read nothing"
+    );
+    drop(body);
+}
+
+#[tokio::test]
+async fn a_client_gone_during_a_silent_tool_run_is_found_at_the_next_heartbeat() {
+    let registry = Registry::new();
+    let (tool_tx, tool_rx) = tokio::sync::oneshot::channel::<Duration>();
+    let tool_tx = Arc::new(Mutex::new(Some(tool_tx)));
+    let app = Router::new().route(
+        "/",
+        axum::routing::get({
+            let registry = registry.clone();
+            move || {
+                let registry = registry.clone();
+                let tool_tx = tool_tx.clone();
+                async move {
+                    let guard = registry.register("req-tcp").unwrap();
+                    let tool = guard.tool_calls().register(Some("slow-tool"));
+                    let (tx, events) = fed();
+                    let stream = SseStream::new(events, Watchdog::new().inactivity(SECS(30)))
+                        .heartbeat(Duration::from_millis(100))
+                        .guard(guard);
+                    // The tool runs silently for a minute, with the watchdog
+                    // suspended, until it is cancelled.
+                    let suspension = stream.watchdog_handle().suspend();
+                    let start = Instant::now();
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            () = tool.token().cancelled_owned() => {
+                                if let Some(tx) = tool_tx.lock().unwrap().take() {
+                                    let _ = tx.send(start.elapsed());
+                                }
+                            }
+                            () = sleep(SECS(60)) => {}
+                        }
+                        drop(suspension);
+                        drop(tx);
+                    });
+                    stream.into_response()
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut response = reqwest::get(format!("http://{addr}/")).await.unwrap();
+    let first = response.chunk().await.unwrap().unwrap();
+    assert!(first.starts_with(b":"), "a heartbeat comes first");
+    drop(response);
+    let cancelled_after = tokio::time::timeout(SECS(5), tool_rx)
+        .await
+        .expect("the tool was cancelled")
+        .unwrap();
+    assert!(cancelled_after < SECS(5));
+    assert_eq!(registry.len(), 0);
+}
