@@ -49,6 +49,7 @@ use crate::shutdown::Shutdown;
 pub async fn serve(listener: TcpListener, router: Router, shutdown: Shutdown) -> io::Result<()> {
     let router = router
         .layer(Extension(shutdown.token()))
+        .layer(Extension(shutdown.drain_token()))
         .layer(Extension(shutdown.in_flight()));
     // The listener stays open through phase 1, so a request that still
     // arrives is told `503` with a `Retry-After` rather than refused; it

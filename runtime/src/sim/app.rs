@@ -9,7 +9,7 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use crate::entropy::Entropy;
-use crate::shutdown::{InFlight, Shutdown, ShutdownToken};
+use crate::shutdown::{DrainToken, InFlight, Shutdown, ShutdownToken};
 
 /// An axum router served in-process by a simulation: each request goes
 /// through the router's whole stack (the timebox layers included), on the
@@ -22,6 +22,7 @@ pub struct SimApp {
     router: Router,
     entropy: Entropy,
     shutdown: ShutdownToken,
+    drain: DrainToken,
     in_flight: Option<InFlight>,
 }
 
@@ -31,6 +32,7 @@ impl SimApp {
             router,
             entropy,
             shutdown: ShutdownToken::default(),
+            drain: DrainToken::default(),
             in_flight: None,
         }
     }
@@ -41,6 +43,7 @@ impl SimApp {
     #[must_use]
     pub fn with_shutdown(mut self, shutdown: &Shutdown) -> Self {
         self.shutdown = shutdown.token();
+        self.drain = shutdown.drain_token();
         self.in_flight = Some(shutdown.in_flight());
         self
     }
@@ -53,6 +56,7 @@ impl SimApp {
     pub async fn request(&self, mut request: Request<Body>) -> Response<Body> {
         request.extensions_mut().insert(self.entropy.clone());
         request.extensions_mut().insert(self.shutdown.clone());
+        request.extensions_mut().insert(self.drain.clone());
         if let Some(in_flight) = &self.in_flight {
             request.extensions_mut().insert(in_flight.clone());
         }
