@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         .build()
         .expect("a current-thread runtime builds");
     let mut rows = runtime.block_on(deadline_rows());
+    rows.extend(runtime.block_on(streams::rows()));
     rows.extend(header_rows());
     rows.extend(config_and_entropy_rows());
     let real_time = tokio::runtime::Builder::new_multi_thread()
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         .expect("a multi-thread runtime builds");
     rows.extend(real_time.block_on(server::rows()));
     rows.extend(real_time.block_on(client::rows()));
+    rows.push(real_time.block_on(streams::disconnect_row()));
     print_table(&rows);
     if rows.iter().all(Row::ok) {
         ExitCode::SUCCESS
@@ -630,5 +632,203 @@ mod client {
         ));
         server.abort();
         rows
+    }
+}
+
+/// Long streams: the watchdog, tool calls, disconnects and shutdown.
+mod streams {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use axum::response::sse::Event;
+    use axum::response::IntoResponse;
+    use futures_util::{Stream, StreamExt};
+    use timebox::config::Config;
+    use timebox::registry::Registry;
+    use timebox::server::sse::SseStream;
+    use timebox::shutdown::Shutdown;
+    use timebox::watchdog::Watchdog;
+    use tokio::sync::mpsc;
+    use tokio::time::{sleep, Instant};
+
+    use super::Row;
+
+    const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+    /// A stream the scenario feeds through the sender.
+    fn fed() -> (
+        mpsc::Sender<Event>,
+        impl Stream<Item = Event> + Send + 'static,
+    ) {
+        let (tx, rx) = mpsc::channel(16);
+        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|event| (event, rx))
+        });
+        (tx, stream)
+    }
+
+    /// How the stream ended, as the client saw it: its last two frames and
+    /// when the last arrived.
+    async fn ending<S>(stream: SseStream<S>) -> String
+    where
+        S: Stream<Item = Event> + Send + 'static,
+    {
+        let start = Instant::now();
+        let mut body = stream.into_response().into_body().into_data_stream();
+        let mut frames: Vec<String> = Vec::new();
+        while let Some(Ok(frame)) = body.next().await {
+            frames.push(String::from_utf8_lossy(&frame).into_owned());
+        }
+        let at = start.elapsed().as_secs();
+        let error = frames
+            .iter()
+            .find(|f| f.starts_with("event: error"))
+            .and_then(|f| f.split("\"cause\":\"").nth(1))
+            .and_then(|rest| rest.split('"').next());
+        let done = frames.last().is_some_and(|f| f == "data: [DONE]\n\n");
+        match (error, done) {
+            (Some(cause), true) => format!("error ({cause}) then [DONE] at {at} s"),
+            (None, true) => format!("[DONE] at {at} s"),
+            _ => format!("ended without [DONE] at {at} s"),
+        }
+    }
+
+    pub(super) async fn rows() -> Vec<Row> {
+        let mut rows = Vec::new();
+
+        let (tx, events) = fed();
+        let _ = tx.send(Event::default().data("Hello")).await;
+        let stream = SseStream::new(events, Watchdog::new().inactivity(SECS(30))).heartbeat(None);
+        rows.push(Row::new(
+            "stream: one token, then silence (inactivity 30 s)",
+            "error (inactivity) then [DONE] at 30 s",
+            ending(stream).await,
+        ));
+
+        let (tx, events) = fed();
+        let stream = SseStream::new(events, Watchdog::new().inactivity(SECS(30))).heartbeat(None);
+        let tool = stream.watchdog_handle().suspend();
+        tokio::spawn(async move {
+            let _ = tx.send(Event::default().data("calling a tool")).await;
+            sleep(SECS(100)).await; // the tool runs silently for 100 s
+            drop(tool);
+            let _ = tx.send(Event::default().data("the tool's answer")).await;
+        });
+        rows.push(Row::new(
+            "stream: a 100 s tool call under inactivity 30 s",
+            "[DONE] at 100 s",
+            ending(stream).await,
+        ));
+
+        let mut config = Config::default();
+        config.server.prestop_grace_secs = 0;
+        config.server.shutdown_timeout_secs = 30;
+        let shutdown = Shutdown::new(&config);
+        let request = shutdown.in_flight().enter();
+        tokio::spawn(async move {
+            sleep(SECS(4)).await; // the last request in flight ends at 4 s
+            drop(request);
+        });
+        let start = Instant::now();
+        shutdown.trigger();
+        shutdown.wait_drained().await;
+        rows.push(Row::new(
+            "shutdown: grace 30 s, last request ends at 4 s",
+            "drained at 4 s",
+            format!("drained at {} s", start.elapsed().as_secs()),
+        ));
+
+        let shutdown = Shutdown::new(&config);
+        let (_tx, events) = fed();
+        let stream = SseStream::new(events, Watchdog::new())
+            .heartbeat(None)
+            .drain(shutdown.drain_token());
+        let stream_guard = shutdown.in_flight().enter();
+        let client = tokio::spawn(async move {
+            let seen = ending(stream).await;
+            drop(stream_guard);
+            seen
+        });
+        shutdown.trigger();
+        shutdown.wait_drained().await;
+        rows.push(Row::new(
+            "shutdown: a stream that outlives the 30 s grace",
+            "[DONE] at 30 s",
+            client.await.unwrap_or_else(|err| err.to_string()),
+        ));
+        rows
+    }
+
+    /// A client that goes away during a silent tool run, over real TCP.
+    pub(super) async fn disconnect_row() -> Row {
+        let scenario = "stream: client gone during a silent tool run";
+        let registry = Registry::new();
+        let cancelled = Arc::new(Mutex::new(None::<Duration>));
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get({
+                let registry = registry.clone();
+                let cancelled = Arc::clone(&cancelled);
+                move || {
+                    let registry = registry.clone();
+                    let cancelled = Arc::clone(&cancelled);
+                    async move {
+                        let Ok(guard) = registry.register("tour-stream") else {
+                            return http::StatusCode::CONFLICT.into_response();
+                        };
+                        let tool = guard.tool_calls().register(Some("slow-tool"));
+                        let (tx, events) = fed();
+                        let stream = SseStream::new(events, Watchdog::new().inactivity(SECS(30)))
+                            .heartbeat(Duration::from_millis(200))
+                            .guard(guard);
+                        let suspension = stream.watchdog_handle().suspend();
+                        let start = Instant::now();
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                () = tool.token().cancelled_owned() => {
+                                    *cancelled.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(start.elapsed());
+                                }
+                                () = sleep(SECS(60)) => {}
+                            }
+                            drop((suspension, tx));
+                        });
+                        stream.into_response()
+                    }
+                }
+            }),
+        );
+        let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+            return Row::new(scenario, "tool cancelled", "cannot bind 127.0.0.1:0");
+        };
+        let Ok(addr) = listener.local_addr() else {
+            return Row::new(scenario, "tool cancelled", "no local address");
+        };
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let observed = match reqwest::get(format!("http://{addr}/")).await {
+            Ok(mut response) => {
+                let _ = response.chunk().await; // the first heartbeat
+                drop(response); // the client goes away
+                let deadline = Instant::now() + SECS(2);
+                loop {
+                    let seen = *cancelled
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if let Some(after) = seen {
+                        break if after < SECS(2) && registry.is_empty() {
+                            "tool cancelled".to_owned()
+                        } else {
+                            format!("tool cancelled after {after:?}")
+                        };
+                    }
+                    if Instant::now() >= deadline {
+                        break "tool still running".to_owned();
+                    }
+                    sleep(Duration::from_millis(20)).await;
+                }
+            }
+            Err(err) => err.to_string(),
+        };
+        server.abort();
+        Row::new(scenario, "tool cancelled", observed)
     }
 }
