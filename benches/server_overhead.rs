@@ -1,0 +1,190 @@
+//! What the timebox layers cost a server: requests/s through one small axum
+//! app (`GET /hello` answering a short static string), in one run, for four
+//! variants of it:
+//!
+//! - `bare`: a plain axum router;
+//! - `timebox_no_deadline`: the handler under `#[timebox::get("/hello")]`,
+//!   mounted by `routes![..].into_router(&Config::default())`, with no
+//!   deadline configured anywhere;
+//! - `timebox_route_deadline`: the same with a 30 s route deadline
+//!   (`timeout_ms = 30000`);
+//! - `tower_http_timeout`: the plain router under tower-http's
+//!   `TimeoutLayer` of 30 s, the peer.
+//!
+//! Two groups: `server_overhead/in_process` calls the router with
+//! `tower::ServiceExt::oneshot`, so the layers' own cost is most of what is
+//! measured; `server_overhead/tcp` serves each variant with `axum::serve` on
+//! 127.0.0.1 and sends sequential GETs from a keep-alive `reqwest` client, so
+//! the layers' cost is seen against a real HTTP round trip.
+//!
+//! Goals, in throughput: timebox with a route deadline at least 0.95 of bare
+//! axum and at least tower-http's `TimeoutLayer`; timebox with no deadline at
+//! least 0.98 of bare axum.
+//! `python3 benches/ratios.py server_overhead --baseline bare --throughput`
+//! prints the throughput ratios from the results.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::routing::get;
+use axum::Router;
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use timebox::config::Config;
+use timebox::routes;
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tower::ServiceExt;
+use tower_http::timeout::TimeoutLayer;
+
+/// The deadline of the deadline variants: far enough that no request meets it.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn hello() -> &'static str {
+    "hello"
+}
+
+#[timebox::get("/hello")]
+async fn hello_no_deadline() -> &'static str {
+    "hello"
+}
+
+#[timebox::get("/hello", timeout_ms = 30000)]
+async fn hello_route_deadline() -> &'static str {
+    "hello"
+}
+
+/// The four variants, by benchmark name.
+fn variants() -> [(&'static str, Router); 4] {
+    let config = Config::default();
+    [
+        ("bare", Router::new().route("/hello", get(hello))),
+        (
+            "timebox_no_deadline",
+            routes![hello_no_deadline].into_router(&config),
+        ),
+        (
+            "timebox_route_deadline",
+            routes![hello_route_deadline].into_router(&config),
+        ),
+        (
+            "tower_http_timeout",
+            Router::new()
+                .route("/hello", get(hello))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    TIMEOUT,
+                )),
+        ),
+    ]
+}
+
+fn hello_request() -> Request<Body> {
+    Request::get("/hello")
+        .body(Body::empty())
+        .expect("the request builds")
+}
+
+fn current_thread() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime builds")
+}
+
+fn configure(group: &mut BenchmarkGroup<'_, WallTime>) {
+    group.throughput(Throughput::Elements(1));
+    group.warm_up_time(Duration::from_secs(2));
+    group.measurement_time(Duration::from_secs(5));
+}
+
+/// Each request through `oneshot` on a clone of the router.
+fn in_process(c: &mut Criterion) {
+    let rt = current_thread();
+    let mut group = c.benchmark_group("server_overhead/in_process");
+    configure(&mut group);
+    for (name, app) in variants() {
+        let answer = rt.block_on(app.clone().oneshot(hello_request()));
+        assert_eq!(
+            answer.expect("routers are infallible").status(),
+            StatusCode::OK,
+            "{name} answers GET /hello"
+        );
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let response = app
+                            .clone()
+                            .oneshot(hello_request())
+                            .await
+                            .expect("routers are infallible");
+                        black_box(response.status());
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+    }
+    group.finish();
+}
+
+/// Each request a GET over a kept-alive loopback connection to `axum::serve`.
+fn tcp(c: &mut Criterion) {
+    // One worker runs the servers and the client alike, so a request costs no
+    // cross-thread wake-up: on an otherwise idle machine a wake-up of a parked
+    // thread (tens of microseconds, varying with what else the machine runs)
+    // would swamp the layers' cost.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a multi-thread runtime builds");
+    let mut group = c.benchmark_group("server_overhead/tcp");
+    configure(&mut group);
+    group.sample_size(30);
+    for (name, app) in variants() {
+        let listener = rt
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("a loopback port binds");
+        let url = format!(
+            "http://{}/hello",
+            listener
+                .local_addr()
+                .expect("a bound listener has an address")
+        );
+        rt.spawn(async move { axum::serve(listener, app).await });
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("the client builds");
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let requests = rt.spawn(get_hello(client.clone(), url.clone(), iters));
+                rt.block_on(requests).expect("every request succeeds")
+            });
+        });
+    }
+    group.finish();
+}
+
+/// Sends `iters` sequential GETs to `url` and times them.
+async fn get_hello(client: reqwest::Client, url: String, iters: u64) -> Duration {
+    let start = Instant::now();
+    for _ in 0..iters {
+        let response = client
+            .get(&url)
+            .send()
+            .await
+            .expect("the loopback server answers");
+        assert_eq!(response.status(), StatusCode::OK);
+        black_box(response.bytes().await.expect("the body arrives"));
+    }
+    start.elapsed()
+}
+
+criterion_group!(benches, in_process, tcp);
+criterion_main!(benches);
