@@ -30,20 +30,22 @@
 //!
 //! # What a request goes through
 //!
-//! 1. [`TimeboxLayer`], around the whole router: the shutdown gate (503 once
-//!    the server stops accepting), the request's start time, and the inbound
-//!    deadline header when `server.timeouts.accept_deadline_header` is on.
-//! 2. The route's [`RouteDeadlineLayer`]: the deadline is the route's
+//! 1. [`ShutdownGate`], which [`serve`] puts around the whole service: 503
+//!    once the server stops accepting, and the in-flight count.
+//! 2. [`TimeboxLayer`], when any route can have a deadline: the request's
+//!    start time, and the inbound deadline header when
+//!    `server.timeouts.accept_deadline_header` is on.
+//! 3. The route's [`RouteDeadlineLayer`]: the deadline is the route's
 //!    override, else the global `request_timeout_ms`, else none; an accepted
 //!    header can only shorten it. The handler, extractors included, runs
 //!    poll-gated under it (see [`bounded`](crate::deadline::bounded)) with the
 //!    deadline current, so outbound calls and pool waits below it see it too.
-//! 3. When the deadline passes, the handler's future is dropped and the answer
+//! 4. When the deadline passes, the handler's future is dropped and the answer
 //!    is `503 Service Unavailable`, `application/problem+json`, with
 //!    `Retry-After` of 1, 2 or 3 seconds drawn from the app's
 //!    [`Entropy`](crate::entropy::Entropy), and the [`DeadlineCancelled`]
 //!    extension. A `warn!` names the method, route, deadline and elapsed time.
-//! 4. A handler that returns an error whose `source()` chain holds a
+//! 5. A handler that returns an error whose `source()` chain holds a
 //!    [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) (it called
 //!    something that ran out of time) answers `504 Gateway Timeout` with
 //!    `DeadlineCancelled`, whatever the error's own `IntoResponse` says. Other
@@ -54,6 +56,7 @@
 
 mod context;
 mod extract;
+mod gate;
 mod readiness;
 pub(crate) mod respond;
 mod route_deadline;
@@ -66,12 +69,13 @@ mod timeout;
 
 pub use crate::problem::DeadlineCancelled;
 pub use crate::shutdown::ShutdownToken;
+pub use gate::{GateFuture, ShutdownGate, ShutdownGateLayer};
 pub use readiness::readiness;
 pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;
 pub use session::{MapResponse, Mask, SaveSessionUnlessCancelledLayer, Unmask};
-pub use timebox_layer::{TimeboxFuture, TimeboxLayer, TimeboxService};
+pub use timebox_layer::{TimeboxLayer, TimeboxService};
 pub use timeout::RouteTimeout;
 
 /// Collects handlers annotated with the route macros into

@@ -7,6 +7,7 @@ use axum::handler::Handler;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use http::Method;
+use tower_layer::Stack;
 
 use crate::config::Config;
 
@@ -102,8 +103,10 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             .max()
     }
 
-    /// An axum router serving every route, each under its own deadline
-    /// ([`RouteDeadlineLayer`]), the whole inside [`TimeboxLayer`].
+    /// An axum router serving every route; each route that can have a
+    /// deadline runs inside [`TimeboxLayer`] (the start time, the inbound
+    /// header) and its own [`RouteDeadlineLayer`]. A route with no deadline
+    /// runs with no timebox layer at all (S9).
     ///
     /// Each route's deadline applies to its own method only: a `GET` override
     /// also covers `HEAD` (axum answers `HEAD` with the `GET` handler) and
@@ -125,11 +128,21 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 tracing::warn!(key = warning.key(), "{warning}");
             }
         }
-        let layer =
-            TimeboxLayer::new(config).with_route_overrides(self.longest_override().is_some());
+        let layer = TimeboxLayer::new(config);
+        let global = config.server.timeouts.request_timeout();
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
         for route in self.routes {
-            let routed = route.router.layer(RouteDeadlineLayer::new(route.timeout));
+            // S9: a route that can have no deadline gets no layer at all. The
+            // others get both timebox layers as one stack, so axum boxes the
+            // route once, not once per layer.
+            let routed = if route.timeout.resolve(global).is_some() {
+                route.router.layer(Stack::new(
+                    RouteDeadlineLayer::new(route.timeout),
+                    layer.clone(),
+                ))
+            } else {
+                route.router
+            };
             let merged = match by_path.remove(route.path) {
                 Some(existing) => existing.merge(routed),
                 None => routed,
@@ -141,6 +154,5 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             .fold(Router::new(), |router, (path, method_router)| {
                 router.route(path, method_router)
             })
-            .layer(layer)
     }
 }

@@ -4,18 +4,20 @@ use std::io;
 
 use std::future::IntoFuture;
 
-use axum::{Extension, Router};
+use axum::{Router, ServiceExt};
 use tokio::net::TcpListener;
 
 use crate::shutdown::Shutdown;
 
+use super::ShutdownGate;
+
 /// Serves `router` on `listener` until `shutdown` is triggered.
 ///
-/// Every request carries the [`ShutdownToken`](crate::shutdown::ShutdownToken)
-/// (as an extractor, and for the 503 gate of
-/// [`TimeboxLayer`](super::TimeboxLayer)) and is counted in `shutdown`'s
-/// [`InFlight`](crate::shutdown::InFlight) from admission to the end of its
-/// response body. Once triggered, `serve` runs the sequence of
+/// The whole service sits behind a [`ShutdownGate`]: every request carries
+/// the [`ShutdownToken`](crate::shutdown::ShutdownToken) and
+/// [`DrainToken`](crate::shutdown::DrainToken) (as extractors) and is counted
+/// in `shutdown`'s [`InFlight`](crate::shutdown::InFlight) from admission to
+/// the end of its response body. Once triggered, `serve` runs the sequence of
 /// [`Shutdown`]: after the pre-stop grace new requests are answered `503`
 /// (phase 1) while requests in flight finish within the grace; then streams
 /// still running are told to end and the listener closes (phase 2), and it
@@ -47,16 +49,16 @@ use crate::shutdown::Shutdown;
 ///
 /// Dropping the future stops the server at once, without a drain.
 pub async fn serve(listener: TcpListener, router: Router, shutdown: Shutdown) -> io::Result<()> {
-    let router = router
-        .layer(Extension(shutdown.token()))
-        .layer(Extension(shutdown.drain_token()))
-        .layer(Extension(shutdown.in_flight()));
+    let service = ShutdownGate::new(router, &shutdown);
     // The listener stays open through phase 1, so a request that still
     // arrives is told `503` with a `Retry-After` rather than refused; it
     // closes at phase 2, which begins as soon as nothing is in flight.
-    let server = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown.drain_token().cancelled_owned())
-        .into_future();
+    let server = axum::serve(
+        listener,
+        ServiceExt::<axum::extract::Request>::into_make_service(service),
+    )
+    .with_graceful_shutdown(shutdown.drain_token().cancelled_owned())
+    .into_future();
     tokio::select! {
         result = server => result,
         () = shutdown.wait_drained() => Ok(()),

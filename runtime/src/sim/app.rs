@@ -9,7 +9,8 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use crate::entropy::Entropy;
-use crate::shutdown::{DrainToken, InFlight, Shutdown, ShutdownToken};
+use crate::server::ShutdownGate;
+use crate::shutdown::Shutdown;
 
 /// An axum router served in-process by a simulation: each request goes
 /// through the router's whole stack (the timebox layers included), on the
@@ -21,9 +22,7 @@ use crate::shutdown::{DrainToken, InFlight, Shutdown, ShutdownToken};
 pub struct SimApp {
     router: Router,
     entropy: Entropy,
-    shutdown: ShutdownToken,
-    drain: DrainToken,
-    in_flight: Option<InFlight>,
+    shutdown: Option<Shutdown>,
 }
 
 impl SimApp {
@@ -31,20 +30,16 @@ impl SimApp {
         Self {
             router,
             entropy,
-            shutdown: ShutdownToken::default(),
-            drain: DrainToken::default(),
-            in_flight: None,
+            shutdown: None,
         }
     }
 
-    /// Attaches `shutdown`'s token and in-flight count to every request, as
+    /// Puts the app behind `shutdown`'s [`ShutdownGate`], as
     /// [`serve`](crate::server::serve) does, so a simulated shutdown gates
     /// the app and waits for its requests.
     #[must_use]
     pub fn with_shutdown(mut self, shutdown: &Shutdown) -> Self {
-        self.shutdown = shutdown.token();
-        self.drain = shutdown.drain_token();
-        self.in_flight = Some(shutdown.in_flight());
+        self.shutdown = Some(shutdown.clone());
         self
     }
 
@@ -55,16 +50,18 @@ impl SimApp {
     /// Dropping the future drops the request, as a client that went away.
     pub async fn request(&self, mut request: Request<Body>) -> Response<Body> {
         request.extensions_mut().insert(self.entropy.clone());
-        request.extensions_mut().insert(self.shutdown.clone());
-        request.extensions_mut().insert(self.drain.clone());
-        if let Some(in_flight) = &self.in_flight {
-            request.extensions_mut().insert(in_flight.clone());
+        match &self.shutdown {
+            Some(shutdown) => call(ShutdownGate::new(self.router.clone(), shutdown), request).await,
+            None => call(self.router.clone(), request).await,
         }
-        let mut router = self.router.clone();
-        let ready: Result<(), Infallible> =
-            poll_fn(|cx| <Router as Service<Request<Body>>>::poll_ready(&mut router, cx)).await;
-        let Ok(()) = ready;
-        let Ok(response) = router.call(request).await;
-        response
     }
+}
+
+async fn call<S>(mut service: S, request: Request<Body>) -> Response<Body>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
+{
+    let Ok(()) = poll_fn(|cx| service.poll_ready(cx)).await;
+    let Ok(response) = service.call(request).await;
+    response
 }

@@ -28,9 +28,9 @@ pub use future::ResponseFuture;
 /// handler see it and stop at it. When it passes, the inner future is dropped
 /// (releasing whatever it held) and the answer is a 503
 /// `application/problem+json` with a jittered `Retry-After` and the
-/// [`DeadlineCancelled`](super::DeadlineCancelled) extension. A deadline that
-/// has already passed on arrival is answered without calling the inner
-/// service.
+/// [`DeadlineCancelled`](super::DeadlineCancelled) extension. A deadline of
+/// zero is answered without calling the inner service, and one that has
+/// passed by the time the inner future would first run never polls it.
 ///
 /// A route with no deadline passes straight through: no clock is read.
 ///
@@ -124,7 +124,10 @@ where
             start,
             entropy: context.map(|c| c.entropy.clone()),
         };
-        if deadline.is_expired() {
+        // A zero budget (an inbound header of 0) is answered without calling
+        // the inner service and without reading the clock; any other passed
+        // deadline is caught by the gate before the first poll.
+        if budget.is_zero() {
             return ResponseFuture::expired(expiry);
         }
         let future = deadline.sync_scope(|| self.inner.call(req));

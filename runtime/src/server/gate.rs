@@ -1,0 +1,178 @@
+//! [`ShutdownGate`]: admission during a shutdown, and the in-flight count.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use axum::body::Body;
+use axum::response::Response;
+use http::Request;
+use pin_project::pin_project;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::entropy::Entropy;
+use crate::problem;
+use crate::shutdown::{InFlightGuard, Shutdown};
+
+/// Puts a [`ShutdownGate`] around a whole service: what [`serve`](super::serve)
+/// does with the router it is given.
+#[derive(Debug, Clone)]
+pub struct ShutdownGateLayer {
+    shutdown: Shutdown,
+}
+
+impl ShutdownGateLayer {
+    /// A gate for `shutdown`.
+    #[must_use]
+    pub fn new(shutdown: &Shutdown) -> Self {
+        Self {
+            shutdown: shutdown.clone(),
+        }
+    }
+}
+
+impl<S> Layer<S> for ShutdownGateLayer {
+    type Service = ShutdownGate<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ShutdownGate {
+            inner,
+            shutdown: self.shutdown.clone(),
+        }
+    }
+}
+
+/// The gate of a server during a shutdown (G1, G3).
+///
+/// - Once phase 1 has begun, a new request is answered `503`
+///   (problem+json, jittered `Retry-After`) without reaching the router.
+/// - An admitted request is counted in [`InFlight`](crate::shutdown::InFlight)
+///   until its response body has been sent or dropped, so streams count
+///   until they end.
+/// - Every request carries the [`ShutdownToken`](crate::shutdown::ShutdownToken)
+///   and [`DrainToken`](crate::shutdown::DrainToken), for the extractors.
+#[derive(Debug, Clone)]
+pub struct ShutdownGate<S> {
+    inner: S,
+    shutdown: Shutdown,
+}
+
+impl<S> ShutdownGate<S> {
+    /// `inner` behind a gate for `shutdown`.
+    pub fn new(inner: S, shutdown: &Shutdown) -> Self {
+        Self {
+            inner,
+            shutdown: shutdown.clone(),
+        }
+    }
+}
+
+impl<S, B> Service<Request<B>> for ShutdownGate<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = GateFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let token = self.shutdown.token();
+        if token.is_cancelled() {
+            let entropy = req
+                .extensions()
+                .get::<Entropy>()
+                .cloned()
+                .unwrap_or_else(problem::fallback_entropy);
+            return GateFuture {
+                state: State::Refused(Some(problem::shutting_down(&entropy))),
+            };
+        }
+        let guard = self.shutdown.in_flight().enter();
+        let extensions = req.extensions_mut();
+        extensions.insert(token);
+        extensions.insert(self.shutdown.drain_token());
+        GateFuture {
+            state: State::Admitted {
+                future: self.inner.call(req),
+                guard: Some(guard),
+            },
+        }
+    }
+}
+
+/// Response future of [`ShutdownGate`].
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct GateFuture<F> {
+    #[pin]
+    state: State<F>,
+}
+
+#[pin_project(project = StateProj)]
+#[derive(Debug)]
+enum State<F> {
+    Admitted {
+        #[pin]
+        future: F,
+        /// Moves into the response body once the head is ready.
+        guard: Option<InFlightGuard>,
+    },
+    Refused(Option<Response>),
+}
+
+impl<F, E> Future for GateFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Admitted { future, guard } => {
+                let response = ready!(future.poll(cx))?;
+                Poll::Ready(Ok(match guard.take() {
+                    Some(guard) => response.map(|body| Body::new(CountedBody { body, guard })),
+                    None => response,
+                }))
+            }
+            StateProj::Refused(response) => Poll::Ready(Ok(response
+                .take()
+                .expect("GateFuture polled after completion"))),
+        }
+    }
+}
+
+/// A response body that keeps its request counted in flight until the body
+/// is finished or dropped.
+#[pin_project]
+struct CountedBody {
+    #[pin]
+    body: Body,
+    guard: InFlightGuard,
+}
+
+impl http_body::Body for CountedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
