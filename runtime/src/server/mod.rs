@@ -74,7 +74,7 @@ pub use readiness::readiness;
 pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;
-pub use session::{MapResponse, Mask, SaveSessionUnlessCancelledLayer, Unmask};
+pub use session::{MapResponse, MapStatus, SaveSessionUnlessCancelledLayer};
 pub use timebox_layer::{TimeboxLayer, TimeboxService};
 pub use timeout::RouteTimeout;
 

@@ -53,34 +53,36 @@ impl<L> SaveSessionUnlessCancelledLayer<L> {
 
 impl<L, S> Layer<S> for SaveSessionUnlessCancelledLayer<L>
 where
-    L: Layer<Mask<S>>,
+    L: Layer<MapStatus<S>>,
 {
-    type Service = Unmask<L::Service>;
+    type Service = MapStatus<L::Service>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Unmask {
-            inner: self.session_layer.layer(Mask { inner }),
+        let masked = MapStatus {
+            inner,
+            map: hide_status,
+        };
+        MapStatus {
+            inner: self.session_layer.layer(masked),
+            map: restore_status,
         }
     }
 }
 
-/// The status a [`Mask`] hid from the session layer.
+/// The status a masked response had before the session layer saw it.
 #[derive(Debug, Clone, Copy)]
 struct HiddenStatus(StatusCode);
 
-/// Below the session layer: shows an unmarked 5xx as `200 OK`.
+/// One side of [`SaveSessionUnlessCancelledLayer`]: below the session
+/// layer it shows an unmarked 5xx as `200 OK`; above it, it puts the real
+/// status back.
 #[derive(Debug, Clone)]
-pub struct Mask<S> {
+pub struct MapStatus<S> {
     inner: S,
+    map: fn(Response) -> Response,
 }
 
-/// Above the session layer: puts a hidden status back.
-#[derive(Debug, Clone)]
-pub struct Unmask<S> {
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for Mask<S>
+impl<S, B> Service<Request<B>> for MapStatus<S>
 where
     S: Service<Request<B>, Response = Response>,
 {
@@ -95,27 +97,7 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         MapResponse {
             future: self.inner.call(req),
-            map: hide_status,
-        }
-    }
-}
-
-impl<S, B> Service<Request<B>> for Unmask<S>
-where
-    S: Service<Request<B>, Response = Response>,
-{
-    type Response = Response;
-    type Error = S::Error;
-    type Future = MapResponse<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        MapResponse {
-            future: self.inner.call(req),
-            map: restore_status,
+            map: self.map,
         }
     }
 }
@@ -136,7 +118,7 @@ fn restore_status(mut response: Response) -> Response {
     response
 }
 
-/// Response future of [`Mask`] and [`Unmask`].
+/// Response future of [`MapStatus`].
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
