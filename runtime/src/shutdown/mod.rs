@@ -11,14 +11,16 @@
 //! use timebox::config::Config;
 //! use timebox::shutdown::Shutdown;
 //!
-//! # #[tokio::main(flavor = "current_thread")]
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! let shutdown = Shutdown::new(&Config::default());
 //! let token = shutdown.token();
 //! assert!(!token.is_cancelled());
 //! shutdown.trigger();
-//! token.cancelled().await;
+//! // Nothing in flight: both phases follow the pre-stop grace at once.
+//! shutdown.wait_drained().await;
 //! assert!(token.is_cancelled());
+//! assert!(shutdown.drain_token().is_cancelled());
 //! # }
 //! ```
 

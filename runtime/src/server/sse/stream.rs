@@ -26,6 +26,7 @@ const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
 /// ```
 /// use std::time::Duration;
 /// use axum::response::sse::Event;
+/// use axum::response::IntoResponse;
 /// use timebox::server::sse::SseStream;
 /// use timebox::watchdog::Watchdog;
 ///
