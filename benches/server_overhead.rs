@@ -17,6 +17,12 @@
 //! 127.0.0.1 and sends sequential GETs from a keep-alive `reqwest` client, so
 //! the layers' cost is seen against a real HTTP round trip.
 //!
+//! In process, each `Router::layer`/`MethodRouter::layer` adds a boxed
+//! `Route` that axum clones and whose future it boxes on every request, so
+//! that group also shows what the number of layers costs, not only what the
+//! layers do. Over TCP, differences of a few percent are within run-to-run
+//! noise on a small shared machine: compare runs made on an idle one.
+//!
 //! Goals, in throughput: timebox with a route deadline at least 0.95 of bare
 //! axum and at least tower-http's `TimeoutLayer`; timebox with no deadline at
 //! least 0.98 of bare axum.

@@ -20,7 +20,7 @@ use super::context::RequestContext;
 /// puts around every route that can have a deadline.
 ///
 /// On the way in it notes when the request arrived, so route deadlines count
-/// from here, before routing and extraction, and reads the inbound deadline
+/// from here, right after routing and before extraction, and reads the inbound deadline
 /// header when `server.timeouts.accept_deadline_header` is on. The shutdown
 /// gate and the in-flight count are [`ShutdownGate`](super::ShutdownGate)'s,
 /// which [`serve`](super::serve) puts around the whole service.
