@@ -648,3 +648,16 @@ async fn a_retry_an_open_breaker_would_refuse_returns_the_last_response(sim: Sim
     assert_eq!(response.status(), 503);
     assert_eq!(recorder.count(), 2);
 }
+
+#[sim_test]
+async fn a_client_built_with_a_transport_sends_through_it(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", echo(&recorder));
+    let client = Client::builder(&Config::default())
+        .transport(std::sync::Arc::new(sim.net()))
+        .entropy(sim.entropy())
+        .build();
+    let response = client.get("http://up/built").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(recorder.hits()[0].path, "/built");
+}

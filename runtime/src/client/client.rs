@@ -42,9 +42,28 @@ impl Client {
     /// When the TLS backend cannot be initialised (as `reqwest::Client::new`).
     #[must_use]
     pub fn new(config: &Config) -> Self {
-        let transport = ReqwestTransport::new()
-            .unwrap_or_else(|err| panic!("cannot initialise the HTTP client: {err}"));
-        Self::with_transport(config, Arc::new(transport), Entropy::from_os())
+        Self::builder(config).build()
+    }
+
+    /// A builder starting from `config`, to choose the transport and the
+    /// random source.
+    ///
+    /// ```
+    /// use timebox::client::Client;
+    /// use timebox::config::Config;
+    /// use timebox::entropy::Entropy;
+    ///
+    /// let client = Client::builder(&Config::default())
+    ///     .entropy(Entropy::seeded(7))
+    ///     .build();
+    /// # let _ = client;
+    /// ```
+    pub fn builder(config: &Config) -> ClientBuilder {
+        ClientBuilder {
+            config: config.clone(),
+            transport: None,
+            entropy: None,
+        }
     }
 
     /// A client that sends through `transport` and draws its backoff jitter
@@ -107,5 +126,47 @@ impl Client {
 impl From<url::ParseError> for ClientError {
     fn from(err: url::ParseError) -> Self {
         ClientError::InvalidRequest(format!("the url does not parse: {err}"))
+    }
+}
+
+/// Builds a [`Client`]: made by [`Client::builder`].
+#[derive(Debug)]
+#[must_use = "a builder does nothing until built"]
+pub struct ClientBuilder {
+    config: Config,
+    transport: Option<Arc<dyn Transport>>,
+    entropy: Option<Entropy>,
+}
+
+impl ClientBuilder {
+    /// Sends through `transport` instead of the network (reqwest).
+    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// Draws backoff jitter and idempotency keys from `entropy` instead of a
+    /// source seeded by the operating system.
+    pub fn entropy(mut self, entropy: Entropy) -> Self {
+        self.entropy = Some(entropy);
+        self
+    }
+
+    /// The client.
+    ///
+    /// # Panics
+    ///
+    /// With no transport set, when the TLS backend cannot be initialised (as
+    /// `reqwest::Client::new`).
+    #[must_use]
+    pub fn build(self) -> Client {
+        let transport = self.transport.unwrap_or_else(|| {
+            Arc::new(
+                ReqwestTransport::new()
+                    .unwrap_or_else(|err| panic!("cannot initialise the HTTP client: {err}")),
+            )
+        });
+        let entropy = self.entropy.unwrap_or_else(Entropy::from_os);
+        Client::with_transport(&self.config, transport, entropy)
     }
 }

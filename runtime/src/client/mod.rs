@@ -64,7 +64,7 @@ mod request;
 mod response;
 mod transport;
 
-pub use client::Client;
+pub use client::{Client, ClientBuilder};
 pub use error::{BoxError, ClientError};
 pub use request::RequestBuilder;
 pub use response::Response;
