@@ -28,6 +28,14 @@ fn hanging(recorder: &Recorder) -> axum::Router {
     })
 }
 
+/// An upstream that answers `status` after `delay`.
+fn delayed(recorder: &Recorder, delay: Duration, status: StatusCode) -> axum::Router {
+    recording(recorder, move |_| async move {
+        sleep(delay).await;
+        status
+    })
+}
+
 fn echo(recorder: &Recorder) -> axum::Router {
     recording(recorder, |_| async { "ok" })
 }
@@ -72,10 +80,7 @@ async fn retries_of_a_slow_503_upstream_all_start_before_the_deadline(sim: Sim) 
     let recorder = Recorder::new();
     sim.net().host(
         "up",
-        recording(&recorder, |_| async {
-            sleep(SECS(2)).await;
-            StatusCode::SERVICE_UNAVAILABLE
-        }),
+        delayed(&recorder, SECS(2), StatusCode::SERVICE_UNAVAILABLE),
     );
     let client = sim.client();
     let outcome = Deadline::after(SECS(5))
@@ -458,10 +463,7 @@ async fn a_retry_that_does_not_fit_the_deadline_charges_nothing(sim: Sim) {
     let recorder = Recorder::new();
     sim.net().host(
         "up",
-        recording(&recorder, |_| async {
-            sleep(MS(45)).await;
-            StatusCode::SERVICE_UNAVAILABLE
-        }),
+        delayed(&recorder, MS(45), StatusCode::SERVICE_UNAVAILABLE),
     );
     let client = sim.client();
     let start = Instant::now();
