@@ -1,0 +1,245 @@
+//! The routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /ready`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::State;
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use futures_util::Stream;
+use serde_json::json;
+use timebox::config::Config;
+use timebox::registry::{Registry, RequestGuard};
+use timebox::server::sse::SseStream;
+use timebox::shutdown::{DrainToken, Shutdown};
+use timebox::watchdog::Watchdog;
+use timebox::{get, post, routes};
+use tokio::sync::mpsc;
+
+use crate::model::{Output, Run};
+use crate::openai::{model_list, ApiError, ChatRequest, Completion};
+use crate::script::{Script, MODELS};
+use crate::tools::{PendingCalls, Tools};
+
+/// Outputs a model may run ahead of the response being written.
+const OUTPUT_BUFFER: usize = 16;
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub(crate) struct App {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: Config,
+    registry: Registry,
+    tools: Tools,
+    next_id: AtomicU64,
+}
+
+impl App {
+    pub(crate) fn new(config: Config, tools: Tools) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                registry: Registry::new(),
+                tools,
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// The router with the timebox layers, the readiness route and this
+    /// state.
+    pub(crate) fn router(self, shutdown: &Shutdown) -> Router {
+        routes![chat_completions, models]
+            .into_router(&self.inner.config)
+            .route("/ready", timebox::server::readiness(shutdown))
+            .with_state(self)
+    }
+
+    /// A new completion id, registered for the life of the request.
+    fn register(&self) -> Result<(String, RequestGuard), ApiError> {
+        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = format!("chatcmpl-{n}");
+        let guard = self
+            .inner
+            .registry
+            .register(id.as_str())
+            .map_err(|err| ApiError::upstream(err.to_string()))?;
+        Ok((id, guard))
+    }
+}
+
+/// `GET /v1/models`: the scripted models.
+#[get("/v1/models")]
+async fn models() -> Json<serde_json::Value> {
+    Json(model_list(MODELS))
+}
+
+/// `POST /v1/chat/completions`, streamed (`"stream": true`) or not.
+///
+/// The answer that is not streamed runs under the request deadline
+/// (`server.timeouts.request_timeout_ms`); a stream runs under its watchdog
+/// (`stream.*`) instead.
+#[post("/v1/chat/completions")]
+async fn chat_completions(
+    State(app): State<App>,
+    drain: DrainToken,
+    request: Result<Json<ChatRequest>, JsonRejection>,
+) -> Response {
+    match start(&app, drain, request).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn start(
+    app: &App,
+    drain: DrainToken,
+    request: Result<Json<ChatRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(request) =
+        request.map_err(|rejection| ApiError::invalid(None, rejection.body_text()))?;
+    let script = Script::from_model(&request.model)
+        .map_err(|err| ApiError::unknown_model(err.to_string()))?;
+    if request.messages.is_empty() {
+        return Err(ApiError::invalid(
+            Some("messages"),
+            "`messages` is empty; send at least one message",
+        ));
+    }
+    let prompt_tokens = request
+        .messages
+        .iter()
+        .map(|message| message.text().split_whitespace().count() + message.role.len().min(1))
+        .sum();
+    let (id, guard) = app.register()?;
+    tracing::info!(
+        request_id = id,
+        model = request.model,
+        stream = request.stream,
+        "completion started"
+    );
+    let completion = Completion {
+        id,
+        model: request.model,
+        created: unix_now(),
+    };
+    let (out, output) = mpsc::channel(OUTPUT_BUFFER);
+    let run = Run {
+        script,
+        tools: app.inner.tools.clone(),
+        calls: guard.tool_calls(),
+        pending: PendingCalls::default(),
+        cancelled: guard.token(),
+        watchdog: None,
+        out,
+    };
+    if request.stream {
+        Ok(stream(app, completion, run, output, guard, drain))
+    } else {
+        collect(completion, run, output, guard, prompt_tokens).await
+    }
+}
+
+/// The streamed answer: OpenAI chunks under the watchdog, heartbeats, and
+/// the ending order of DESIGN R3.
+fn stream(
+    app: &App,
+    completion: Completion,
+    mut run: Run,
+    output: mpsc::Receiver<Output>,
+    guard: RequestGuard,
+    drain: DrainToken,
+) -> Response {
+    let config = &app.inner.config.stream;
+    let request_id = completion.id.clone();
+    let final_chunk = completion.chunk(json!({}), Some("stop"));
+    let stream = SseStream::new(chunks(completion, output), Watchdog::from_config(config))
+        .heartbeat(config.heartbeat())
+        .drain(drain);
+    run.watchdog = Some(stream.watchdog_handle());
+    let pending = run.pending.clone();
+    run.spawn();
+    stream
+        .guard(guard)
+        .remote_cleanup(move |reason| pending.cancel_notices(&reason.to_string()))
+        .final_event(Event::default().data(final_chunk.to_string()))
+        .on_step(move |step| tracing::info!(request_id, step = ?step, "stream step"))
+        .into_response()
+}
+
+/// The model's output as SSE events: answer text as `chat.completion.chunk`
+/// events (the first one names the role), tool progress as comments, which
+/// clients skip.
+fn chunks(
+    completion: Completion,
+    output: mpsc::Receiver<Output>,
+) -> impl Stream<Item = Event> + Send + 'static {
+    futures_util::stream::unfold(
+        (output, completion, true),
+        |(mut output, completion, first)| async move {
+            let event = match output.recv().await? {
+                Output::Token(text) => {
+                    let delta = if first {
+                        json!({ "role": "assistant", "content": text })
+                    } else {
+                        json!({ "content": text })
+                    };
+                    Event::default().data(completion.chunk(delta, None).to_string())
+                }
+                Output::Progress(progress) => Event::default().comment(format!(
+                    "tool progress {}/{}",
+                    progress.done,
+                    progress
+                        .total
+                        .map_or_else(|| "?".to_owned(), |total| total.to_string())
+                )),
+            };
+            Some((event, (output, completion, false)))
+        },
+    )
+}
+
+/// The whole answer at once. Runs under the request deadline: when it
+/// passes, this future is dropped with the guard, and the guard's cleanup
+/// tells the tool server to stop whatever it was doing for the request.
+async fn collect(
+    completion: Completion,
+    run: Run,
+    mut output: mpsc::Receiver<Output>,
+    mut guard: RequestGuard,
+    prompt_tokens: usize,
+) -> Result<Response, ApiError> {
+    let pending = run.pending.clone();
+    guard.on_async_cleanup(move || async move {
+        let _report = pending
+            .cancel_notices("the request ended before the tool call finished")
+            .run()
+            .await;
+    });
+    run.spawn();
+    let mut answer = String::new();
+    let mut count = 0;
+    while let Some(piece) = output.recv().await {
+        if let Output::Token(text) = piece {
+            answer.push_str(&text);
+            count += 1;
+        }
+    }
+    drop(guard);
+    Ok(Json(completion.message(&answer, prompt_tokens, count)).into_response())
+}
+
+/// Seconds since the Unix epoch, for the `created` field clients display.
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs()
+}

@@ -1,0 +1,99 @@
+//! A reference application of timebox: an OpenAI-compatible chat gateway
+//! that streams answers from scripted models, which call a slow tool over
+//! MCP.
+//!
+//! Everything that has to do with time is timebox's public API:
+//!
+//! - the routes are `#[post]`/`#[get]` handlers mounted with
+//!   `timebox::routes!`, so an answer that is not streamed runs under the
+//!   request deadline (`server.timeouts.request_timeout_ms`);
+//! - a streamed answer is a [`SseStream`](timebox::server::sse::SseStream)
+//!   under a [`Watchdog`](timebox::watchdog::Watchdog) built from the
+//!   `stream.*` settings: a first-chunk timer, an inactivity timer that is
+//!   suspended while a tool runs, a total timer and heartbeat comments;
+//! - each request is registered in a [`Registry`](timebox::registry::Registry)
+//!   and its tool calls in its [`ToolCalls`](timebox::registry::ToolCalls);
+//!   when a stream times out or the client goes away, the tool server is
+//!   sent `notifications/cancelled` for the calls in flight, bounded;
+//! - SIGTERM starts timebox's two-phase [`Shutdown`](timebox::shutdown::Shutdown):
+//!   new requests get `503` with `Retry-After`, streams get the grace to
+//!   finish, then `[DONE]`.
+//!
+//! Run it with `cargo run --example chat_gateway`; the README shows what
+//! each scripted model does, with curl.
+
+mod app;
+mod model;
+mod openai;
+mod script;
+mod settings;
+mod tools;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use timebox::shutdown::Shutdown;
+use tracing_subscriber::EnvFilter;
+
+pub use settings::{ADDR_ENV, DEFAULT_ADDR};
+
+/// The log filter when `RUST_LOG` is not set: the MCP SDK's own
+/// per-message lines are left out.
+const DEFAULT_LOG: &str = "info,rmcp=warn";
+
+/// Runs the gateway until it is shut down: loads the settings, starts the
+/// tool server, listens, prints `listening on http://<addr>` and serves
+/// until SIGTERM or Ctrl-C, then runs the shutdown sequence.
+///
+/// Logs go to stderr; `RUST_LOG` filters them (default `info,rmcp=warn`).
+#[must_use]
+pub fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG)),
+        )
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("cannot start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("chat gateway: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let settings = settings::Settings::load().map_err(|err| err.to_string())?;
+    for warning in &settings.warnings {
+        tracing::warn!(key = warning.key(), "{warning}");
+    }
+    let shutdown = Shutdown::new(&settings.config);
+    shutdown
+        .listen_for_signals()
+        .map_err(|err| format!("cannot listen for signals: {err}"))?;
+    let tools = tools::Tools::start()
+        .await
+        .map_err(|err| format!("cannot start the tool server: {err}"))?;
+    let listener = tokio::net::TcpListener::bind(settings.addr)
+        .await
+        .map_err(|err| format!("cannot listen on {}: {err}", settings.addr))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|err| format!("cannot read the listening address: {err}"))?;
+    let router = app::App::new(settings.config, tools).router(&shutdown);
+    println!("listening on http://{addr}");
+    timebox::server::serve(listener, router, shutdown)
+        .await
+        .map_err(|err| format!("server failed: {err}"))?;
+    tracing::info!("shut down");
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! The OpenAI chat-completions wire format: what clients send and what they
+//! are answered, in the subset the gateway speaks.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// `POST /v1/chat/completions`. Fields the gateway does not use
+/// (`temperature`, `stream_options`, …) are accepted and ignored, as
+/// OpenAI-compatible servers do, so real clients work unchanged.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatRequest {
+    pub(crate) model: String,
+    pub(crate) messages: Vec<Message>,
+    #[serde(default)]
+    pub(crate) stream: bool,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Message {
+    pub(crate) role: String,
+    /// Text, or the content parts newer clients send; only text is read.
+    #[serde(default)]
+    pub(crate) content: Option<Value>,
+}
+
+impl Message {
+    /// The message's text: a string, or the text parts joined.
+    pub(crate) fn text(&self) -> String {
+        match &self.content {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+            _ => String::new(),
+        }
+    }
+}
+
+/// What every response of one completion shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Completion {
+    pub(crate) id: String,
+    pub(crate) model: String,
+    /// Unix seconds, as OpenAI's `created`.
+    pub(crate) created: u64,
+}
+
+impl Completion {
+    /// A `chat.completion.chunk` carrying `delta`, with `finish_reason`.
+    pub(crate) fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{ "index": 0, "delta": delta, "finish_reason": finish_reason }],
+        })
+    }
+
+    /// A whole `chat.completion` with the answer `content`.
+    pub(crate) fn message(&self, content: &str, prompt_tokens: usize, tokens: usize) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": content },
+                "finish_reason": "stop",
+            }],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": tokens,
+                "total_tokens": prompt_tokens + tokens,
+            },
+        })
+    }
+}
+
+/// An error in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct ApiError {
+    #[serde(skip)]
+    status: StatusCode,
+    message: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    param: Option<&'static str>,
+    code: Option<&'static str>,
+}
+
+impl ApiError {
+    /// A `400 invalid_request_error` about `param`.
+    pub(crate) fn invalid(param: Option<&'static str>, message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param,
+            code: None,
+        }
+    }
+
+    /// A `404 model_not_found`.
+    pub(crate) fn unknown_model(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: Some("model"),
+            code: Some("model_not_found"),
+        }
+    }
+
+    /// A `502`: the model or a tool failed.
+    pub(crate) fn upstream(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_GATEWAY,
+            message: message.into(),
+            kind: "server_error",
+            param: None,
+            code: None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({ "error": self }))).into_response()
+    }
+}
+
+/// `GET /v1/models`.
+pub(crate) fn model_list(ids: &[&str]) -> Value {
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({ "id": id, "object": "model", "created": 0, "owned_by": "timebox" }))
+        .collect();
+    json!({ "object": "list", "data": data })
+}

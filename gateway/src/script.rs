@@ -1,0 +1,156 @@
+//! The scripted models: what each `model` name makes the provider do.
+
+use std::fmt;
+use std::time::Duration;
+
+/// What a scripted model does, chosen by the request's `model`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Script {
+    /// `scripted-fast`: a short answer, a token every 40 ms.
+    Fast,
+    /// `scripted-thinker[-<N>s]`: silent for N s (default 8) before its first
+    /// token, then a short answer. Only the first-chunk timer covers that
+    /// silence: inactivity is not armed before the first token.
+    Thinker { think: Duration },
+    /// `scripted-tool-<N>s`: says it will use a tool, runs `slow_task` for
+    /// N s (inactivity suspended meanwhile), then answers with its result.
+    Tool { work: Duration },
+    /// `scripted-slow-<N>s`: an answer whose tokens are spread over N s.
+    Slow { over: Duration },
+    /// `scripted-hang`: one token, then nothing, ever.
+    Hang,
+}
+
+/// The model names `GET /v1/models` lists: one of each kind.
+pub(crate) const MODELS: &[&str] = &[
+    "scripted-fast",
+    "scripted-thinker",
+    "scripted-tool-60s",
+    "scripted-slow-30s",
+    "scripted-hang",
+];
+
+/// The longest N a model name may ask for.
+const MAX_SECS: u64 = 3600;
+
+/// How long `scripted-thinker` thinks when the name does not say.
+const DEFAULT_THINK: Duration = Duration::from_secs(8);
+
+/// The words of every scripted answer.
+pub(crate) const ANSWER: &str =
+    "A deadline is a promise about time: keep it, pass it on, and stop when it is spent.";
+
+/// A model name that is not a scripted model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnknownModel(String);
+
+impl fmt::Display for UnknownModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "model `{}` does not exist; use one of scripted-fast, scripted-thinker[-<N>s], \
+             scripted-tool-<N>s, scripted-slow-<N>s, scripted-hang (N in 1..={MAX_SECS})",
+            self.0
+        )
+    }
+}
+
+impl Script {
+    /// The script a model name asks for.
+    ///
+    /// # Errors
+    ///
+    /// A name that is not one of the scripted models, or an N out of range.
+    pub(crate) fn from_model(model: &str) -> Result<Self, UnknownModel> {
+        let unknown = || UnknownModel(model.to_owned());
+        let rest = model.strip_prefix("scripted-").ok_or_else(unknown)?;
+        let script = match rest {
+            "fast" => Self::Fast,
+            "hang" => Self::Hang,
+            "thinker" => Self::Thinker {
+                think: DEFAULT_THINK,
+            },
+            _ => {
+                let (kind, secs) = rest.rsplit_once('-').ok_or_else(unknown)?;
+                let secs = seconds(secs).ok_or_else(unknown)?;
+                match kind {
+                    "thinker" => Self::Thinker { think: secs },
+                    "tool" => Self::Tool { work: secs },
+                    "slow" => Self::Slow { over: secs },
+                    _ => return Err(unknown()),
+                }
+            }
+        };
+        Ok(script)
+    }
+}
+
+/// `"<N>s"` with N in `1..=MAX_SECS`.
+fn seconds(text: &str) -> Option<Duration> {
+    let n: u64 = text.strip_suffix('s')?.parse().ok()?;
+    (1..=MAX_SECS).contains(&n).then(|| Duration::from_secs(n))
+}
+
+/// `text` cut into word tokens, each with the space that follows it.
+pub(crate) fn tokens(text: &str) -> Vec<String> {
+    text.split_inclusive(' ').map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_model_is_a_script() {
+        for model in MODELS {
+            assert!(Script::from_model(model).is_ok(), "{model}");
+        }
+    }
+
+    #[test]
+    fn names_carry_their_seconds() {
+        assert_eq!(
+            Script::from_model("scripted-tool-60s"),
+            Ok(Script::Tool {
+                work: Duration::from_secs(60)
+            })
+        );
+        assert_eq!(
+            Script::from_model("scripted-thinker-3s"),
+            Ok(Script::Thinker {
+                think: Duration::from_secs(3)
+            })
+        );
+        assert_eq!(
+            Script::from_model("scripted-thinker"),
+            Ok(Script::Thinker {
+                think: DEFAULT_THINK
+            })
+        );
+    }
+
+    #[test]
+    fn bad_names_are_unknown_and_the_error_lists_the_models() {
+        for model in [
+            "gpt-4o",
+            "scripted-",
+            "scripted-tool",
+            "scripted-tool-0s",
+            "scripted-tool-3601s",
+            "scripted-tool-60",
+            "scripted-tool--1s",
+            "scripted-fast-1s",
+            "scripted-slow-1.5s",
+        ] {
+            let err = Script::from_model(model).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{model}`")), "{err}");
+            assert!(err.contains("scripted-fast"), "{err}");
+        }
+    }
+
+    #[test]
+    fn tokens_join_back_into_the_text() {
+        assert_eq!(tokens(ANSWER).concat(), ANSWER);
+        assert_eq!(tokens("a b"), ["a ", "b"]);
+    }
+}

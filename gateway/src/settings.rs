@@ -1,0 +1,108 @@
+//! Loading the gateway's settings: timebox's [`Config`] over the embedded
+//! defaults, and the address to listen on.
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use timebox::config::{Config, ConfigError, Loader, Warning, CONFIG_FILE};
+
+/// The embedded defaults, under `timebox.toml` and the environment.
+pub(crate) const DEFAULTS: &str = include_str!("defaults.toml");
+
+/// The variable that sets the address to listen on.
+pub const ADDR_ENV: &str = "CHAT_GATEWAY_ADDR";
+
+/// The address when [`ADDR_ENV`] is not set.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+
+/// Everything the gateway is configured with.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) config: Config,
+    pub(crate) warnings: Vec<Warning>,
+    pub(crate) addr: SocketAddr,
+}
+
+/// Why the gateway cannot start.
+#[derive(Debug)]
+pub(crate) enum SettingsError {
+    Config(ConfigError),
+    Addr { value: String, reason: String },
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(err) => write!(f, "invalid configuration: {err}"),
+            Self::Addr { value, reason } => write!(
+                f,
+                "environment variable `{ADDR_ENV}` is `{value}`: {reason}; \
+                 expected an address such as {DEFAULT_ADDR}"
+            ),
+        }
+    }
+}
+
+impl Settings {
+    /// Loads the settings from the embedded defaults, `timebox.toml` and
+    /// the process environment, and validates them.
+    ///
+    /// # Errors
+    ///
+    /// An invalid configuration value, or an [`ADDR_ENV`] that is not a
+    /// socket address; each names the key or variable.
+    pub(crate) fn load() -> Result<Self, SettingsError> {
+        let config = Loader::new()
+            .toml_str(DEFAULTS)
+            .toml_file(CONFIG_FILE)
+            .env()
+            .load()
+            .map_err(SettingsError::Config)?;
+        let warnings = config.validate().map_err(SettingsError::Config)?;
+        let addr = match std::env::var(ADDR_ENV) {
+            Ok(value) => parse_addr(&value)?,
+            Err(std::env::VarError::NotPresent) => parse_addr(DEFAULT_ADDR)?,
+            Err(std::env::VarError::NotUnicode(value)) => {
+                return Err(SettingsError::Addr {
+                    value: value.to_string_lossy().into_owned(),
+                    reason: "not valid Unicode".to_owned(),
+                })
+            }
+        };
+        Ok(Self {
+            config,
+            warnings,
+            addr,
+        })
+    }
+}
+
+fn parse_addr(value: &str) -> Result<SocketAddr, SettingsError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|err: std::net::AddrParseError| SettingsError::Addr {
+            value: value.to_owned(),
+            reason: err.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_defaults_load_and_validate() {
+        let config = Loader::new().toml_str(DEFAULTS).load().unwrap();
+        assert_eq!(config.stream.stream_inactivity_timeout_secs, 5);
+        assert_eq!(config.server.timeouts.request_timeout_ms, Some(5000));
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn a_bad_address_names_the_variable() {
+        let err = parse_addr("localhost").unwrap_err().to_string();
+        assert!(err.contains(ADDR_ENV), "{err}");
+        assert!(err.contains("`localhost`"), "{err}");
+    }
+}

@@ -1,0 +1,107 @@
+"""Checks the chat gateway with the official `openai` Python client.
+
+Usage: python client_checks.py BASE_URL CHECK
+
+BASE_URL is the gateway's address (http://127.0.0.1:PORT). CHECK is one of
+the functions below. Each prints one JSON line with what it saw and exits 0
+when the client saw what it should, 1 with the reason otherwise.
+"""
+
+import json
+import sys
+
+import openai
+
+ANSWER = "A deadline is a promise about time: keep it, pass it on, and stop when it is spent."
+MESSAGES = [{"role": "user", "content": "What is a deadline?"}]
+
+
+def client(base_url, **options):
+    return openai.OpenAI(base_url=base_url + "/v1", api_key="unused", **options)
+
+
+def fail(reason, **seen):
+    print(json.dumps({"ok": False, "reason": reason, **seen}))
+    sys.exit(1)
+
+
+def stream(base_url):
+    """A streamed answer arrives whole and ends cleanly."""
+    text, finish = "", None
+    chunks = client(base_url).chat.completions.create(
+        model="scripted-fast", messages=MESSAGES, stream=True
+    )
+    for chunk in chunks:
+        choice = chunk.choices[0]
+        text += choice.delta.content or ""
+        finish = choice.finish_reason or finish
+    if text != ANSWER:
+        fail("the streamed answer is not the whole answer", text=text)
+    if finish != "stop":
+        fail("the stream did not end with finish_reason stop", finish=finish)
+    return {"text": text, "finish_reason": finish}
+
+
+def complete(base_url):
+    """An answer that is not streamed arrives whole."""
+    completion = client(base_url).chat.completions.create(
+        model="scripted-fast", messages=MESSAGES
+    )
+    choice = completion.choices[0]
+    if choice.message.content != ANSWER or choice.finish_reason != "stop":
+        fail("the answer is not whole", text=choice.message.content)
+    return {"text": choice.message.content, "object": completion.object}
+
+
+def hang(base_url):
+    """A model that goes silent: the client gets an error, not a short answer."""
+    text = ""
+    chunks = client(base_url).chat.completions.create(
+        model="scripted-hang", messages=MESSAGES, stream=True
+    )
+    try:
+        for chunk in chunks:
+            text += chunk.choices[0].delta.content or ""
+    except openai.APIError as err:
+        cause = (err.body or {}).get("cause")
+        if cause not in ("inactivity", "first_item"):
+            fail("the error event does not name the timer", cause=cause, message=err.message)
+        return {"text": text, "cause": cause, "message": err.message}
+    fail("the stream ended without an error, like a short answer", text=text)
+
+
+def disconnect(base_url):
+    """Reads the start of a tool-using answer, then hangs up."""
+    chunks = client(base_url).chat.completions.create(
+        model="scripted-tool-60s", messages=MESSAGES, stream=True
+    )
+    text = ""
+    for chunk in chunks:
+        text += chunk.choices[0].delta.content or ""
+        if text.endswith("first. "):
+            break
+    chunks.close()
+    return {"text": text}
+
+
+def shutdown_503(base_url):
+    """During a shutdown a new request is refused with 503 and Retry-After."""
+    try:
+        client(base_url, max_retries=0).chat.completions.create(
+            model="scripted-fast", messages=MESSAGES
+        )
+    except openai.APIStatusError as err:
+        retry_after = err.response.headers.get("retry-after")
+        if err.status_code != 503 or retry_after is None:
+            fail("not a 503 with Retry-After", status=err.status_code, retry_after=retry_after)
+        return {"status": err.status_code, "retry_after": retry_after}
+    fail("the request was answered during the shutdown")
+
+
+CHECKS = {f.__name__: f for f in (stream, complete, hang, disconnect, shutdown_503)}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[2] not in CHECKS:
+        sys.exit(f"usage: client_checks.py BASE_URL {{{'|'.join(CHECKS)}}}")
+    seen = CHECKS[sys.argv[2]](sys.argv[1])
+    print(json.dumps({"ok": True, **seen}))

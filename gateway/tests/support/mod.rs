@@ -1,0 +1,234 @@
+//! Running the gateway as a process, and the official Python client against
+//! it.
+
+#![allow(dead_code, unreachable_pub)] // each test file uses a different part
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+/// A gateway process on 127.0.0.1 with an OS-chosen port, killed on drop.
+pub struct Gateway {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    log: Arc<Log>,
+}
+
+/// The lines the gateway wrote to stderr, as they come.
+#[derive(Default)]
+struct Log {
+    lines: Mutex<Vec<(Instant, String)>>,
+    grew: Condvar,
+}
+
+impl Gateway {
+    /// Starts the gateway binary with its embedded defaults plus `env`
+    /// (every `TIMEBOX_` variable of the test's own environment removed),
+    /// and waits for its `listening on` line.
+    pub fn start(env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_chat-gateway"));
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("TIMEBOX_") {
+                command.env_remove(name);
+            }
+        }
+        let mut child = command
+            .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
+            .env("RUST_LOG", "info,rmcp=warn")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the gateway starts");
+        let log = Arc::new(Log::default());
+        let stderr = child.stderr.take().expect("piped stderr");
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lines
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((Instant::now(), line));
+                sink.grew.notify_all();
+            }
+        });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("the gateway prints its address");
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("a `listening on` line, not {line:?}"))
+            .to_owned();
+        Self { child, base, log }
+    }
+
+    /// When the first stderr line containing every one of `needles` was
+    /// written, waiting for it at most `bound`.
+    pub fn wait_for_log(&self, needles: &[&str], bound: Duration) -> Option<Instant> {
+        let give_up = Instant::now() + bound;
+        let mut lines = self
+            .log
+            .lines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some((at, _)) = lines
+                .iter()
+                .find(|(_, line)| needles.iter().all(|needle| line.contains(needle)))
+            {
+                return Some(*at);
+            }
+            let left = give_up.checked_duration_since(Instant::now())?;
+            lines = self
+                .log
+                .grew
+                .wait_timeout(lines, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Everything written to stderr so far, for failure messages.
+    pub fn log_text(&self) -> String {
+        let lines = self
+            .log
+            .lines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        lines.iter().map(|(_, line)| format!("{line}\n")).collect()
+    }
+
+    /// Sends the process SIGTERM.
+    pub fn sigterm(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// The exit code, waiting at most `bound` for the process to exit.
+    pub fn exit_within(&mut self, bound: Duration) -> Option<i32> {
+        let give_up = Instant::now() + bound;
+        loop {
+            if let Some(status) = self
+                .child
+                .try_wait()
+                .expect("the gateway can be waited for")
+            {
+                return status.code();
+            }
+            assert!(
+                Instant::now() < give_up,
+                "the gateway did not exit within {bound:?}; its log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Python interpreter of a virtual environment with the pinned `openai`
+/// package, made (and the package installed from PyPI) on first use.
+pub fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("openai-venv");
+        let python = venv.join("bin").join("python");
+        let requirements =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/requirements.txt");
+        let installed = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(&requirements)
+            .status()
+            .is_ok_and(|status| status.success());
+        if !installed {
+            let system = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+            run(Command::new(&system).args(["-m", "venv"]).arg(&venv));
+            run(Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "-r",
+                ])
+                .arg(&requirements));
+        }
+        python
+    })
+}
+
+fn run(command: &mut Command) {
+    let status = command
+        .status()
+        .unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"));
+    assert!(status.success(), "{command:?} failed: {status}");
+}
+
+/// Runs one check of `python/client_checks.py` against `gateway`; what it
+/// saw, as JSON. Fails the test with the check's output when it fails.
+pub fn python_check(gateway: &Gateway, check: &str) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_checks.py");
+    let output = Command::new(python())
+        .arg(script)
+        .args([gateway.base.as_str(), check])
+        .output()
+        .expect("the python check runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "python check `{check}` failed\nstdout: {stdout}\nstderr: {}\ngateway log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        gateway.log_text()
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{err}: {stdout}"))
+}
+
+/// Starts a streamed completion from `model`; the response, its body
+/// unread.
+pub async fn open_stream(client: &reqwest::Client, base: &str, model: &str) -> reqwest::Response {
+    let body = serde_json::json!({
+        "model": model,
+        "messages": [{ "role": "user", "content": "What is a deadline?" }],
+        "stream": true,
+    });
+    let response = client
+        .post(format!("{base}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("the stream starts");
+    assert_eq!(response.status(), 200, "streams of {model} are accepted");
+    response
+}
+
+/// The rest of a response's body, as text; what arrived before an error.
+pub async fn read_to_end(response: &mut reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
