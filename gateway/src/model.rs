@@ -85,10 +85,12 @@ impl Run {
         }
     }
 
-    /// Sends `text` a token at a time, `gap` before each.
+    /// Sends `text` a token at a time, `gap` apart, the first at once.
     async fn say(&self, text: &str, gap: Duration) {
-        for token in tokens(text) {
-            tokio::time::sleep(gap).await;
+        for (i, token) in tokens(text).into_iter().enumerate() {
+            if i > 0 {
+                tokio::time::sleep(gap).await;
+            }
             if self.out.send(Output::Token(token)).await.is_err() {
                 return;
             }

@@ -1,1 +1,113 @@
+//! SIGTERM to a gateway with streams in flight (DESIGN G1, G2, R3).
 
+#![cfg(unix)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{open_stream, read_to_end, Gateway};
+
+const ANSWER: &str =
+    "A deadline is a promise about time: keep it, pass it on, and stop when it is spent.";
+
+/// Streams that need 3 s fit in the 5 s grace; streams that need 60 s do not.
+const SHORT: &str = "scripted-slow-3s";
+const LONG: &str = "scripted-slow-60s";
+const GRACE: Duration = Duration::from_secs(5);
+const DRAIN_FORCE: Duration = Duration::from_secs(2);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_done() {
+    let mut gateway = Gateway::start(&[
+        ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0"),
+        ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "5"),
+        ("TIMEBOX_SERVER__DRAIN_FORCE_SECS", "2"),
+    ]);
+    let client = reqwest::Client::new();
+    let opened: Vec<_> = (0..20)
+        .map(|i| {
+            let (client, base) = (client.clone(), gateway.base.clone());
+            let model = if i % 2 == 0 { SHORT } else { LONG };
+            tokio::spawn(async move {
+                let mut response = open_stream(&client, &base, model).await;
+                let head = read_until_data(&mut response).await;
+                (model, response, head)
+            })
+        })
+        .collect();
+    let mut streams = Vec::new();
+    for stream in opened {
+        let (model, mut response, head) = stream.await.expect("the stream opens");
+        streams.push(tokio::spawn(async move {
+            let body = head + &read_to_end(&mut response).await;
+            (model, body, Instant::now())
+        }));
+    }
+
+    // Every stream has its first token: signal.
+    gateway.sigterm();
+    let signalled = Instant::now();
+    assert!(
+        gateway
+            .wait_for_log(&["shutdown phase 1"], Duration::from_secs(5))
+            .is_some(),
+        "the SIGTERM started the shutdown:\n{}",
+        gateway.log_text()
+    );
+    let late = client
+        .get(format!("{}/v1/models", gateway.base))
+        .send()
+        .await
+        .expect("the listener stays open while streams finish");
+    assert_eq!(late.status(), 503);
+    let retry_after: u64 = late
+        .headers()
+        .get("retry-after")
+        .and_then(|value| value.to_str().ok()?.parse().ok())
+        .expect("a whole-seconds Retry-After");
+    assert!((1..=3).contains(&retry_after), "Retry-After {retry_after}");
+
+    for stream in streams {
+        let (model, body, ended) = stream.await.expect("the stream is read");
+        assert!(body.trim_end().ends_with("data: [DONE]"), "{model}: {body}");
+        assert!(!body.contains("event: error"), "{model}: {body}");
+        if model == SHORT {
+            assert_eq!(answer_of(&body), ANSWER, "{model} finished");
+            assert!(body.contains(r#""finish_reason":"stop""#), "{body}");
+        } else {
+            assert!(!body.contains(r#""finish_reason":"stop""#), "{body}");
+            assert!(
+                ended.duration_since(signalled) >= GRACE - Duration::from_millis(500),
+                "{model} was ended before the grace was over"
+            );
+        }
+    }
+    let bound = GRACE + DRAIN_FORCE + Duration::from_secs(3);
+    assert_eq!(gateway.exit_within(bound), Some(0));
+}
+
+/// Reads until the first `data:` line has arrived; what was read.
+async fn read_until_data(response: &mut reqwest::Response) -> String {
+    let mut body = String::new();
+    while !body.contains("data: ") {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("the stream ended before its first token: {other:?}: {body}"),
+        }
+    }
+    body
+}
+
+/// The answer text carried by a stream's chunks.
+fn answer_of(body: &str) -> String {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+        .filter_map(|chunk| {
+            chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
