@@ -15,7 +15,7 @@
 //!   and its tool calls in its [`ToolCalls`](timebox::registry::ToolCalls);
 //!   when a stream times out or the client goes away, the tool server is
 //!   sent `notifications/cancelled` for the calls in flight, bounded;
-//! - SIGTERM starts timebox's two-phase [`Shutdown`](timebox::shutdown::Shutdown):
+//! - SIGTERM starts timebox's two-phase `Shutdown`:
 //!   new requests get `503` with `Retry-After`, streams get the grace to
 //!   finish, then `[DONE]`.
 //!

@@ -11,9 +11,11 @@ use support::{open_stream, read_to_end, Gateway};
 const ANSWER: &str =
     "A deadline is a promise about time: keep it, pass it on, and stop when it is spent.";
 
-/// Streams that need 3 s fit in the 5 s grace; streams that need 60 s do not.
+/// Streams that need 3 s fit in the 5 s grace; streams that need 60 s do not,
+/// whether they stream tokens or wait for a tool.
 const SHORT: &str = "scripted-slow-3s";
 const LONG: &str = "scripted-slow-60s";
+const TOOL: &str = "scripted-tool-60s";
 const GRACE: Duration = Duration::from_secs(5);
 const DRAIN_FORCE: Duration = Duration::from_secs(2);
 
@@ -28,7 +30,11 @@ async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_d
     let opened: Vec<_> = (0..20)
         .map(|i| {
             let (client, base) = (client.clone(), gateway.base.clone());
-            let model = if i % 2 == 0 { SHORT } else { LONG };
+            let model = match i % 4 {
+                0 | 2 => SHORT,
+                1 => LONG,
+                _ => TOOL,
+            };
             tokio::spawn(async move {
                 let mut response = open_stream(&client, &base, model).await;
                 let head = read_until_data(&mut response).await;
@@ -83,6 +89,17 @@ async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_d
             );
         }
     }
+    // The tool calls were cancelled after `[DONE]` went out (DESIGN R3).
+    assert!(
+        gateway
+            .wait_for_log(
+                &["notifications/cancelled received", "shutdown"],
+                Duration::from_secs(2)
+            )
+            .is_some(),
+        "the tool server was told:\n{}",
+        gateway.log_text()
+    );
     let bound = GRACE + DRAIN_FORCE + Duration::from_secs(3);
     assert_eq!(gateway.exit_within(bound), Some(0));
 }
