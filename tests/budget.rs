@@ -1,16 +1,21 @@
 //! Integration tests of `timebox::retry`: the retry budget (DESIGN.md §5
 //! B1–B4), backoff and `Retry-After` (C5), and what is retryable (C4).
-//! Nothing here reads a clock: the budget has none, and backoff draws from a
-//! seeded `Entropy`.
+//! The budget has no clock and backoff draws from a seeded `Entropy`; the
+//! one client-level property runs its calls on a paused clock.
 
-use std::sync::Barrier;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use axum::body::Bytes;
+use futures_util::stream;
 use http::header::{DATE, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use proptest::prelude::*;
-use timebox::config::{BudgetConfig, ClientConfig};
+use timebox::client::{Client, ResponseBody, Transport, TransportError, TransportFuture};
+use timebox::config::{BudgetConfig, ClientConfig, Config};
 use timebox::entropy::Entropy;
 use timebox::retry::{
     classify_status, hint_wait, is_idempotent, retry_after, Backoff, RetryBudget, RetryBudgets,
@@ -641,5 +646,194 @@ proptest! {
             prop_assert!((0.0..=budget.capacity()).contains(&tokens), "{} tokens", tokens);
             prop_assert_eq!(tokens, model as f64 / 1000.0);
         }
+    }
+}
+
+// B3, exactly: once the bucket is drained, every first attempt pays in
+// `d = retry_ratio × transient_cost` (rounded to a thousandth of a token) and
+// every retry of `kind` takes out `c = cost(kind)`. Nothing else moves the
+// bucket, so retries R after N first attempts satisfy R·c + left = start +
+// paid in, with `left < c`: R = ⌊(start + N·d) / c⌋ while no deposit
+// overflows the capacity, and |R − N·d/c| < 1, i.e. R/N is within 1/N of
+// `retry_ratio × transient_cost / cost(kind)`. A deposit can overflow only
+// when the capacity holds less than one retry plus one deposit; then each
+// deposit still pays at least `capacity − (c − 1)` thousandths, which bounds R
+// from below. A cost above the capacity can never be paid.
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    #[test]
+    fn a_drained_bucket_retries_first_attempts_at_retry_ratio_times_transient_cost_over_cost(
+        config in config(),
+        kind in kind(),
+        calls in 1u64..=500,
+    ) {
+        let budget = RetryBudget::new(&config);
+        let milli = |tokens: f64| (tokens * 1000.0).round() as u64;
+        let capacity = config.capacity * 1000;
+        let deposit = (config.retry_ratio * config.transient_cost as f64 * 1000.0).round() as u64;
+        let cost = match kind {
+            RetryKind::Transient => config.transient_cost * 1000,
+            RetryKind::Throttling => config.throttling_cost * 1000,
+        };
+
+        drain(&budget, kind);
+        let start = milli(budget.tokens());
+        prop_assert_eq!(start, if cost <= capacity { capacity % cost } else { capacity });
+
+        let mut retries = 0u64;
+        for _ in 0..calls {
+            budget.on_first_attempt();
+            while budget.try_withdraw(kind) {
+                retries += 1;
+            }
+            prop_assert!(milli(budget.tokens()) < cost, "the bucket is drained after every call");
+        }
+
+        if cost > capacity {
+            prop_assert_eq!(retries, 0, "a retry dearer than the capacity is never paid");
+            return Ok(());
+        }
+        let least_deposit = deposit.min(capacity - (cost - 1));
+        let most = (start + calls * deposit) / cost;
+        let least = (start + calls * least_deposit) / cost;
+        prop_assert!(
+            (least..=most).contains(&retries),
+            "{} retries after {} first attempts; expected {}..={}", retries, calls, least, most
+        );
+        if capacity >= cost - 1 + deposit {
+            prop_assert_eq!(retries, most);
+            // The same, as the ratio B3 speaks of: within 1/N of d/c.
+            let expected = calls as f64 * deposit as f64 / cost as f64;
+            prop_assert!((retries as f64 - expected).abs() < 1.0, "{} vs {}", retries, expected);
+        }
+    }
+}
+
+// B2: a first attempt never waits for tokens, seen from the client: whatever
+// state the host's bucket is in (full, drained, or anywhere after earlier
+// calls), every call's first attempt reaches the upstream. The breaker is kept
+// out (its sample count is never reached), so only the budget could hold an
+// attempt back.
+
+/// What the upstream does with one attempt.
+#[derive(Debug, Clone, Copy)]
+enum Answer {
+    Status(u16),
+    Refuse,
+}
+
+/// An upstream reached through the client's transport: answers attempts in
+/// order from a script (503 once it runs out) and records which call each
+/// attempt belonged to, by its `x-call` header.
+#[derive(Debug, Default)]
+struct Upstream {
+    script: Mutex<VecDeque<Answer>>,
+    calls_seen: Mutex<Vec<usize>>,
+}
+
+impl Transport for Upstream {
+    fn send(&self, request: http::Request<Bytes>) -> TransportFuture {
+        let call = request.headers()["x-call"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        self.calls_seen.lock().unwrap().push(call);
+        let answer = self
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Answer::Status(503));
+        Box::pin(async move {
+            match answer {
+                Answer::Refuse => Err(TransportError::Connect("connection refused".into())),
+                Answer::Status(status) => Ok(http::Response::builder()
+                    .status(status)
+                    .body(ResponseBody::from_stream(stream::empty::<
+                        Result<Bytes, Infallible>,
+                    >()))
+                    .unwrap()),
+            }
+        })
+    }
+}
+
+fn answer() -> impl Strategy<Value = Answer> {
+    prop_oneof![
+        Just(Answer::Status(200)),
+        Just(Answer::Status(404)),
+        Just(Answer::Status(429)),
+        Just(Answer::Status(500)),
+        Just(Answer::Status(503)),
+        Just(Answer::Refuse),
+    ]
+}
+
+/// One call: its method, and whether the host's bucket is drained (by other
+/// callers' retries) just before it.
+fn call() -> impl Strategy<Value = (Method, bool)> {
+    (
+        prop_oneof![3 => Just(Method::GET), 1 => Just(Method::POST)],
+        prop::bool::weighted(0.3),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn every_first_attempt_reaches_the_upstream_whatever_the_budget_holds(
+        budget in config(),
+        max_retries in 0u64..=4,
+        script in prop::collection::vec(answer(), 0..120),
+        calls in prop::collection::vec(call(), 1..40),
+    ) {
+        let mut config = Config::default();
+        config.http.client.retry_budget = budget;
+        config.http.client.max_retries = max_retries;
+        config.breaker.minimum_sample_count = u32::MAX;
+        let upstream = Arc::new(Upstream {
+            script: Mutex::new(script.into()),
+            ..Upstream::default()
+        });
+        let client = Client::builder(&config)
+            .transport(upstream.clone())
+            .entropy(Entropy::seeded(1))
+            .build();
+        let bucket = client.budgets().for_uri(&uri("http://up.example/")).unwrap();
+
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            for (i, (method, drain_first)) in calls.iter().enumerate() {
+                if *drain_first {
+                    drain(&bucket, THROTTLING);
+                    drain(&bucket, TRANSIENT);
+                }
+                let tokens = bucket.tokens();
+                let before = upstream.calls_seen.lock().unwrap().len();
+                let _ = client
+                    .request(method.clone(), "http://up.example/")
+                    .header("x-call", i.to_string())
+                    .send()
+                    .await;
+                let seen = upstream.calls_seen.lock().unwrap();
+                let attempts = &seen[before..];
+                prop_assert!(
+                    !attempts.is_empty(),
+                    "call {} ({}) with {} tokens in the bucket never reached the upstream",
+                    i, method, tokens
+                );
+                prop_assert!(attempts.iter().all(|&call| call == i), "{:?}", attempts);
+                prop_assert!(attempts.len() as u64 <= max_retries + 1, "{:?}", attempts);
+            }
+            Ok::<(), TestCaseError>(())
+        })?;
     }
 }
