@@ -2,7 +2,7 @@
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::task::{ready, Context, Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 use pin_project::pin_project;
 use tokio::task::{unconstrained, Unconstrained};
@@ -115,8 +115,9 @@ struct Gate {
     state: State,
     /// The wake-up at the deadline, made at the first `Pending` of the inner
     /// future: work that finishes in its first poll never touches the timer.
-    #[pin]
-    timer: Option<Unconstrained<Sleep>>,
+    /// Boxed, because a `Sleep` is large and most gated work never needs it:
+    /// a small `Bounded` is cheaper to move and to box.
+    timer: Option<Pin<Box<Unconstrained<Sleep>>>>,
     /// The waker the timer was last polled with. While the task's waker stays
     /// the same the timer need not be polled again: the clock check before
     /// each poll already sees a passed deadline.
@@ -173,7 +174,7 @@ impl Gate {
 
     /// Arranges a wake-up at the deadline; ready once the timer has fired.
     fn poll_expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DeadlineExceeded> {
-        let mut this = self.project();
+        let this = self.project();
         let State::Armed(deadline) = *this.state else {
             return Poll::Pending;
         };
@@ -184,12 +185,10 @@ impl Gate {
         {
             return Poll::Pending;
         }
-        if this.timer.is_none() {
-            this.timer
-                .set(Some(unconstrained(sleep_until(deadline.instant()))));
-        }
-        if let Some(timer) = this.timer.as_pin_mut() {
-            ready!(timer.poll(cx));
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(unconstrained(sleep_until(deadline.instant()))));
+        if timer.as_mut().poll(cx).is_ready() {
             return Poll::Ready(DeadlineExceeded::new());
         }
         *this.registered = Some(cx.waker().clone());
