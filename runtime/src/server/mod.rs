@@ -32,14 +32,14 @@
 //!
 //! 1. [`ShutdownGate`], which [`serve`] puts around the whole service: 503
 //!    once the server stops accepting, and the in-flight count.
-//! 2. [`TimeboxLayer`], when any route can have a deadline: the request's
-//!    start time, and the inbound deadline header when
-//!    `server.timeouts.accept_deadline_header` is on.
-//! 3. The route's [`RouteDeadlineLayer`]: the deadline is the route's
-//!    override, else the global `request_timeout_ms`, else none; an accepted
-//!    header can only shorten it. The handler, extractors included, runs
-//!    poll-gated under it (see [`bounded`](crate::deadline::bounded)) with the
-//!    deadline current, so outbound calls and pool waits below it see it too.
+//! 2. Routing, then the route's deadline, when it has one: the route's
+//!    override, else the global `request_timeout_ms`, else none. It counts
+//!    from the moment the request reaches the handler, before extraction; an
+//!    inbound deadline header, accepted when
+//!    `server.timeouts.accept_deadline_header` is on, can only shorten it.
+//! 3. The handler, extractors included, runs poll-gated under the deadline
+//!    (see [`bounded`](crate::deadline::bounded)) with the deadline current,
+//!    so outbound calls and pool waits below it see it too.
 //! 4. When the deadline passes, the handler's future is dropped and the answer
 //!    is `503 Service Unavailable`, `application/problem+json`, with
 //!    `Retry-After` of 1, 2 or 3 seconds drawn from the app's
@@ -53,6 +53,12 @@
 //!
 //! Only the time to the response head is bounded: a streaming body keeps
 //! going after the handler returned. A route with no deadline reads no clock.
+//!
+//! [`Routes::into_router`] applies steps 2–4 inside each handler rather than
+//! as tower layers, because axum boxes and clones a service for every
+//! `MethodRouter::layer` on every request. [`TimeboxLayer`] and
+//! [`RouteDeadlineLayer`] do the same as layers, for routers built without
+//! the macros.
 
 mod context;
 mod extract;
@@ -71,6 +77,7 @@ pub use crate::problem::DeadlineCancelled;
 pub use crate::shutdown::ShutdownToken;
 pub use gate::{GateFuture, ShutdownGate, ShutdownGateLayer};
 pub use readiness::readiness;
+use route_deadline::{DeadlineHandler, RouteSettings};
 pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;

@@ -2,27 +2,31 @@
 //! [`routes!`](crate::routes) collects.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 
 use axum::handler::Handler;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use http::Method;
-use tower_layer::Stack;
 
 use crate::config::Config;
+use crate::entropy::Entropy;
 
-use super::{RouteDeadlineLayer, RouteTimeout, TimeboxLayer};
+use super::{DeadlineHandler, RouteSettings, RouteTimeout};
+
+/// Mounts a route's handler, under its deadline when it has one.
+type Mount<S> = Box<dyn FnOnce(Option<Arc<RouteSettings>>) -> MethodRouter<S> + Send>;
 
 /// One handler at one method and path, with its deadline rule.
 ///
 /// The route macros build these; build one by hand to mount a handler that
 /// has no attribute.
-#[derive(Debug)]
 pub struct Route<S> {
     method: Method,
     path: &'static str,
     timeout: RouteTimeout,
-    router: MethodRouter<S>,
+    mount: Mount<S>,
 }
 
 impl<S: Clone + Send + Sync + 'static> Route<S> {
@@ -43,7 +47,16 @@ impl<S: Clone + Send + Sync + 'static> Route<S> {
             method,
             path,
             timeout,
-            router: on(filter, handler),
+            mount: Box::new(move |settings| match settings {
+                Some(settings) => on(
+                    filter,
+                    DeadlineHandler {
+                        inner: handler,
+                        settings,
+                    },
+                ),
+                None => on(filter, handler),
+            }),
         }
     }
 
@@ -60,6 +73,16 @@ impl<S: Clone + Send + Sync + 'static> Route<S> {
     /// The deadline rule.
     pub fn timeout(&self) -> RouteTimeout {
         self.timeout
+    }
+}
+
+impl<S> fmt::Debug for Route<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Route")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
     }
 }
 
@@ -103,10 +126,16 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             .max()
     }
 
-    /// An axum router serving every route; each route that can have a
-    /// deadline runs inside [`TimeboxLayer`] (the start time, the inbound
-    /// header) and its own [`RouteDeadlineLayer`]. A route with no deadline
-    /// runs with no timebox layer at all (S9).
+    /// An axum router serving every route; the handler of each route that
+    /// has a deadline (its override, else the global one) runs under it, as
+    /// the [module docs](super) describe. A route with no deadline is
+    /// mounted as it is (S9).
+    ///
+    /// The deadline is applied inside the handler, not by layers, so a route
+    /// costs axum one boxed service, as a plain handler does. `Retry-After`
+    /// values come from a random source seeded by the operating system, or
+    /// from the request's [`Entropy`] extension when it has one (as
+    /// `Sim::app` gives it).
     ///
     /// Each route's deadline applies to its own method only: a `GET` override
     /// also covers `HEAD` (axum answers `HEAD` with the `GET` handler) and
@@ -128,21 +157,20 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 tracing::warn!(key = warning.key(), "{warning}");
             }
         }
-        let layer = TimeboxLayer::new(config);
         let global = config.server.timeouts.request_timeout();
+        let accept_header = config.server.timeouts.accept_deadline_header;
+        let entropy = Entropy::from_os();
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
         for route in self.routes {
-            // S9: a route that can have no deadline gets no layer at all. The
-            // others get both timebox layers as one stack, so axum boxes the
-            // route once, not once per layer.
-            let routed = if route.timeout.resolve(global).is_some() {
-                route.router.layer(Stack::new(
-                    RouteDeadlineLayer::new(route.timeout),
-                    layer.clone(),
-                ))
-            } else {
-                route.router
-            };
+            let settings = route.timeout.resolve(global).map(|budget| {
+                Arc::new(RouteSettings {
+                    budget,
+                    accept_header,
+                    entropy: entropy.clone(),
+                    path: route.path,
+                })
+            });
+            let routed = (route.mount)(settings);
             let merged = match by_path.remove(route.path) {
                 Some(existing) => existing.merge(routed),
                 None => routed,

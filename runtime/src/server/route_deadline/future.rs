@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -14,6 +15,8 @@ use tokio::time::Instant;
 use crate::deadline::{Bounded, Scope};
 use crate::entropy::Entropy;
 use crate::problem;
+
+use super::RouteSettings;
 
 /// Response future of [`RouteDeadline`](super::RouteDeadline).
 #[pin_project]
@@ -45,10 +48,37 @@ enum State<F> {
 #[derive(Debug)]
 pub(super) struct Expiry {
     pub(super) method: Method,
-    pub(super) route: Option<MatchedPath>,
+    pub(super) route: RouteName,
     pub(super) budget: Duration,
     pub(super) start: Instant,
     pub(super) entropy: Option<Entropy>,
+}
+
+/// The route a request was routed to, for the timeout log line.
+#[derive(Debug)]
+pub(super) enum RouteName {
+    /// Mounted by `Routes::into_router`, which knows the path and the app's
+    /// random source.
+    Mounted(Arc<RouteSettings>),
+    /// Learnt from the request.
+    Matched(Option<MatchedPath>),
+}
+
+impl RouteName {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Mounted(settings) => settings.path,
+            Self::Matched(Some(path)) => path.as_str(),
+            Self::Matched(None) => "(unmatched)",
+        }
+    }
+
+    fn entropy(&self) -> Option<&Entropy> {
+        match self {
+            Self::Mounted(settings) => Some(&settings.entropy),
+            Self::Matched(_) => None,
+        }
+    }
 }
 
 impl<F> ResponseFuture<F> {
@@ -100,10 +130,7 @@ where
 }
 
 fn timeout_response(expiry: &Expiry) -> Response {
-    let route = expiry
-        .route
-        .as_ref()
-        .map_or("(unmatched)", MatchedPath::as_str);
+    let route = expiry.route.as_str();
     tracing::warn!(
         method = %expiry.method,
         route,
@@ -113,7 +140,9 @@ fn timeout_response(expiry: &Expiry) -> Response {
     );
     let entropy = expiry
         .entropy
-        .clone()
+        .as_ref()
+        .or_else(|| expiry.route.entropy())
+        .cloned()
         .unwrap_or_else(problem::fallback_entropy);
     problem::deadline_timeout(expiry.budget, &entropy)
 }

@@ -1,6 +1,7 @@
 //! [`RouteDeadlineLayer`]: one route's deadline around its handler (S2–S5).
 
 mod future;
+mod handler;
 
 use std::task::{Context, Poll};
 
@@ -16,8 +17,9 @@ use crate::deadline::{bounded, Deadline};
 use super::context::RequestContext;
 use super::RouteTimeout;
 
-use future::Expiry;
 pub use future::ResponseFuture;
+use future::{Expiry, RouteName};
+pub(crate) use handler::{DeadlineHandler, RouteSettings};
 
 /// Applies a route's deadline to any `tower::Service<http::Request<B>>`.
 ///
@@ -119,7 +121,7 @@ where
         let deadline = Deadline::after_start(start, budget);
         let expiry = Expiry {
             method: req.method().clone(),
-            route: req.extensions().get::<MatchedPath>().cloned(),
+            route: RouteName::Matched(req.extensions().get::<MatchedPath>().cloned()),
             budget,
             start,
             entropy: context.map(|c| c.entropy.clone()),
