@@ -45,15 +45,28 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
     let params = args.iter().map(|(arg, ty)| quote!(#arg: #ty));
     let arg_names: Vec<&syn::Ident> = args.iter().map(|(arg, _)| arg).collect();
 
+    // The bounds axum's `Handler` impl for async fns puts on the arguments:
+    // every one but the last is `FromRequestParts`, the last `FromRequest`
+    // with axum's marker `M`. With them the handler itself, unboxed, is the
+    // route's handler. A handler without arguments has no marker: `M = ()`.
     let arg_types: Vec<&Type> = args.iter().map(|(_, ty)| *ty).collect();
-    // The handler as a nameable type: a fn pointer returning a boxed future.
-    // Bounding it by axum's `Handler` lets the companion mount on every state
-    // its extractors accept (`State<T>`, `FromRef` substates, pools, ..),
-    // with the extractor tuple `M` inferred where `routes!` names it.
-    let handler_fn = quote! {
-        fn(#(#arg_types),*) -> ::timebox::__private::server::BoxedResponse
+    let (marker, extractor_bounds) = match arg_types.split_last() {
+        None => (quote!(()), quote!()),
+        Some((last, init)) => (
+            quote!(__TimeboxExtractors),
+            quote! {
+                #(#init: ::timebox::__private::server::FromRequestParts<__TimeboxState>
+                    + ::core::marker::Send,)*
+                #last: ::timebox::__private::server::FromRequest<__TimeboxState, __TimeboxExtractors>
+                    + ::core::marker::Send,
+            },
+        ),
     };
-    // A return type that is not a response fails here: point at it.
+    let marker_param = if arg_types.is_empty() {
+        quote!()
+    } else {
+        quote!(, __TimeboxExtractors: 'static)
+    };
     let output_span = match &sig.output {
         ReturnType::Type(_, ty) => ty.span(),
         ReturnType::Default => name.span(),
@@ -68,14 +81,11 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
     let path = &route.path;
     let timeout = timeout(&route.timeout);
     let register = quote_spanned! {name.span()=>
-        let handler: #handler_fn = |#(#arg_names),*| {
-            ::std::boxed::Box::pin(__timebox_handler(#(#arg_names),*))
-        };
         ::timebox::server::Route::new(
             ::timebox::__private::server::Method::#method,
             #path,
             #timeout,
-            handler,
+            __timebox_handler,
         )
     };
 
@@ -96,15 +106,14 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
 
         #shared_attrs
         #[allow(deprecated)]
-        impl<__TimeboxState, __TimeboxExtractors>
-            ::timebox::__private::server::RouteDef<__TimeboxState, __TimeboxExtractors> for #name
+        impl<__TimeboxState #marker_param>
+            ::timebox::__private::server::RouteDef<__TimeboxState, #marker> for #name
         where
             __TimeboxState: ::core::clone::Clone
                 + ::core::marker::Send
                 + ::core::marker::Sync
                 + 'static,
-            __TimeboxExtractors: 'static,
-            #handler_fn: ::timebox::__private::server::Handler<__TimeboxExtractors, __TimeboxState>,
+            #extractor_bounds
         {
             fn route() -> ::timebox::server::Route<__TimeboxState> {
                 async fn __timebox_handler(#(#params),*) -> ::timebox::__private::server::Response {
