@@ -1,0 +1,88 @@
+//! What the gateway answers to requests it cannot serve: each error is in
+//! OpenAI's shape and names the field that is wrong.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::Gateway;
+
+async fn post(gateway: &Gateway, body: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", gateway.base))
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .expect("the gateway answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("a body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}")),
+    )
+}
+
+#[tokio::test]
+async fn bad_requests_get_an_openai_error_naming_the_field() {
+    let gateway = Gateway::start(&[]);
+    let messages = json!([{ "role": "user", "content": "hi" }]);
+
+    let (status, body) = post(&gateway, &json!({ "messages": messages }).to_string()).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("missing field `model`"), "{body}");
+
+    let (status, body) = post(&gateway, r#"{"model": "scripted-fast", "messages": "#).await;
+    assert_eq!(status, 400, "{body}");
+
+    let (status, body) = post(
+        &gateway,
+        &json!({ "model": "scripted-fast", "messages": [] }).to_string(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["param"], "messages");
+
+    let (status, body) = post(
+        &gateway,
+        &json!({ "model": "scripted-tool-0s", "messages": messages }).to_string(),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["param"], "model");
+    assert_eq!(body["error"]["code"], "model_not_found");
+}
+
+/// An answer that is not streamed runs under the request deadline: a
+/// 60 s tool call is cut off with timebox's 503, and the tool is told.
+#[tokio::test]
+async fn an_answer_past_the_request_deadline_is_a_503_and_the_tool_is_cancelled() {
+    let gateway = Gateway::start(&[("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "1500")]);
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", gateway.base))
+        .header("content-type", "application/json")
+        .body(
+            json!({
+                "model": "scripted-tool-60s",
+                "messages": [{ "role": "user", "content": "hi" }],
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().contains_key("retry-after"));
+    let bound = std::time::Duration::from_secs(5);
+    for line in [
+        "notifications/cancelled received",
+        "slow_task stopped: cancelled",
+    ] {
+        assert!(
+            gateway.wait_for_log(&[line], bound).is_some(),
+            "no `{line}`:\n{}",
+            gateway.log_text()
+        );
+    }
+}
