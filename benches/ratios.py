@@ -8,6 +8,7 @@ means faster than the baseline.
 
     python3 benches/ratios.py deadline_overhead [--baseline tokio_timeout]
     python3 benches/ratios.py server_overhead --baseline bare --throughput
+    python3 benches/ratios.py --summary    # the README's table, every goal
 """
 import argparse
 import json
@@ -25,7 +26,46 @@ def medians(root: pathlib.Path, prefix: str):
         yield group, bench["function_id"] or bench.get("value_str") or "", median
 
 
+# The README's table: (group, ours, peer, throughput?, goal), each ratio read
+# as "ours per peer" (time ratio, or throughput ratio when marked).
+SUMMARY = [
+    ("deadline_overhead/ready", "bounded", "tokio_timeout", False, "<= 1.1"),
+    ("deadline_overhead/pend10", "bounded", "tokio_timeout", False, "<= 1.1"),
+    ("server_overhead/in_process", "timebox_no_deadline", "bare", True, ">= 0.98"),
+    ("server_overhead/in_process", "timebox_route_deadline", "bare", True, ">= 0.95"),
+    ("server_overhead/in_process", "timebox_route_deadline", "tower_http_timeout", True, ">= 1"),
+    ("server_overhead/tcp", "timebox_no_deadline", "bare", True, ">= 0.98"),
+    ("server_overhead/tcp", "timebox_route_deadline", "bare", True, ">= 0.95"),
+    ("server_overhead/tcp", "timebox_route_deadline", "tower_http_timeout", True, ">= 1"),
+    ("retry_budget/1_thread", "timebox", "tower_tps", True, ">= 2"),
+    ("retry_budget/2_threads", "timebox", "tower_tps", True, ">= 2"),
+]
+
+
+def summary(root: pathlib.Path) -> int:
+    found = {(g, f): m for g, f, m in medians(root, "")}
+    print("| benchmark | ours | peer | ours (ns) | peer (ns) | ratio | goal |")
+    print("|---|---|---|---:|---:|---:|---|")
+    missing = 0
+    for group, ours, peer, throughput, goal in SUMMARY:
+        if (group, ours) not in found or (group, peer) not in found:
+            print(f"| {group} | {ours} | {peer} | - | - | not run | {goal} |")
+            missing += 1
+            continue
+        a, b = found[(group, ours)], found[(group, peer)]
+        ratio = b / a if throughput else a / b
+        kind = "throughput" if throughput else "time"
+        print(f"| {group} | {ours} | {peer} | {a:.1f} | {b:.1f} | {ratio:.3f} ({kind}) | {goal} |")
+    current = found.get(("deadline_overhead/current", "in_scope"))
+    if current is not None:
+        print(f"| deadline_overhead/current | in_scope | - | {current:.2f} | - | - | < 5 ns |")
+    return 1 if missing else 0
+
+
 def main() -> int:
+    if "--summary" in sys.argv[1:]:
+        target = pathlib.Path("target/criterion")
+        return summary(target)
     parser = argparse.ArgumentParser()
     parser.add_argument("prefix", help="group name or its prefix")
     parser.add_argument("--baseline", default="tokio_timeout")
