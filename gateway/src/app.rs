@@ -113,10 +113,11 @@ async fn start(
             "`messages` is empty; send at least one message",
         ));
     }
+    // Words stand in for tokens: the scripted models have no tokenizer.
     let prompt_tokens = request
         .messages
         .iter()
-        .map(|message| message.text().split_whitespace().count() + message.role.len().min(1))
+        .map(|message| message.text().split_whitespace().count())
         .sum();
     let (id, guard) = app.register()?;
     tracing::info!(

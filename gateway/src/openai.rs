@@ -18,10 +18,9 @@ pub(crate) struct ChatRequest {
     pub(crate) stream: bool,
 }
 
-/// One message of the conversation.
+/// One message of the conversation; its `role` is not read.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Message {
-    pub(crate) role: String,
     /// Text, or the content parts newer clients send; only text is read.
     #[serde(default)]
     pub(crate) content: Option<Value>,
