@@ -73,9 +73,6 @@ pub fn main() -> ExitCode {
 
 async fn run() -> Result<(), String> {
     let settings = settings::Settings::load().map_err(|err| err.to_string())?;
-    for warning in &settings.warnings {
-        tracing::warn!(key = warning.key(), "{warning}");
-    }
     let shutdown = Shutdown::new(&settings.config);
     shutdown
         .listen_for_signals()

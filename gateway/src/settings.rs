@@ -4,7 +4,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 
-use timebox::config::{Config, ConfigError, Loader, Warning, CONFIG_FILE};
+use timebox::config::{Config, ConfigError, Loader, CONFIG_FILE};
 
 /// The embedded defaults, under `timebox.toml` and the environment.
 pub(crate) const DEFAULTS: &str = include_str!("defaults.toml");
@@ -19,7 +19,6 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 #[derive(Debug)]
 pub(crate) struct Settings {
     pub(crate) config: Config,
-    pub(crate) warnings: Vec<Warning>,
     pub(crate) addr: SocketAddr,
 }
 
@@ -58,7 +57,8 @@ impl Settings {
             .env()
             .load()
             .map_err(SettingsError::Config)?;
-        let warnings = config.validate().map_err(SettingsError::Config)?;
+        // The warnings are logged when the router is built.
+        config.validate().map_err(SettingsError::Config)?;
         let addr = match std::env::var(ADDR_ENV) {
             Ok(value) => parse_addr(&value)?,
             Err(std::env::VarError::NotPresent) => parse_addr(DEFAULT_ADDR)?,
@@ -69,11 +69,7 @@ impl Settings {
                 })
             }
         };
-        Ok(Self {
-            config,
-            warnings,
-            addr,
-        })
+        Ok(Self { config, addr })
     }
 }
 
