@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use crate::model::{Output, Run};
 use crate::openai::{model_list, ApiError, ChatRequest, Completion};
 use crate::script::{Script, MODELS};
-use crate::tools::{PendingCalls, Tools};
+use crate::tools::{Progress, Tools};
 
 /// Outputs a model may run ahead of the response being written.
 const OUTPUT_BUFFER: usize = 16;
@@ -70,7 +70,7 @@ impl App {
             .inner
             .registry
             .register(id.as_str())
-            .map_err(|err| ApiError::upstream(err.to_string()))?;
+            .map_err(|err| ApiError::internal(err.to_string()))?;
         Ok((id, guard))
     }
 }
@@ -92,19 +92,18 @@ async fn chat_completions(
     drain: DrainToken,
     request: Result<Json<ChatRequest>, JsonRejection>,
 ) -> Response {
-    match start(&app, drain, request).await {
+    match complete(&app, drain, request).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
     }
 }
 
-async fn start(
+async fn complete(
     app: &App,
     drain: DrainToken,
     request: Result<Json<ChatRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(request) =
-        request.map_err(|rejection| ApiError::invalid(None, rejection.body_text()))?;
+    let Json(request) = request.map_err(ApiError::rejected)?;
     let script = Script::from_model(&request.model)
         .map_err(|err| ApiError::unknown_model(err.to_string()))?;
     if request.messages.is_empty() {
@@ -132,15 +131,7 @@ async fn start(
         created: unix_now(),
     };
     let (out, output) = mpsc::channel(OUTPUT_BUFFER);
-    let run = Run {
-        script,
-        tools: app.inner.tools.clone(),
-        calls: guard.tool_calls(),
-        pending: PendingCalls::default(),
-        cancelled: guard.token(),
-        watchdog: None,
-        out,
-    };
+    let run = Run::new(script, app.inner.tools.clone(), &guard, out);
     if request.stream {
         Ok(stream(app, completion, run, output, guard, drain))
     } else {
@@ -153,7 +144,7 @@ async fn start(
 fn stream(
     app: &App,
     completion: Completion,
-    mut run: Run,
+    run: Run,
     output: mpsc::Receiver<Output>,
     guard: RequestGuard,
     drain: DrainToken,
@@ -164,52 +155,82 @@ fn stream(
     let stream = SseStream::new(chunks(completion, output), Watchdog::from_config(config))
         .heartbeat(config.heartbeat())
         .drain(drain);
-    run.watchdog = Some(stream.watchdog_handle());
-    let pending = run.pending.clone();
-    run.spawn();
+    let pending = run.pending().clone();
+    run.watchdog(stream.watchdog_handle()).spawn();
     stream
         .guard(guard)
-        .remote_cleanup(move |reason| pending.cancel_notices(&reason.to_string()))
+        .remote_cleanup(move |reason| pending.take_cancel_notices(&reason.to_string()))
         .final_event(Event::default().data(final_chunk.to_string()))
         .on_step(move |step| tracing::info!(request_id, step = ?step, "stream step"))
         .into_response()
 }
 
+/// What [`chunks`] has sent so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Nothing,
+    Text,
+    /// The model stopped without finishing: an error event went out.
+    Failed,
+}
+
 /// The model's output as SSE events: answer text as `chat.completion.chunk`
 /// events (the first one names the role), tool progress as comments, which
-/// clients skip.
+/// clients skip. Output that stops before the model said it was done (its
+/// task died) ends with an error event: a cut-off answer must not look like
+/// a short one (R5).
 fn chunks(
     completion: Completion,
     output: mpsc::Receiver<Output>,
 ) -> impl Stream<Item = Event> + Send + 'static {
     futures_util::stream::unfold(
-        (output, completion, true),
-        |(mut output, completion, first)| async move {
-            let event = match output.recv().await? {
-                Output::Token(text) => {
-                    let delta = if first {
+        (output, completion, Sent::Nothing),
+        |(mut output, completion, sent)| async move {
+            if sent == Sent::Failed {
+                return None;
+            }
+            let (event, sent) = match output.recv().await {
+                Some(Output::Token(text)) => {
+                    let delta = if sent == Sent::Nothing {
                         json!({ "role": "assistant", "content": text })
                     } else {
                         json!({ "content": text })
                     };
-                    Event::default().data(completion.chunk(delta, None).to_string())
+                    let chunk = completion.chunk(delta, None).to_string();
+                    (Event::default().data(chunk), Sent::Text)
                 }
-                Output::Progress(progress) => Event::default().comment(format!(
-                    "tool progress {}/{}",
-                    progress.done,
-                    progress
-                        .total
-                        .map_or_else(|| "?".to_owned(), |total| total.to_string())
-                )),
+                Some(Output::Progress(progress)) => (progress_comment(&progress), sent),
+                Some(Output::Done) => return None,
+                None => (model_failed_event(), Sent::Failed),
             };
-            Some((event, (output, completion, false)))
+            Some((event, (output, completion, sent)))
         },
     )
 }
 
+fn progress_comment(progress: &Progress) -> Event {
+    let total = progress
+        .total
+        .map_or_else(|| "?".to_owned(), |total| total.to_string());
+    Event::default().comment(format!("tool progress {}/{total}", progress.done))
+}
+
+/// Said when the model's output stopped before it was done.
+const MODEL_FAILED: &str = "the model stopped before finishing its answer";
+
+fn model_failed_event() -> Event {
+    let body = json!({ "error": { "type": "model_error", "message": MODEL_FAILED } });
+    Event::default().event("error").data(body.to_string())
+}
+
 /// The whole answer at once. Runs under the request deadline: when it
-/// passes, this future is dropped with the guard, and the guard's cleanup
-/// tells the tool server to stop whatever it was doing for the request.
+/// passes, this future is dropped with the guard, and the guard's async
+/// cleanup tells the tool server to stop whatever it was doing for the
+/// request.
+///
+/// Unlike a stream's, this cleanup runs beside the `503` rather than before
+/// it: the route answers as soon as the deadline passes and the handler is
+/// dropped (S4), and the handler cannot make it wait.
 async fn collect(
     completion: Completion,
     run: Run,
@@ -217,20 +238,34 @@ async fn collect(
     mut guard: RequestGuard,
     prompt_tokens: usize,
 ) -> Result<Response, ApiError> {
-    let pending = run.pending.clone();
+    let pending = run.pending().clone();
+    let request_id = completion.id.clone();
     guard.on_async_cleanup(move || async move {
-        let _report = pending
-            .cancel_notices("the request ended before the tool call finished")
+        let report = pending
+            .take_cancel_notices("the request ended before the tool call finished")
             .run()
             .await;
+        if !report.is_complete() {
+            tracing::warn!(
+                request_id,
+                timed_out = ?report.timed_out(),
+                skipped = ?report.skipped(),
+                "remote cleanup gave up on some notices"
+            );
+        }
     });
     run.spawn();
     let mut answer = String::new();
     let mut count = 0;
-    while let Some(piece) = output.recv().await {
-        if let Output::Token(text) = piece {
-            answer.push_str(&text);
-            count += 1;
+    loop {
+        match output.recv().await {
+            Some(Output::Token(text)) => {
+                answer.push_str(&text);
+                count += 1;
+            }
+            Some(Output::Progress(_)) => {}
+            Some(Output::Done) => break,
+            None => return Err(ApiError::upstream(MODEL_FAILED)),
         }
     }
     drop(guard);

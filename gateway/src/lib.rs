@@ -17,7 +17,8 @@
 //!   sent `notifications/cancelled` for the calls in flight, bounded;
 //! - SIGTERM starts timebox's two-phase `Shutdown`:
 //!   new requests get `503` with `Retry-After`, streams get the grace to
-//!   finish, then `[DONE]`.
+//!   finish, then `[DONE]`; the tool server is closed last, after it has
+//!   read the streams' cancellation notices (at most 2 s).
 //!
 //! Run it with `cargo run --example chat_gateway`; the README shows what
 //! each scripted model does, with curl.
@@ -32,6 +33,7 @@ mod tools;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use timebox::registry::RemoteCleanup;
 use timebox::shutdown::Shutdown;
 use tracing_subscriber::EnvFilter;
 
@@ -86,11 +88,13 @@ async fn run() -> Result<(), String> {
     let addr = listener
         .local_addr()
         .map_err(|err| format!("cannot read the listening address: {err}"))?;
-    let router = app::App::new(settings.config, tools).router(&shutdown);
+    let router = app::App::new(settings.config, tools.clone()).router(&shutdown);
     println!("listening on http://{addr}");
-    timebox::server::serve(listener, router, shutdown)
-        .await
-        .map_err(|err| format!("server failed: {err}"))?;
+    let served = timebox::server::serve(listener, router, shutdown).await;
+    // The streams' last notices went to the tool server just before the
+    // server stopped; let it read them before the process ends.
+    tools.close(RemoteCleanup::DEFAULT_PER_NOTICE).await;
+    served.map_err(|err| format!("server failed: {err}"))?;
     tracing::info!("shut down");
     Ok(())
 }

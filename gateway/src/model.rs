@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use rmcp::model::JsonObject;
 use serde_json::json;
-use timebox::registry::{CancellationToken, ToolCalls};
+use timebox::registry::{CancellationToken, RequestGuard, ToolCalls};
 use timebox::watchdog::WatchdogHandle;
 use tokio::sync::mpsc;
 
@@ -24,35 +25,70 @@ pub(crate) enum Output {
     Token(String),
     /// A tool the model is waiting for made progress.
     Progress(Progress),
+    /// The answer is complete. Output that ends without it was cut off.
+    Done,
 }
 
 /// One run of a scripted model for one request.
 #[derive(Debug)]
 pub(crate) struct Run {
-    pub(crate) script: Script,
-    pub(crate) tools: Tools,
+    script: Script,
+    tools: Tools,
     /// The request's tool calls (DESIGN R4): the model registers a call
     /// when it decides on it, the task that runs it claims it by id.
-    pub(crate) calls: ToolCalls,
-    pub(crate) pending: PendingCalls,
+    calls: ToolCalls,
+    pending: PendingCalls,
     /// The request's token: the run stops when it is cancelled.
-    pub(crate) cancelled: CancellationToken,
+    cancelled: CancellationToken,
     /// The stream's watchdog, suspended during tool calls; `None` when the
     /// answer is not streamed.
-    pub(crate) watchdog: Option<WatchdogHandle>,
-    pub(crate) out: mpsc::Sender<Output>,
+    watchdog: Option<WatchdogHandle>,
+    out: mpsc::Sender<Output>,
 }
 
 impl Run {
+    /// A run of `script` for the request of `guard`, saying its output to
+    /// `out`.
+    pub(crate) fn new(
+        script: Script,
+        tools: Tools,
+        guard: &RequestGuard,
+        out: mpsc::Sender<Output>,
+    ) -> Self {
+        Self {
+            script,
+            tools,
+            calls: guard.tool_calls(),
+            pending: PendingCalls::default(),
+            cancelled: guard.token(),
+            watchdog: None,
+            out,
+        }
+    }
+
+    /// Suspends `watchdog` while a tool call runs.
+    pub(crate) fn watchdog(mut self, watchdog: WatchdogHandle) -> Self {
+        self.watchdog = Some(watchdog);
+        self
+    }
+
+    /// The run's tool calls that have no result yet.
+    pub(crate) fn pending(&self) -> &PendingCalls {
+        &self.pending
+    }
+
     /// Runs the script on a task of its own. The output ends (the sender
-    /// drops) when the script is over or the request's token is cancelled.
+    /// drops) when the script is over, after [`Output::Done`], or when the
+    /// request's token is cancelled.
     pub(crate) fn spawn(self) {
         let cancelled = self.cancelled.clone();
         tokio::spawn(async move {
             tokio::select! {
                 biased;
                 () = cancelled.cancelled() => {}
-                () = self.run() => {}
+                () = self.run() => {
+                    let _ = self.out.send(Output::Done).await;
+                }
             }
         });
     }
@@ -72,10 +108,10 @@ impl Run {
                 self.say("Let me think about ", TOKEN_GAP).await;
                 std::future::pending::<()>().await;
             }
-            Script::Tool { work } => {
+            Script::Tool { work, progress } => {
                 self.say("Let me run the slow task first. ", TOKEN_GAP)
                     .await;
-                let result = match self.use_tool(work).await {
+                let result = match self.use_tool(work, progress).await {
                     Ok(text) => format!("The slow task says: {text}. "),
                     Err(err) => format!("The slow task gave no result ({err}). "),
                 };
@@ -100,14 +136,14 @@ impl Run {
     /// Decides on a `slow_task` call of `work`, lets a task of its own run
     /// it, and waits for the result with the inactivity timer suspended:
     /// a tool at work is not a model gone silent.
-    async fn use_tool(&self, work: Duration) -> Result<String, ToolError> {
+    async fn use_tool(&self, work: Duration, progress: bool) -> Result<String, ToolError> {
         self.calls.register(Some(CALL_ID));
         let _suspended = self.watchdog.as_ref().map(WatchdogHandle::suspend);
         let runner = tokio::spawn(run_tool_call(
             self.tools.clone(),
             self.calls.clone(),
             self.pending.clone(),
-            work,
+            arguments(work, progress),
             self.out.clone(),
         ));
         runner
@@ -122,15 +158,12 @@ async fn run_tool_call(
     tools: Tools,
     calls: ToolCalls,
     pending: PendingCalls,
-    work: Duration,
+    arguments: JsonObject,
     out: mpsc::Sender<Output>,
 ) -> Result<String, ToolError> {
     let call = calls
         .claim(Some(CALL_ID))
         .ok_or_else(|| ToolError::Failed(format!("no pending tool call `{CALL_ID}`")))?;
-    let serde_json::Value::Object(arguments) = json!({ "seconds": work.as_secs() }) else {
-        unreachable!("a `json!` object literal is an object")
-    };
     tools
         .call(SLOW_TASK, arguments, &call, &pending, |progress| {
             // Progress is news, not data: when the response is behind,
@@ -138,4 +171,12 @@ async fn run_tool_call(
             let _ = out.try_send(Output::Progress(progress));
         })
         .await
+}
+
+/// The arguments of a `slow_task` call.
+fn arguments(work: Duration, progress: bool) -> JsonObject {
+    JsonObject::from_iter([
+        ("seconds".to_owned(), json!(work.as_secs())),
+        ("progress".to_owned(), json!(progress)),
+    ])
 }

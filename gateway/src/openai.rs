@@ -1,6 +1,7 @@
 //! The OpenAI chat-completions wire format: what clients send and what they
 //! are answered, in the subset the gateway speaks.
 
+use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -107,6 +108,29 @@ impl ApiError {
         }
     }
 
+    /// The body could not be read as a request: the rejection's own status
+    /// (400, 415, 422) and message, which names the field.
+    pub(crate) fn rejected(rejection: JsonRejection) -> Self {
+        Self {
+            status: rejection.status(),
+            message: rejection.body_text(),
+            kind: "invalid_request_error",
+            param: None,
+            code: None,
+        }
+    }
+
+    /// A `500`: the gateway itself failed.
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: message.into(),
+            kind: "server_error",
+            param: None,
+            code: None,
+        }
+    }
+
     /// A `404 model_not_found`.
     pub(crate) fn unknown_model(message: impl Into<String>) -> Self {
         Self {
@@ -118,7 +142,7 @@ impl ApiError {
         }
     }
 
-    /// A `502`: the model or a tool failed.
+    /// A `502`: the model failed.
     pub(crate) fn upstream(message: impl Into<String>) -> Self {
         Self {
             status: StatusCode::BAD_GATEWAY,

@@ -14,7 +14,9 @@ pub(crate) enum Script {
     Thinker { think: Duration },
     /// `scripted-tool-<N>s`: says it will use a tool, runs `slow_task` for
     /// N s (inactivity suspended meanwhile), then answers with its result.
-    Tool { work: Duration },
+    /// `scripted-tool-quiet-<N>s`: the same with a tool that reports no
+    /// progress, so nothing at all is sent while it works.
+    Tool { work: Duration, progress: bool },
     /// `scripted-slow-<N>s`: an answer whose tokens are spread over N s.
     Slow { over: Duration },
     /// `scripted-hang`: one token, then nothing, ever.
@@ -30,8 +32,8 @@ pub(crate) const MODELS: &[&str] = &[
     "scripted-hang",
 ];
 
-/// The longest N a model name may ask for.
-const MAX_SECS: u64 = 3600;
+/// The longest N a model name may ask for: the tool's own limit.
+const MAX_SECS: u64 = crate::tools::MAX_SECONDS;
 
 /// How long `scripted-thinker` thinks when the name does not say.
 const DEFAULT_THINK: Duration = Duration::from_secs(8);
@@ -49,7 +51,7 @@ impl fmt::Display for UnknownModel {
         write!(
             f,
             "model `{}` does not exist; use one of scripted-fast, scripted-thinker[-<N>s], \
-             scripted-tool-<N>s, scripted-slow-<N>s, scripted-hang (N in 1..={MAX_SECS})",
+             scripted-tool[-quiet]-<N>s, scripted-slow-<N>s, scripted-hang (N in 1..={MAX_SECS})",
             self.0
         )
     }
@@ -75,7 +77,14 @@ impl Script {
                 let secs = seconds(secs).ok_or_else(unknown)?;
                 match kind {
                     "thinker" => Self::Thinker { think: secs },
-                    "tool" => Self::Tool { work: secs },
+                    "tool" => Self::Tool {
+                        work: secs,
+                        progress: true,
+                    },
+                    "tool-quiet" => Self::Tool {
+                        work: secs,
+                        progress: false,
+                    },
                     "slow" => Self::Slow { over: secs },
                     _ => return Err(unknown()),
                 }
@@ -112,7 +121,15 @@ mod tests {
         assert_eq!(
             Script::from_model("scripted-tool-60s"),
             Ok(Script::Tool {
-                work: Duration::from_secs(60)
+                work: Duration::from_secs(60),
+                progress: true,
+            })
+        );
+        assert_eq!(
+            Script::from_model("scripted-tool-quiet-2s"),
+            Ok(Script::Tool {
+                work: Duration::from_secs(2),
+                progress: false,
             })
         );
         assert_eq!(
@@ -137,6 +154,7 @@ mod tests {
             "scripted-tool",
             "scripted-tool-0s",
             "scripted-tool-3601s",
+            "scripted-tool-loud-3s",
             "scripted-tool-60",
             "scripted-tool--1s",
             "scripted-fast-1s",

@@ -2,7 +2,8 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use support::{open_stream, python_check, read_to_end, Gateway};
 
@@ -39,15 +40,16 @@ fn a_model_that_goes_silent_ends_in_an_error_naming_inactivity_not_a_short_answe
     );
 }
 
-/// Heartbeats every second find the closed connection; the remote cleanup
-/// may take up to 5 s (DESIGN R3).
+/// Heartbeats every second find the closed connection, if the server does
+/// not see it at once; the remote cleanup may take up to 5 s (DESIGN R3).
+/// The bound is counted from the client process's exit, a little after it
+/// hung up.
 #[test]
 fn a_client_that_hangs_up_during_a_tool_call_gets_the_tool_cancelled() {
     let heartbeat = Duration::from_secs(1);
     let cleanup_bound = Duration::from_secs(5);
     let gateway = Gateway::start(&[("TIMEBOX_STREAM__HEARTBEAT_SECS", "1")]);
     python_check(&gateway, "disconnect");
-    let hung_up = Instant::now();
     let bound = heartbeat + cleanup_bound;
     let cancelled =
         gateway.wait_for_log(&["tool_server", "notifications/cancelled received"], bound);
@@ -68,17 +70,14 @@ fn a_client_that_hangs_up_during_a_tool_call_gets_the_tool_cancelled() {
             .is_some(),
         "the stream ended as a disconnect"
     );
-    eprintln!(
-        "notifications/cancelled {:?} after the client hung up",
-        cancelled.map(|at| at.saturating_duration_since(hung_up))
-    );
 }
 
 #[test]
 fn during_a_shutdown_the_openai_client_is_told_503_with_retry_after() {
-    let mut gateway = Gateway::start(&[("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "3")]);
-    // A stream in flight keeps phase 1 (refusing new requests) going until
-    // the grace is over.
+    // Python and the client are ready before the clock of the shutdown runs.
+    support::python();
+    let mut gateway = Gateway::start(&[("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "60")]);
+    // A stream in flight keeps phase 1 (refusing new requests) going.
     let base = gateway.base.clone();
     let stream = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -112,7 +111,15 @@ fn during_a_shutdown_the_openai_client_is_told_503_with_retry_after() {
         .and_then(|value| value.parse().ok())
         .expect("Retry-After is whole seconds");
     assert!((1..=3).contains(&retry_after), "Retry-After {retry_after}");
-    assert_eq!(gateway.exit_within(Duration::from_secs(10)), Some(0));
+    let ready = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("{}/ready", gateway.base))
+        .output()
+        .expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&ready.stdout), "503", "readiness");
+    // A second signal ends the shutdown at once, stream or no stream.
+    gateway.sigterm();
+    assert_eq!(gateway.exit_within(Duration::from_secs(5)), Some(0));
     let body = stream.join().expect("the stream thread");
-    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+    assert!(body.contains("data: {"), "the stream had started: {body}");
 }

@@ -1,10 +1,11 @@
-//! What the gateway answers to requests it cannot serve: each error is in
-//! OpenAI's shape and names the field that is wrong.
+//! Requests the gateway refuses (each error in OpenAI's shape, naming the
+//! field that is wrong), one it cuts off at the request deadline, and one it
+//! must not cut off.
 
 mod support;
 
 use serde_json::{json, Value};
-use support::Gateway;
+use support::{answer_of, open_stream, read_to_end, Gateway};
 
 async fn post(gateway: &Gateway, body: &str) -> (u16, Value) {
     let response = reqwest::Client::new()
@@ -27,8 +28,9 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
     let gateway = Gateway::start(&[]);
     let messages = json!([{ "role": "user", "content": "hi" }]);
 
+    // axum's statuses: 422 for a body of the wrong shape, 400 for bad JSON.
     let (status, body) = post(&gateway, &json!({ "messages": messages }).to_string()).await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 422);
     assert_eq!(body["error"]["type"], "invalid_request_error");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("missing field `model`"), "{body}");
@@ -85,4 +87,26 @@ async fn an_answer_past_the_request_deadline_is_a_503_and_the_tool_is_cancelled(
             gateway.log_text()
         );
     }
+}
+
+/// A tool that works silently for 3 s, under a 1 s inactivity window: the
+/// window is suspended while the tool runs (W3), so the answer completes.
+#[tokio::test]
+async fn a_silent_tool_call_longer_than_the_inactivity_window_does_not_end_the_stream() {
+    let gateway = Gateway::start(&[("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "1")]);
+    let mut response = open_stream(
+        &reqwest::Client::new(),
+        &gateway.base,
+        "scripted-tool-quiet-3s",
+    )
+    .await;
+    let body = read_to_end(&mut response).await;
+    assert!(!body.contains("event: error"), "{body}");
+    assert!(
+        !body.contains(": tool progress"),
+        "the tool was silent: {body}"
+    );
+    assert!(answer_of(&body).contains("worked for 3 s"), "{body}");
+    assert!(body.contains(r#""finish_reason":"stop""#), "{body}");
+    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
 }

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{open_stream, read_to_end, Gateway};
+use support::{answer_of, open_stream, read_to_end, Gateway};
 
 const ANSWER: &str =
     "A deadline is a promise about time: keep it, pass it on, and stop when it is spent.";
@@ -52,12 +52,13 @@ async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_d
     }
 
     // Every stream has its first token: signal.
-    gateway.sigterm();
     let signalled = Instant::now();
+    gateway.sigterm();
     assert!(
-        gateway
-            .wait_for_log(&["shutdown phase 1"], Duration::from_secs(5))
-            .is_some(),
+        tokio::task::block_in_place(|| {
+            gateway.wait_for_log(&["shutdown phase 1"], Duration::from_secs(5))
+        })
+        .is_some(),
         "the SIGTERM started the shutdown:\n{}",
         gateway.log_text()
     );
@@ -89,19 +90,52 @@ async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_d
             );
         }
     }
-    // The tool calls were cancelled after `[DONE]` went out (DESIGN R3).
-    assert!(
-        gateway
-            .wait_for_log(
-                &["notifications/cancelled received", "shutdown"],
-                Duration::from_secs(2)
-            )
-            .is_some(),
-        "the tool server was told:\n{}",
-        gateway.log_text()
-    );
+    // Each tool stream was told `[DONE]` before its tool call was
+    // cancelled, and each tool heard of it (DESIGN R3).
+    let settled = |log: &[String]| {
+        let cleaned = log
+            .iter()
+            .filter(|line| line.contains("step=RemoteCleanup"))
+            .count();
+        let told = log
+            .iter()
+            .filter(|line| {
+                line.contains("notifications/cancelled received") && line.contains("shutdown")
+            })
+            .count();
+        cleaned >= 10 && told == 5
+    };
+    tokio::task::block_in_place(|| {
+        let give_up = Instant::now() + Duration::from_secs(2);
+        while !settled(&gateway.log_lines()) && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let log = gateway.log_lines();
+    assert!(settled(&log), "{}", gateway.log_text());
+    let tool_requests: Vec<&str> = log
+        .iter()
+        .filter(|line| line.contains("completion started") && line.contains(TOOL))
+        .filter_map(|line| line.split("request_id=").nth(1)?.split(' ').next())
+        .collect();
+    assert_eq!(tool_requests.len(), 5, "{log:#?}");
+    for id in tool_requests {
+        let step = |name: &str| {
+            let request = format!("request_id={id}");
+            log.iter()
+                .position(|line| line.contains(&request) && line.contains(name))
+                .unwrap_or_else(|| panic!("no {name} for {id}: {log:#?}"))
+        };
+        assert!(
+            step("step=Done") < step("step=RemoteCleanup"),
+            "{id}: {log:#?}"
+        );
+    }
     let bound = GRACE + DRAIN_FORCE + Duration::from_secs(3);
-    assert_eq!(gateway.exit_within(bound), Some(0));
+    assert_eq!(
+        tokio::task::block_in_place(|| gateway.exit_within(bound)),
+        Some(0)
+    );
 }
 
 /// Reads until the first `data:` line has arrived; what was read.
@@ -114,17 +148,4 @@ async fn read_until_data(response: &mut reqwest::Response) -> String {
         }
     }
     body
-}
-
-/// The answer text carried by a stream's chunks.
-fn answer_of(body: &str) -> String {
-    body.lines()
-        .filter_map(|line| line.strip_prefix("data: "))
-        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
-        .filter_map(|chunk| {
-            chunk["choices"][0]["delta"]["content"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect()
 }

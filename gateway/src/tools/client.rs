@@ -1,9 +1,10 @@
-//! [`Tools`]: the gateway's MCP client, and the in-process tool server it
-//! talks to.
+//! [`Tools`]: the gateway's MCP client, connected to the in-process tool
+//! server.
 
 use std::fmt;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use rmcp::handler::client::progress::ProgressDispatcher;
@@ -13,7 +14,8 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
-use timebox::registry::ToolCall;
+use timebox::registry::{RemoteCleanup, ToolCall};
+use tokio::task::JoinHandle;
 
 use super::{PendingCalls, ToolServer};
 
@@ -24,6 +26,8 @@ const PIPE_BUFFER: usize = 64 * 1024;
 #[derive(Clone)]
 pub(crate) struct Tools {
     service: Arc<RunningService<RoleClient, ProgressClient>>,
+    /// The tool server's task, until [`close`](Tools::close) waits for it.
+    server: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 /// The client side's handler: passes progress notifications on to whoever
@@ -84,7 +88,7 @@ impl Tools {
     /// When the handshake fails.
     pub(crate) async fn start() -> Result<Self, ToolError> {
         let (server_io, client_io) = tokio::io::duplex(PIPE_BUFFER);
-        tokio::spawn(async move {
+        let server = tokio::spawn(async move {
             match ToolServer.serve(server_io).await {
                 Ok(running) => {
                     if let Err(err) = running.waiting().await {
@@ -102,7 +106,25 @@ impl Tools {
             .map_err(|err| ToolError::Failed(err.to_string()))?;
         Ok(Self {
             service: Arc::new(service),
+            server: Arc::new(Mutex::new(Some(server))),
         })
+    }
+
+    /// Closes the connection and waits, at most `bound`, for the tool server
+    /// to finish: it still reads what was sent before the close, so the
+    /// cancellation notices of a shutdown reach it.
+    pub(crate) async fn close(&self, bound: Duration) {
+        self.service.cancellation_token().cancel();
+        let server = self
+            .server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(server) = server {
+            if tokio::time::timeout(bound, server).await.is_err() {
+                tracing::warn!(target: "tool_server", ?bound, "tool server still busy; leaving it");
+            }
+        }
     }
 
     /// Calls the tool `name` for `call` (claimed from the request's
@@ -125,7 +147,10 @@ impl Tools {
         pending: &PendingCalls,
         mut on_progress: impl FnMut(Progress),
     ) -> Result<String, ToolError> {
-        let call_id = call.id().unwrap_or("unnamed");
+        let token = call.token();
+        if token.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
         let mut params = CallToolRequestParams::new(name);
         params.arguments = Some(arguments);
         let request = ClientRequest::CallToolRequest(Request::new(params));
@@ -133,7 +158,16 @@ impl Tools {
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await?;
-        pending.sent(call_id, handle.id.clone(), peer);
+        let request_id = handle.id.clone();
+        let call_id = call.id().unwrap_or("(no id)");
+        if pending.sent(call_id, request_id.clone(), peer).is_err() {
+            // The request ended while the call was being sent, after its
+            // cleanup ran: nobody else will cancel this one.
+            let reason = Some("the request ended".to_owned());
+            let cancelled = handle.cancel(reason);
+            let _ = tokio::time::timeout(RemoteCleanup::DEFAULT_PER_NOTICE, cancelled).await;
+            return Err(ToolError::Cancelled);
+        }
         let mut updates = self
             .service
             .service()
@@ -141,13 +175,12 @@ impl Tools {
             .subscribe(handle.progress_token.clone())
             .await;
         let mut response = pin!(handle.await_response());
-        let token = call.token();
         loop {
             tokio::select! {
                 biased;
                 () = token.cancelled() => return Err(ToolError::Cancelled),
                 response = &mut response => {
-                    pending.answered(call_id);
+                    pending.answered(&request_id);
                     return text_of(response?);
                 }
                 Some(update) = updates.next() => on_progress(Progress {

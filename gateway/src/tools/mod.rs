@@ -9,7 +9,8 @@
 //! The gateway never cancels a tool call by dropping it: a call whose
 //! request ended stays [pending](PendingCalls) until the request's remote
 //! cleanup sends the tool server its `notifications/cancelled`, bounded as
-//! DESIGN R3 says (2 s a notice, 5 s in all).
+//! DESIGN R3 says (2 s a notice, 5 s in all). A call that was still being
+//! sent when the cleanup ran is cancelled by its sender.
 
 mod client;
 mod pending;
@@ -17,4 +18,4 @@ mod server;
 
 pub(crate) use client::{Progress, ToolError, Tools};
 pub(crate) use pending::PendingCalls;
-pub(crate) use server::{ToolServer, SLOW_TASK};
+pub(crate) use server::{ToolServer, MAX_SECONDS, SLOW_TASK};

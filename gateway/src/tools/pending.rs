@@ -1,62 +1,104 @@
 //! [`PendingCalls`]: the tool calls of one request still waiting for their
 //! result, and the notices that cancel them.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{CancelledNotificationParam, RequestId};
 use rmcp::{Peer, RoleClient};
 use timebox::registry::RemoteCleanup;
 
 /// The calls of one request that were sent to the tool server and have no
-/// result yet, by tool-call id. Clones share one table.
+/// result yet. Clones share one table.
 ///
 /// A call leaves the table only when its result arrives, never when the task
 /// waiting for it is dropped: a request that ends mid-call must still be able
-/// to tell the tool server to stop ([`cancel_notices`](Self::cancel_notices)).
+/// to tell the tool server to stop ([`take_cancel_notices`](Self::take_cancel_notices)).
+/// Taking the notices closes the table: a call sent later is refused by
+/// [`sent`](Self::sent), and its sender cancels it itself.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PendingCalls {
-    calls: Arc<Mutex<BTreeMap<String, Sent>>>,
+    table: Arc<Mutex<Table>>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    /// In the order sent. A request has a handful of calls at a time, so a
+    /// scan beats an index.
+    calls: Vec<Sent>,
+    closed: bool,
 }
 
 #[derive(Debug)]
 struct Sent {
     request_id: RequestId,
+    call_id: String,
     peer: Peer<RoleClient>,
 }
 
+/// The table was closed: the request's cleanup has run.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
 impl PendingCalls {
     /// Records that the call `call_id` went out as MCP request `request_id`.
-    pub(crate) fn sent(&self, call_id: &str, request_id: RequestId, peer: Peer<RoleClient>) {
+    ///
+    /// # Errors
+    ///
+    /// [`Closed`] once the notices were taken: the caller must cancel the
+    /// request itself.
+    pub(crate) fn sent(
+        &self,
+        call_id: &str,
+        request_id: RequestId,
+        peer: Peer<RoleClient>,
+    ) -> Result<(), Closed> {
+        let mut table = self.lock();
+        if table.closed {
+            return Err(Closed);
+        }
+        table.calls.push(Sent {
+            request_id,
+            call_id: call_id.to_owned(),
+            peer,
+        });
+        Ok(())
+    }
+
+    /// Records that the result of MCP request `request_id` arrived.
+    pub(crate) fn answered(&self, request_id: &RequestId) {
         self.lock()
-            .insert(call_id.to_owned(), Sent { request_id, peer });
+            .calls
+            .retain(|sent| sent.request_id != *request_id);
     }
 
-    /// Records that the call's result arrived.
-    pub(crate) fn answered(&self, call_id: &str) {
-        self.lock().remove(call_id);
-    }
-
-    /// One `notifications/cancelled` per call still waiting, giving `reason`;
-    /// the calls leave the table. Run the cleanup to send them.
-    pub(crate) fn cancel_notices(&self, reason: &str) -> RemoteCleanup {
-        let calls = std::mem::take(&mut *self.lock());
+    /// One `notifications/cancelled` per call still waiting, giving `reason`,
+    /// and closes the table. Run the cleanup to send them.
+    pub(crate) fn take_cancel_notices(&self, reason: &str) -> RemoteCleanup {
+        let calls = {
+            let mut table = self.lock();
+            table.closed = true;
+            std::mem::take(&mut table.calls)
+        };
         calls
             .into_iter()
-            .fold(RemoteCleanup::new(), |cleanup, (call_id, sent)| {
+            .fold(RemoteCleanup::new(), |cleanup, sent| {
                 let reason = reason.to_owned();
+                let Sent {
+                    request_id,
+                    call_id,
+                    peer,
+                } = sent;
                 cleanup.notice(format!("tool call {call_id}"), async move {
-                    let notice =
-                        CancelledNotificationParam::new(Some(sent.request_id), Some(reason));
-                    if let Err(err) = sent.peer.notify_cancelled(notice).await {
+                    let notice = CancelledNotificationParam::new(Some(request_id), Some(reason));
+                    if let Err(err) = peer.notify_cancelled(notice).await {
                         tracing::warn!(%call_id, %err, "could not tell the tool server to cancel");
                     }
                 })
             })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Sent>> {
+    fn lock(&self) -> MutexGuard<'_, Table> {
         // The table holds no invariant a panicking holder could break.
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -17,7 +17,7 @@ pub(crate) const SLOW_TASK: &str = "slow_task";
 
 /// The longest `slow_task` accepted, so a typo cannot start a task that
 /// outlives every timer.
-const MAX_SECONDS: u64 = 3600;
+pub(crate) const MAX_SECONDS: u64 = 3600;
 
 /// The MCP tool server. Logs under the `tool_server` target, so its lines
 /// stand apart from the gateway's.
@@ -51,8 +51,10 @@ impl ServerHandler for ToolServer {
                 None,
             ));
         }
-        let seconds = seconds_argument(request.arguments.as_ref())?;
-        slow_task(seconds, context).await.map(Into::into)
+        let arguments = request.arguments.as_ref();
+        let seconds = seconds_argument(arguments)?;
+        let progress = progress_argument(arguments)?;
+        slow_task(seconds, progress, context).await.map(Into::into)
     }
 
     async fn on_cancelled(
@@ -78,6 +80,11 @@ fn slow_task_tool() -> Tool {
                 "minimum": 1,
                 "maximum": MAX_SECONDS,
                 "description": "how long the task works",
+            },
+            "progress": {
+                "type": "boolean",
+                "default": true,
+                "description": "whether to report progress every second",
             },
         },
         "required": ["seconds"],
@@ -106,14 +113,29 @@ fn seconds_argument(arguments: Option<&JsonObject>) -> Result<u64, ErrorData> {
     }
 }
 
-/// Works one second at a time, reporting progress after each, until done or
-/// cancelled by the client.
+/// `progress` from the call's arguments (default `true`), or an error naming
+/// it.
+fn progress_argument(arguments: Option<&JsonObject>) -> Result<bool, ErrorData> {
+    match arguments.and_then(|arguments| arguments.get("progress")) {
+        None => Ok(true),
+        Some(value) => value.as_bool().ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("argument `progress` must be true or false, not {value}"),
+                None,
+            )
+        }),
+    }
+}
+
+/// Works one second at a time, reporting progress after each when asked
+/// to, until done or cancelled by the client.
 async fn slow_task(
     seconds: u64,
+    progress: bool,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
     tracing::info!(target: "tool_server", request_id = %context.id, seconds, "slow_task started");
-    let progress_token = context.meta.get_progress_token();
+    let progress_token = context.meta.get_progress_token().filter(|_| progress);
     for done in 1..=seconds {
         tokio::select! {
             () = context.ct.cancelled() => {

@@ -9,6 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+/// How long a gateway may take to print its address.
+const STARTUP_BOUND: Duration = Duration::from_secs(30);
+
 /// A gateway process on 127.0.0.1 with an OS-chosen port, killed on drop.
 pub struct Gateway {
     child: Child,
@@ -55,16 +58,36 @@ impl Gateway {
                 sink.grew.notify_all();
             }
         });
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut line)
-            .expect("the gateway prints its address");
-        let base = line
+        // The first stdout line is the address; the rest is read and
+        // dropped, so the gateway never writes to a closed pipe.
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (address, first_line) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+            let _ = address.send(lines.next());
+            lines.for_each(drop);
+        });
+        let mut gateway = Self {
+            child,
+            base: String::new(),
+            log,
+        };
+        let line = first_line
+            .recv_timeout(STARTUP_BOUND)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                panic!(
+                    "the gateway printed no address within {STARTUP_BOUND:?}; its log:\n{}",
+                    gateway.log_text()
+                )
+            });
+        gateway.base = line
             .trim()
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("a `listening on` line, not {line:?}"))
             .to_owned();
-        Self { child, base, log }
+        gateway
     }
 
     /// When the first stderr line containing every one of `needles` was
@@ -91,6 +114,16 @@ impl Gateway {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
+    }
+
+    /// The stderr lines so far, in order.
+    pub fn log_lines(&self) -> Vec<String> {
+        let lines = self
+            .log
+            .lines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        lines.iter().map(|(_, line)| line.clone()).collect()
     }
 
     /// Everything written to stderr so far, for failure messages.
@@ -231,4 +264,17 @@ pub async fn read_to_end(response: &mut reqwest::Response) -> String {
         body.extend_from_slice(&chunk);
     }
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The answer text carried by a stream's chunks.
+pub fn answer_of(body: &str) -> String {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+        .filter_map(|chunk| {
+            chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
 }
