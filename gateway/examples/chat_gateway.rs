@@ -3,5 +3,5 @@
 //! "Run the gateway" section for what to send it.
 
 fn main() -> std::process::ExitCode {
-    timebox_gateway::main()
+    timebox_gateway::serve_until_shutdown()
 }

@@ -49,7 +49,7 @@ const DEFAULT_LOG: &str = "info,rmcp=warn";
 ///
 /// Logs go to stderr; `RUST_LOG` filters them (default `info,rmcp=warn`).
 #[must_use]
-pub fn main() -> ExitCode {
+pub fn serve_until_shutdown() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG)),
@@ -73,28 +73,42 @@ pub fn main() -> ExitCode {
     }
 }
 
-async fn run() -> Result<(), String> {
-    let settings = settings::Settings::load().map_err(|err| err.to_string())?;
+/// Why the gateway stopped with an error.
+#[derive(Debug, thiserror::Error)]
+enum GatewayError {
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
+    #[error("cannot listen for signals: {0}")]
+    Signals(#[source] std::io::Error),
+    #[error("cannot start the tool server: {0}")]
+    Tools(#[from] tools::ToolError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("server failed: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+async fn run() -> Result<(), GatewayError> {
+    let settings = settings::Settings::load()?;
     let shutdown = Shutdown::new(&settings.config);
     shutdown
         .listen_for_signals()
-        .map_err(|err| format!("cannot listen for signals: {err}"))?;
-    let tools = tools::Tools::start()
-        .await
-        .map_err(|err| format!("cannot start the tool server: {err}"))?;
-    let listener = tokio::net::TcpListener::bind(settings.addr)
-        .await
-        .map_err(|err| format!("cannot listen on {}: {err}", settings.addr))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|err| format!("cannot read the listening address: {err}"))?;
+        .map_err(GatewayError::Signals)?;
+    let tools = tools::Tools::start().await?;
+    let addr = settings.addr;
+    let listen = |source| GatewayError::Listen { addr, source };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
+    let addr = listener.local_addr().map_err(listen)?;
     let router = app::App::new(settings.config, tools.clone()).router(&shutdown);
     println!("listening on http://{addr}");
     let served = timebox::server::serve(listener, router, shutdown).await;
     // The streams' last notices went to the tool server just before the
     // server stopped; let it read them before the process ends.
     tools.close(RemoteCleanup::DEFAULT_PER_NOTICE).await;
-    served.map_err(|err| format!("server failed: {err}"))?;
+    served.map_err(GatewayError::Serve)?;
     tracing::info!("shut down");
     Ok(())
 }

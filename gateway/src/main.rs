@@ -2,5 +2,5 @@
 //! program as `cargo run --example chat_gateway`.
 
 fn main() -> std::process::ExitCode {
-    timebox_gateway::main()
+    timebox_gateway::serve_until_shutdown()
 }

@@ -1,7 +1,6 @@
 //! Loading the gateway's settings: timebox's [`Config`] over the embedded
 //! defaults, and the address to listen on.
 
-use std::fmt;
 use std::net::SocketAddr;
 
 use timebox::config::{Config, ConfigError, Loader, CONFIG_FILE};
@@ -22,24 +21,16 @@ pub(crate) struct Settings {
     pub(crate) addr: SocketAddr,
 }
 
-/// Why the gateway cannot start.
-#[derive(Debug)]
+/// Why the settings cannot be used.
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum SettingsError {
+    #[error("invalid configuration: {0}")]
     Config(ConfigError),
+    #[error(
+        "environment variable `{ADDR_ENV}` is `{value}`: {reason}; \
+         expected an address such as {DEFAULT_ADDR}"
+    )]
     Addr { value: String, reason: String },
-}
-
-impl fmt::Display for SettingsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(err) => write!(f, "invalid configuration: {err}"),
-            Self::Addr { value, reason } => write!(
-                f,
-                "environment variable `{ADDR_ENV}` is `{value}`: {reason}; \
-                 expected an address such as {DEFAULT_ADDR}"
-            ),
-        }
-    }
 }
 
 impl Settings {

@@ -55,22 +55,15 @@ pub(crate) struct Progress {
 }
 
 /// Why a tool call gave no result.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum ToolError {
     /// The call's token was cancelled; the request's remote cleanup tells
     /// the tool server.
+    #[error("tool call cancelled")]
     Cancelled,
     /// The tool server or the connection failed.
+    #[error("tool call failed: {0}")]
     Failed(String),
-}
-
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Cancelled => f.write_str("tool call cancelled"),
-            Self::Failed(message) => write!(f, "tool call failed: {message}"),
-        }
-    }
 }
 
 impl From<ServiceError> for ToolError {

@@ -72,9 +72,11 @@ impl ServerHandler for ToolServer {
 }
 
 fn slow_task_tool() -> Tool {
-    let schema = json!({
-        "type": "object",
-        "properties": {
+    let schema = JsonObject::from_iter([
+        ("type".to_owned(), json!("object")),
+        (
+            "properties".to_owned(),
+            json!({
             "seconds": {
                 "type": "integer",
                 "minimum": 1,
@@ -86,12 +88,10 @@ fn slow_task_tool() -> Tool {
                 "default": true,
                 "description": "whether to report progress every second",
             },
-        },
-        "required": ["seconds"],
-    });
-    let serde_json::Value::Object(schema) = schema else {
-        unreachable!("a `json!` object literal is an object")
-    };
+            }),
+        ),
+        ("required".to_owned(), json!(["seconds"])),
+    ]);
     Tool::new(
         SLOW_TASK,
         "Works for the given number of seconds, reporting progress every second.",
