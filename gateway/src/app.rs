@@ -53,8 +53,8 @@ impl App {
         }
     }
 
-    /// The router with the timebox layers, the readiness route and this
-    /// state.
+    /// The router: the routes under their deadlines, the readiness route,
+    /// and this state.
     pub(crate) fn router(self, shutdown: &Shutdown) -> Router {
         routes![chat_completions, models]
             .into_router(&self.inner.config)

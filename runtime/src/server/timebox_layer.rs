@@ -16,18 +16,19 @@ use crate::entropy::Entropy;
 
 use super::context::RequestContext;
 
-/// The outer timebox layer that [`Routes::into_router`](super::Routes::into_router)
-/// puts around every route that can have a deadline.
+/// The outer timebox layer, for routes mounted without the route macros:
+/// put it around routes that carry a [`RouteDeadlineLayer`](super::RouteDeadlineLayer).
 ///
 /// On the way in it notes when the request arrived, so route deadlines count
-/// from here, right after routing and before extraction, and reads the inbound deadline
-/// header when `server.timeouts.accept_deadline_header` is on. The shutdown
-/// gate and the in-flight count are [`ShutdownGate`](super::ShutdownGate)'s,
-/// which [`serve`](super::serve) puts around the whole service.
+/// from here, right after routing and before extraction, and reads the
+/// inbound deadline header when `server.timeouts.accept_deadline_header` is
+/// on. The shutdown gate and the in-flight count are
+/// [`ShutdownGate`](super::ShutdownGate)'s, which [`serve`](super::serve)
+/// puts around the whole service.
 ///
-/// A route that can have no deadline (no global timeout, no override) gets
-/// no timebox layer from `into_router`: no deadline work runs on its request
-/// path (S9).
+/// [`Routes::into_router`](super::Routes::into_router) does the same inside
+/// each handler that has a deadline, without layers (see the
+/// [module docs](super)).
 #[derive(Debug, Clone)]
 pub struct TimeboxLayer {
     settings: Arc<Settings>,
