@@ -92,27 +92,18 @@ async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_d
     }
     // Each tool stream was told `[DONE]` before its tool call was
     // cancelled, and each tool heard of it (DESIGN R3).
-    let settled = |log: &[String]| {
-        let cleaned = log
-            .iter()
-            .filter(|line| line.contains("step=RemoteCleanup"))
-            .count();
-        let told = log
-            .iter()
-            .filter(|line| {
-                line.contains("notifications/cancelled received") && line.contains("shutdown")
-            })
-            .count();
-        cleaned >= 10 && told == 5
+    let settled = |log: &[(Instant, String)]| {
+        let count =
+            |wanted: &dyn Fn(&str) -> bool| log.iter().filter(|(_, line)| wanted(line)).count();
+        let cleaned = count(&|line| line.contains("step=RemoteCleanup"));
+        let told = count(&|line| {
+            line.contains("notifications/cancelled received") && line.contains("shutdown")
+        });
+        (cleaned >= 10 && told == 5).then_some(())
     };
-    tokio::task::block_in_place(|| {
-        let give_up = Instant::now() + Duration::from_secs(2);
-        while !settled(&gateway.log_lines()) && Instant::now() < give_up {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
+    let settled = tokio::task::block_in_place(|| gateway.wait_for(Duration::from_secs(2), settled));
+    assert!(settled.is_some(), "{}", gateway.log_text());
     let log = gateway.log_lines();
-    assert!(settled(&log), "{}", gateway.log_text());
     let tool_requests: Vec<&str> = log
         .iter()
         .filter(|line| line.contains("completion started") && line.contains(TOOL))

@@ -93,6 +93,22 @@ impl Gateway {
     /// When the first stderr line containing every one of `needles` was
     /// written, waiting for it at most `bound`.
     pub fn wait_for_log(&self, needles: &[&str], bound: Duration) -> Option<Instant> {
+        self.wait_for(bound, |lines| {
+            lines
+                .iter()
+                .find(|(_, line)| needles.iter().all(|needle| line.contains(needle)))
+                .map(|(at, _)| *at)
+        })
+    }
+
+    /// Waits at most `bound` for `seen` to find something in the stderr
+    /// lines (each with the time it was read), looking again at every new
+    /// line.
+    pub fn wait_for<T>(
+        &self,
+        bound: Duration,
+        mut seen: impl FnMut(&[(Instant, String)]) -> Option<T>,
+    ) -> Option<T> {
         let give_up = Instant::now() + bound;
         let mut lines = self
             .log
@@ -100,11 +116,8 @@ impl Gateway {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         loop {
-            if let Some((at, _)) = lines
-                .iter()
-                .find(|(_, line)| needles.iter().all(|needle| line.contains(needle)))
-            {
-                return Some(*at);
+            if let Some(found) = seen(&lines) {
+                return Some(found);
             }
             let left = give_up.checked_duration_since(Instant::now())?;
             lines = self
