@@ -195,34 +195,32 @@ pub fn python() -> &'static Path {
         let python = venv.join("bin").join("python");
         let requirements =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/requirements.txt");
-        let installed = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-            ])
-            .arg(&requirements)
+        let installed = pip_install(&python, &requirements)
             .status()
             .is_ok_and(|status| status.success());
         if !installed {
             let system = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
             run(Command::new(&system).args(["-m", "venv"]).arg(&venv));
-            run(Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "-r",
-                ])
-                .arg(&requirements));
+            run(&mut pip_install(&python, &requirements));
         }
         python
     })
+}
+
+/// `python -m pip install -r requirements`, quietly.
+fn pip_install(python: &Path, requirements: &Path) -> Command {
+    let mut command = Command::new(python);
+    command
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(requirements);
+    command
 }
 
 fn run(command: &mut Command) {
