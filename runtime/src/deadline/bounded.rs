@@ -110,8 +110,9 @@ impl<F: Future> Future for Bounded<F> {
 
 /// The part of [`Bounded`] that does not depend on the inner future, kept
 /// apart so it is compiled once rather than once per future type.
+/// [`Gated`](super::gated::Gated) uses it too.
 #[pin_project]
-struct Gate {
+pub(super) struct Gate {
     state: State,
     /// The wake-up at the deadline, made at the first `Pending` of the inner
     /// future: work that finishes in its first poll never touches the timer.
@@ -142,7 +143,7 @@ enum State {
 }
 
 impl Gate {
-    const fn new() -> Self {
+    pub(super) const fn new() -> Self {
         Self {
             state: State::Unread,
             timer: None,
@@ -150,8 +151,9 @@ impl Gate {
         }
     }
 
-    /// Whether the inner future may be polled now.
-    fn check(self: Pin<&mut Self>) -> Result<(), DeadlineExceeded> {
+    /// Whether the inner future may be polled now. The first call reads the
+    /// current deadline, unless [`Gate::arm`] set one.
+    pub(super) fn check(self: Pin<&mut Self>) -> Result<(), DeadlineExceeded> {
         let this = self.project();
         let deadline = match *this.state {
             State::Unbounded => return Ok(()),
@@ -165,15 +167,25 @@ impl Gate {
                 deadline
             }
         };
-        if Instant::now() >= deadline.instant() {
-            Err(DeadlineExceeded::new())
-        } else {
-            Ok(())
-        }
+        open_at(deadline, Instant::now())
+    }
+
+    /// Arms the gate with `deadline`, checking it against `now`, a clock
+    /// reading the caller has just taken for this poll.
+    pub(super) fn arm(
+        self: Pin<&mut Self>,
+        deadline: Deadline,
+        now: Instant,
+    ) -> Result<(), DeadlineExceeded> {
+        *self.project().state = State::Armed(deadline);
+        open_at(deadline, now)
     }
 
     /// Arranges a wake-up at the deadline; ready once the timer has fired.
-    fn poll_expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DeadlineExceeded> {
+    pub(super) fn poll_expired(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<DeadlineExceeded> {
         let this = self.project();
         let State::Armed(deadline) = *this.state else {
             return Poll::Pending;
@@ -193,5 +205,14 @@ impl Gate {
         }
         *this.registered = Some(cx.waker().clone());
         Poll::Pending
+    }
+}
+
+/// D5: work may run only while the deadline is still ahead.
+fn open_at(deadline: Deadline, now: Instant) -> Result<(), DeadlineExceeded> {
+    if now >= deadline.instant() {
+        Err(DeadlineExceeded::new())
+    } else {
+        Ok(())
     }
 }

@@ -42,11 +42,13 @@
 
 mod bounded;
 mod error;
+mod gated;
 pub mod header;
 mod point;
 mod scope;
 
 pub use bounded::{bounded, Bounded};
 pub use error::{is_deadline_exceeded, DeadlineExceeded};
+pub(crate) use gated::{Gated, Start};
 pub use point::Deadline;
 pub use scope::{unscoped, Scope, Unscoped};

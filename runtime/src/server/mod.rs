@@ -34,7 +34,7 @@
 //!    once the server stops accepting, and the in-flight count.
 //! 2. Routing, then the route's deadline, when it has one: the route's
 //!    override, else the global `request_timeout_ms`, else none. It counts
-//!    from the moment the request reaches the handler, before extraction; an
+//!    from the first poll of the handler's future, before extraction; an
 //!    inbound deadline header, accepted when
 //!    `server.timeouts.accept_deadline_header` is on, can only shorten it.
 //! 3. The handler, extractors included, runs poll-gated under the deadline
@@ -42,8 +42,9 @@
 //!    so outbound calls and pool waits below it see it too.
 //! 4. When the deadline passes, the handler's future is dropped and the answer
 //!    is `503 Service Unavailable`, `application/problem+json`, with
-//!    `Retry-After` of 1, 2 or 3 seconds drawn from the app's
-//!    [`Entropy`](crate::entropy::Entropy), and the [`DeadlineCancelled`]
+//!    `Retry-After` of 1, 2 or 3 seconds drawn from
+//!    [`Entropy`](crate::entropy::Entropy) (the simulation's under
+//!    `Sim::app`, else one OS-seeded source), and the [`DeadlineCancelled`]
 //!    extension. A `warn!` names the method, route, deadline and elapsed time.
 //! 5. A handler that returns an error whose `source()` chain holds a
 //!    [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) (it called

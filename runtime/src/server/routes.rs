@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 
 use axum::handler::Handler;
 use axum::routing::{on, MethodFilter, MethodRouter};
@@ -11,12 +10,11 @@ use axum::Router;
 use http::Method;
 
 use crate::config::Config;
-use crate::entropy::Entropy;
 
 use super::{DeadlineHandler, RouteSettings, RouteTimeout};
 
 /// Mounts a route's handler, under its deadline when it has one.
-type Mount<S> = Box<dyn FnOnce(Option<Arc<RouteSettings>>) -> MethodRouter<S> + Send>;
+type Mount<S> = Box<dyn FnOnce(Option<RouteSettings>) -> MethodRouter<S> + Send>;
 
 /// One handler at one method and path, with its deadline rule.
 ///
@@ -159,16 +157,12 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         }
         let global = config.server.timeouts.request_timeout();
         let accept_header = config.server.timeouts.accept_deadline_header;
-        let entropy = Entropy::from_os();
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
         for route in self.routes {
-            let settings = route.timeout.resolve(global).map(|budget| {
-                Arc::new(RouteSettings {
-                    budget,
-                    accept_header,
-                    entropy: entropy.clone(),
-                    path: route.path,
-                })
+            let settings = route.timeout.resolve(global).map(|budget| RouteSettings {
+                budget,
+                accept_header,
+                path: route.path,
             });
             let routed = (route.mount)(settings);
             let merged = match by_path.remove(route.path) {

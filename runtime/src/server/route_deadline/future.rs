@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -12,11 +11,9 @@ use http::Method;
 use pin_project::pin_project;
 use tokio::time::Instant;
 
-use crate::deadline::{Bounded, Scope};
+use crate::deadline::Gated;
 use crate::entropy::Entropy;
 use crate::problem;
-
-use super::RouteSettings;
 
 /// Response future of [`RouteDeadline`](super::RouteDeadline).
 #[pin_project]
@@ -35,7 +32,7 @@ enum State<F> {
     /// The inner future, gated by the deadline.
     Bounded {
         #[pin]
-        future: Scope<Bounded<F>>,
+        future: Gated<F>,
         expiry: Option<Expiry>,
     },
     /// The deadline passed before the inner service was called.
@@ -50,16 +47,17 @@ pub(super) struct Expiry {
     pub(super) method: Method,
     pub(super) route: RouteName,
     pub(super) budget: Duration,
-    pub(super) start: Instant,
+    /// When the deadline started counting; `None` when it starts at the
+    /// first poll of the gated future, which then knows.
+    pub(super) start: Option<Instant>,
     pub(super) entropy: Option<Entropy>,
 }
 
 /// The route a request was routed to, for the timeout log line.
 #[derive(Debug)]
 pub(super) enum RouteName {
-    /// Mounted by `Routes::into_router`, which knows the path and the app's
-    /// random source.
-    Mounted(Arc<RouteSettings>),
+    /// Mounted by `Routes::into_router`, which knows the path.
+    Mounted(&'static str),
     /// Learnt from the request.
     Matched(Option<MatchedPath>),
 }
@@ -67,16 +65,9 @@ pub(super) enum RouteName {
 impl RouteName {
     fn as_str(&self) -> &str {
         match self {
-            Self::Mounted(settings) => settings.path,
+            Self::Mounted(path) => path,
             Self::Matched(Some(path)) => path.as_str(),
             Self::Matched(None) => "(unmatched)",
-        }
-    }
-
-    fn entropy(&self) -> Option<&Entropy> {
-        match self {
-            Self::Mounted(settings) => Some(&settings.entropy),
-            Self::Matched(_) => None,
         }
     }
 }
@@ -88,7 +79,7 @@ impl<F> ResponseFuture<F> {
         }
     }
 
-    pub(super) fn bounded(future: Scope<Bounded<F>>, expiry: Expiry) -> Self {
+    pub(super) fn bounded(future: Gated<F>, expiry: Expiry) -> Self {
         Self {
             state: State::Bounded {
                 future,
@@ -114,9 +105,12 @@ where
         let mut state = self.project().state;
         let expiry = match state.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx),
-            StateProj::Bounded { future, expiry } => match ready!(future.poll(cx)) {
+            StateProj::Bounded { mut future, expiry } => match ready!(future.as_mut().poll(cx)) {
                 Ok(output) => return Poll::Ready(output),
-                Err(_) => expiry.take(),
+                Err(_) => expiry.take().map(|expiry| Expiry {
+                    start: expiry.start.or(future.first_poll()),
+                    ..expiry
+                }),
             },
             StateProj::Expired(expiry) => expiry.take(),
             StateProj::Done => None,
@@ -135,14 +129,12 @@ fn timeout_response(expiry: &Expiry) -> Response {
         method = %expiry.method,
         route,
         deadline_ms = expiry.budget.as_millis(),
-        elapsed_ms = expiry.start.elapsed().as_millis(),
+        elapsed_ms = expiry.start.map_or(0, |start| start.elapsed().as_millis()),
         "request deadline exceeded",
     );
     let entropy = expiry
         .entropy
-        .as_ref()
-        .or_else(|| expiry.route.entropy())
-        .cloned()
+        .clone()
         .unwrap_or_else(problem::fallback_entropy);
     problem::deadline_timeout(expiry.budget, &entropy)
 }

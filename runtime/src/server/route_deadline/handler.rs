@@ -7,7 +7,6 @@
 //! on every request, while a wrapped handler is boxed once, as any handler.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use std::{future::Future, pin::Pin};
@@ -17,41 +16,30 @@ use axum::handler::Handler;
 use axum::response::Response;
 use futures_util::future::{FutureExt, Map};
 use pin_project::pin_project;
-use tokio::time::Instant;
 
-use crate::deadline::{bounded, header, Deadline};
+use crate::deadline::{header, Gated, Start};
 use crate::entropy::Entropy;
 
 use super::future::{Expiry, ResponseFuture, RouteName};
 
 /// What one route's deadline needs, resolved from the config when the
-/// router is built.
-#[derive(Debug)]
+/// router is built. `Copy`, so the per-request clone of a handler that axum
+/// makes costs no reference count.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct RouteSettings {
     /// The route's deadline: its override, else the global one.
     pub(crate) budget: Duration,
     /// `server.timeouts.accept_deadline_header`.
     pub(crate) accept_header: bool,
-    /// The app's random source, unless the request carries its own.
-    pub(crate) entropy: Entropy,
     /// The route's path, for the timeout log line.
     pub(crate) path: &'static str,
 }
 
 /// A handler under its route's deadline.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct DeadlineHandler<H> {
     pub(crate) inner: H,
-    pub(crate) settings: Arc<RouteSettings>,
-}
-
-impl<H: Clone> Clone for DeadlineHandler<H> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            settings: Arc::clone(&self.settings),
-        }
-    }
+    pub(crate) settings: RouteSettings,
 }
 
 type Infallibly<F> = Map<F, fn(Response) -> Result<Response, Infallible>>;
@@ -64,9 +52,7 @@ where
     type Future = HandlerFuture<H::Future>;
 
     fn call(self, req: Request, state: S) -> Self::Future {
-        // S2: the deadline counts from here, before extraction.
-        let start = Instant::now();
-        let settings = &self.settings;
+        let settings = self.settings;
         // S3: an accepted inbound header can only shorten the deadline.
         let budget = match settings
             .accept_header
@@ -80,20 +66,22 @@ where
             method: req.method().clone(),
             // A request may bring its own random source (`Sim::app` does).
             entropy: req.extensions().get::<Entropy>().cloned(),
-            route: RouteName::Mounted(self.settings),
+            route: RouteName::Mounted(settings.path),
             budget,
-            start,
+            start: None,
         };
         if budget.is_zero() {
             return HandlerFuture {
                 inner: ResponseFuture::expired(expiry),
             };
         }
-        let deadline = Deadline::after_start(start, budget);
-        let future = deadline.sync_scope(|| self.inner.call(req, state));
-        let future: Infallibly<H::Future> = future.map(Ok);
+        // The handler's future does nothing until polled: axum extracts and
+        // runs the handler inside it. So the deadline starts at its first
+        // poll (S2: before extraction), from the same clock reading the gate
+        // checks then.
+        let future: Infallibly<H::Future> = self.inner.call(req, state).map(Ok);
         HandlerFuture {
-            inner: ResponseFuture::bounded(deadline.scope(bounded(future)), expiry),
+            inner: ResponseFuture::bounded(Gated::new(Start::FirstPoll(budget), future), expiry),
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::deadline::{bounded, Deadline};
+use crate::deadline::{Deadline, Gated, Start};
 
 use super::context::RequestContext;
 use super::RouteTimeout;
@@ -123,7 +123,7 @@ where
             method: req.method().clone(),
             route: RouteName::Matched(req.extensions().get::<MatchedPath>().cloned()),
             budget,
-            start,
+            start: Some(start),
             entropy: context.map(|c| c.entropy.clone()),
         };
         // A zero budget (an inbound header of 0) is answered without calling
@@ -133,6 +133,6 @@ where
             return ResponseFuture::expired(expiry);
         }
         let future = deadline.sync_scope(|| self.inner.call(req));
-        ResponseFuture::bounded(deadline.scope(bounded(future)), expiry)
+        ResponseFuture::bounded(Gated::new(Start::At(deadline), future), expiry)
     }
 }

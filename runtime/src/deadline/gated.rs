@@ -1,0 +1,174 @@
+//! [`Gated`]: a scope and its gate in one future, for the deadline of a
+//! request.
+//!
+//! `Gated::new(start, future)` behaves as `deadline.scope(bounded(future))`
+//! (D3 and D5). Fused, the two share the clock reading of the first poll: a
+//! deadline that starts at the first poll is computed from the same reading
+//! the gate checks, so a request pays for one clock read before its handler
+//! first runs rather than two.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project::pin_project;
+use tokio::time::Instant;
+
+use super::bounded::Gate;
+use super::{scope, Deadline, DeadlineExceeded};
+
+/// Where a [`Gated`] future's deadline comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Start {
+    /// A deadline already known.
+    At(Deadline),
+    /// This long after the first poll.
+    FirstPoll(Duration),
+}
+
+/// Future of a request's deadline: runs the inner future with the deadline
+/// current and polls it only while the deadline is ahead.
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub(crate) struct Gated<F> {
+    start: Start,
+    /// The deadline this future sets, before shortening to an enclosing one,
+    /// and when it first ran; `None` until the first poll.
+    started: Option<(Deadline, Instant)>,
+    #[pin]
+    gate: Gate,
+    #[pin]
+    future: F,
+}
+
+impl<F> Gated<F> {
+    pub(crate) const fn new(start: Start, future: F) -> Self {
+        Self {
+            start,
+            started: None,
+            gate: Gate::new(),
+            future,
+        }
+    }
+
+    /// When the inner future was first due to run: the clock reading of the
+    /// first poll.
+    pub(crate) fn first_poll(&self) -> Option<Instant> {
+        self.started.map(|(_, at)| at)
+    }
+}
+
+impl<F: Future> Future for Gated<F> {
+    type Output = Result<F::Output, DeadlineExceeded>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let current = match *this.started {
+            Some((deadline, _)) => {
+                this.gate.as_mut().check()?;
+                // As a scope: the enclosing deadline is read at every poll.
+                deadline.min_with_current()
+            }
+            None => {
+                let now = Instant::now();
+                let deadline = match *this.start {
+                    Start::At(deadline) => deadline,
+                    Start::FirstPoll(budget) => Deadline::after_start(now, budget),
+                };
+                *this.started = Some((deadline, now));
+                // As `bounded` inside the scope: the gate keeps the deadline
+                // that is current at its first poll.
+                let current = deadline.min_with_current();
+                this.gate.as_mut().arm(current, now)?;
+                current
+            }
+        };
+        if let Poll::Ready(output) = scope::with_current(Some(current), || this.future.poll(cx)) {
+            return Poll::Ready(Ok(output));
+        }
+        this.gate.poll_expired(cx).map(Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use tokio::time::{sleep, sleep_until, Instant};
+
+    use super::{Gated, Start};
+    use crate::deadline::Deadline;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_of_the_first_poll_counts_from_that_poll_not_from_construction() {
+        let gated = Gated::new(Start::FirstPoll(5 * SECOND), async {
+            Deadline::current().map(Deadline::remaining)
+        });
+        sleep(2 * SECOND).await;
+        assert_eq!(gated.await, Ok(Some(5 * SECOND)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_poll_records_when_it_started() {
+        let mut gated = pin!(Gated::new(Start::FirstPoll(SECOND), sleep(10 * SECOND)));
+        assert_eq!(gated.first_poll(), None);
+        sleep(3 * SECOND).await;
+        let polled_at = Instant::now();
+        assert!(gated.as_mut().await.is_err());
+        assert_eq!(gated.first_poll(), Some(polled_at));
+        assert_eq!(Instant::now(), polled_at + SECOND);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_enclosing_scope_read_at_each_poll_shortens_the_deadline() {
+        let inner = Gated::new(Start::FirstPoll(5 * SECOND), async {
+            Deadline::current().map(Deadline::remaining)
+        });
+        let seen = Deadline::after(SECOND).scope(inner).await;
+        assert_eq!(seen, Ok(Some(SECOND)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_expired_deadline_never_polls_the_inner_future() {
+        let polled = AtomicBool::new(false);
+        let deadline = Deadline::after(SECOND);
+        sleep(SECOND).await;
+        let result = Gated::new(Start::At(deadline), async {
+            polled.store(true, Ordering::SeqCst)
+        })
+        .await;
+        assert!(result.is_err());
+        assert!(!polled.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_that_wakes_exactly_at_the_deadline_never_runs() {
+        let ran = AtomicBool::new(false);
+        let deadline = Deadline::after(SECOND);
+        let result = Gated::new(Start::At(deadline), async {
+            sleep_until(deadline.instant()).await;
+            ran.store(true, Ordering::SeqCst);
+        })
+        .await;
+        assert!(result.is_err());
+        assert!(!ran.load(Ordering::SeqCst));
+        assert_eq!(Instant::now(), deadline.instant());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_budget_at_the_first_poll_never_polls_the_inner_future() {
+        let polled = AtomicBool::new(false);
+        let result = Gated::new(Start::FirstPoll(Duration::ZERO), async {
+            polled.store(true, Ordering::SeqCst);
+        })
+        .await;
+        assert!(result.is_err());
+        assert!(!polled.load(Ordering::SeqCst));
+    }
+}
