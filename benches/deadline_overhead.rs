@@ -4,6 +4,9 @@
 //!
 //! The ratio bounded/timeout is the figure to watch (goal: at most 1.1);
 //! `python3 benches/ratios.py deadline_overhead` prints it from the results.
+//! `scoped_bare` is the bare await inside the deadline scope that `bounded`
+//! runs in, so `bounded - scoped_bare` against `tokio_timeout - bare` compares
+//! the gate alone with tokio's timer.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -65,6 +68,17 @@ fn bench_wrappers(c: &mut Criterion, group: &str, pends: u32) {
                 }
                 start.elapsed()
             })
+        });
+    });
+    group.bench_function("scoped_bare", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(Deadline::after(FAR).scope(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(PendN(black_box(pends)).await);
+                }
+                start.elapsed()
+            }))
         });
     });
     group.bench_function("bounded", |b| {

@@ -56,6 +56,20 @@ def summary(root: pathlib.Path) -> int:
         ratio = b / a if throughput else a / b
         kind = "throughput" if throughput else "time"
         print(f"| {group} | {ours} | {peer} | {a:.1f} | {b:.1f} | {ratio:.3f} ({kind}) | {goal} |")
+    # What the gate adds to the scope it runs in, against what tokio's timer
+    # adds to a bare await: the part of pend10 each wrapper is responsible for.
+    pend = {
+        f: found.get(("deadline_overhead/pend10", f))
+        for f in ("bounded", "scoped_bare", "tokio_timeout", "bare")
+    }
+    if None not in pend.values():
+        gate = pend["bounded"] - pend["scoped_bare"]
+        timer = pend["tokio_timeout"] - pend["bare"]
+        print(
+            "| deadline_overhead/pend10 | gate alone (bounded - scoped_bare)"
+            " | tokio's timer (tokio_timeout - bare)"
+            f" | {gate:.1f} | {timer:.1f} | {gate / timer:.3f} (time) | - |"
+        )
     current = found.get(("deadline_overhead/current", "in_scope"))
     if current is not None:
         print(f"| deadline_overhead/current | in_scope | - | {current:.2f} | - | - | < 5 ns |")
