@@ -24,9 +24,11 @@ pub struct ResponseFuture<F> {
     state: State<F>,
 }
 
+/// A future under a route deadline, whatever it answers with: the state of
+/// [`ResponseFuture`] and of a deadline handler's future.
 #[pin_project(project = StateProj)]
 #[derive(Debug)]
-enum State<F> {
+pub(super) enum State<F> {
     /// No deadline: the inner future as it is.
     Passthrough(#[pin] F),
     /// The inner future, gated by the deadline.
@@ -72,41 +74,39 @@ impl RouteName {
     }
 }
 
-impl<F> ResponseFuture<F> {
+/// How a [`State`] ends: with its future's output, or with the timeout
+/// response after the future was dropped.
+pub(super) enum Answer<T> {
+    Inner(T),
+    Timeout(Response),
+}
+
+impl<F> State<F> {
     pub(super) fn passthrough(future: F) -> Self {
-        Self {
-            state: State::Passthrough(future),
-        }
+        Self::Passthrough(future)
     }
 
     pub(super) fn bounded(future: Gated<F>, expiry: Expiry) -> Self {
-        Self {
-            state: State::Bounded {
-                future,
-                expiry: Some(expiry),
-            },
+        Self::Bounded {
+            future,
+            expiry: Some(expiry),
         }
     }
 
     pub(super) fn expired(expiry: Expiry) -> Self {
-        Self {
-            state: State::Expired(Some(expiry)),
-        }
+        Self::Expired(Some(expiry))
     }
 }
 
-impl<F, E> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response, E>>,
-{
-    type Output = Result<Response, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
-        let expiry = match state.as_mut().project() {
-            StateProj::Passthrough(future) => return future.poll(cx),
+impl<F: Future> State<F> {
+    pub(super) fn poll_answer(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Answer<F::Output>> {
+        let expiry = match self.as_mut().project() {
+            StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => match ready!(future.as_mut().poll(cx)) {
-                Ok(output) => return Poll::Ready(output),
+                Ok(output) => return Poll::Ready(Answer::Inner(output)),
                 Err(_) => expiry.take().map(|expiry| Expiry {
                     start: expiry.start.or(future.first_poll()),
                     ..expiry
@@ -117,9 +117,32 @@ where
         };
         // S4: drop the handler (its guards, its pool connections) before the
         // response leaves.
-        state.set(State::Done);
-        let expiry = expiry.expect("ResponseFuture polled after completion");
-        Poll::Ready(Ok(timeout_response(&expiry)))
+        self.set(Self::Done);
+        let expiry = expiry.expect("route deadline future polled after completion");
+        Poll::Ready(Answer::Timeout(timeout_response(&expiry)))
+    }
+}
+
+impl<F> ResponseFuture<F> {
+    pub(super) fn new(state: State<F>) -> Self {
+        Self { state }
+    }
+}
+
+impl<F, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project()
+            .state
+            .poll_answer(cx)
+            .map(|answer| match answer {
+                Answer::Inner(output) => output,
+                Answer::Timeout(response) => Ok(response),
+            })
     }
 }
 

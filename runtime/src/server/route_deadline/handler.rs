@@ -6,21 +6,19 @@
 //! being a layer: axum boxes and clones a service per `MethodRouter::layer`
 //! on every request, while a wrapped handler is boxed once, as any handler.
 
-use std::convert::Infallible;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use std::{future::Future, pin::Pin};
 
 use axum::extract::Request;
 use axum::handler::Handler;
 use axum::response::Response;
-use futures_util::future::{FutureExt, Map};
 use pin_project::pin_project;
 
 use crate::deadline::{header, Gated, Start};
 use crate::entropy::Entropy;
 
-use super::future::{Expiry, ResponseFuture, RouteName};
+use super::future::{Answer, Expiry, RouteName, State};
 
 /// What one route's deadline needs, resolved from the config when the
 /// router is built. `Copy`, so the per-request clone of a handler that axum
@@ -41,8 +39,6 @@ pub(crate) struct DeadlineHandler<H> {
     pub(crate) inner: H,
     pub(crate) settings: RouteSettings,
 }
-
-type Infallibly<F> = Map<F, fn(Response) -> Result<Response, Infallible>>;
 
 impl<H, T, S> Handler<T, S> for DeadlineHandler<H>
 where
@@ -72,16 +68,16 @@ where
         };
         if budget.is_zero() {
             return HandlerFuture {
-                inner: ResponseFuture::expired(expiry),
+                state: State::expired(expiry),
             };
         }
         // The handler's future does nothing until polled: axum extracts and
         // runs the handler inside it. So the deadline starts at its first
         // poll (S2: before extraction), from the same clock reading the gate
         // checks then.
-        let future: Infallibly<H::Future> = self.inner.call(req, state).map(Ok);
+        let future = self.inner.call(req, state);
         HandlerFuture {
-            inner: ResponseFuture::bounded(Gated::new(Start::FirstPoll(budget), future), expiry),
+            state: State::bounded(Gated::new(Start::FirstPoll(budget), future), expiry),
         }
     }
 }
@@ -93,16 +89,18 @@ where
 #[must_use = "futures do nothing unless you .await or poll them"]
 pub(crate) struct HandlerFuture<F> {
     #[pin]
-    inner: ResponseFuture<Infallibly<F>>,
+    state: State<F>,
 }
 
 impl<F: Future<Output = Response>> Future for HandlerFuture<F> {
     type Output = Response;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
-        match ready!(self.project().inner.poll(cx)) {
-            Ok(response) => Poll::Ready(response),
-            Err(never) => match never {},
-        }
+        self.project()
+            .state
+            .poll_answer(cx)
+            .map(|answer| match answer {
+                Answer::Inner(response) | Answer::Timeout(response) => response,
+            })
     }
 }

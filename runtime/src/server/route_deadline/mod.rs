@@ -18,7 +18,7 @@ use super::context::RequestContext;
 use super::RouteTimeout;
 
 pub use future::ResponseFuture;
-use future::{Expiry, RouteName};
+use future::{Expiry, RouteName, State};
 pub(crate) use handler::{DeadlineHandler, RouteSettings};
 
 /// Applies a route's deadline to any `tower::Service<http::Request<B>>`.
@@ -110,7 +110,7 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let context = req.extensions().get::<RequestContext>();
         let Some(timeout) = self.timeout.resolve(context.and_then(|c| c.global)) else {
-            return ResponseFuture::passthrough(self.inner.call(req));
+            return ResponseFuture::new(State::passthrough(self.inner.call(req)));
         };
         // S3: an inbound header can only shorten a route that has a deadline.
         let budget = match context.and_then(|c| c.inbound) {
@@ -130,9 +130,12 @@ where
         // the inner service and without reading the clock; any other passed
         // deadline is caught by the gate before the first poll.
         if budget.is_zero() {
-            return ResponseFuture::expired(expiry);
+            return ResponseFuture::new(State::expired(expiry));
         }
         let future = deadline.sync_scope(|| self.inner.call(req));
-        ResponseFuture::bounded(Gated::new(Start::At(deadline), future), expiry)
+        ResponseFuture::new(State::bounded(
+            Gated::new(Start::At(deadline), future),
+            expiry,
+        ))
     }
 }
