@@ -130,9 +130,11 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// mounted as it is (S9).
     ///
     /// The deadline is applied inside the handler, not by layers, so a route
-    /// costs axum one boxed service, as a plain handler does. `Retry-After`
-    /// values come from a random source seeded by the operating system, or
-    /// from the request's [`Entropy`] extension when it has one (as
+    /// costs axum one boxed service, as a plain handler does. The deadline
+    /// counts from the first poll of the handler's future, before
+    /// extraction. `Retry-After` values come from a random source seeded by
+    /// the operating system, or from the request's
+    /// [`Entropy`](crate::entropy::Entropy) extension when it has one (as
     /// `Sim::app` gives it).
     ///
     /// Each route's deadline applies to its own method only: a `GET` override
