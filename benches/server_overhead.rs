@@ -14,8 +14,9 @@
 //! Two groups: `server_overhead/in_process` calls the router with
 //! `tower::ServiceExt::oneshot`, so the layers' own cost is most of what is
 //! measured; `server_overhead/tcp` serves each variant with `axum::serve` on
-//! 127.0.0.1 and sends sequential GETs from a keep-alive `reqwest` client, so
-//! the layers' cost is seen against a real HTTP round trip.
+//! 127.0.0.1 and sends sequential GETs on one kept-alive HTTP/1.1 connection
+//! from hyper's client, so the layers' cost is seen against a real HTTP round
+//! trip.
 //!
 //! In process, each `Router::layer`/`MethodRouter::layer` adds a boxed
 //! `Route` that axum clones and whose future it boxes on every request:
@@ -34,17 +35,22 @@
 //! prints the throughput ratios from the results.
 
 use std::hint::black_box;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
+use axum::http::header::HOST;
 use axum::http::{Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use http_body_util::BodyExt;
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
 use timebox::config::Config;
 use timebox::routes;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tower::ServiceExt;
 use tower_http::timeout::TimeoutLayer;
@@ -144,15 +150,11 @@ fn in_process(c: &mut Criterion) {
 
 /// Each request a GET over a kept-alive loopback connection to `axum::serve`.
 fn tcp(c: &mut Criterion) {
-    // One worker runs the servers and the client alike, so a request costs no
-    // cross-thread wake-up: on an otherwise idle machine a wake-up of a parked
-    // thread (tens of microseconds, varying with what else the machine runs)
-    // would swamp the layers' cost.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a multi-thread runtime builds");
+    // One thread runs the servers and the client alike, so a request costs no
+    // cross-thread wake-up: a wake-up of a parked thread (tens of
+    // microseconds, varying with what else the machine runs) would swamp the
+    // layers' cost.
+    let rt = current_thread();
     let mut group = c.benchmark_group("server_overhead/tcp");
     configure(&mut group);
     group.sample_size(30);
@@ -160,40 +162,53 @@ fn tcp(c: &mut Criterion) {
         let listener = rt
             .block_on(TcpListener::bind("127.0.0.1:0"))
             .expect("a loopback port binds");
-        let url = format!(
-            "http://{}/hello",
-            listener
-                .local_addr()
-                .expect("a bound listener has an address")
-        );
+        let addr = listener
+            .local_addr()
+            .expect("a bound listener has an address");
         rt.spawn(async move { axum::serve(listener, app).await });
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .expect("the client builds");
         group.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                let requests = rt.spawn(get_hello(client.clone(), url.clone(), iters));
-                rt.block_on(requests).expect("every request succeeds")
-            });
+            b.iter_custom(|iters| rt.block_on(get_hello(addr, iters)));
         });
     }
     group.finish();
 }
 
-/// Sends `iters` sequential GETs to `url` and times them.
-async fn get_hello(client: reqwest::Client, url: String, iters: u64) -> Duration {
+/// Opens one HTTP/1.1 connection to `addr`, then sends `iters` sequential
+/// GETs on it and times them.
+///
+/// hyper's client connection rather than a pooled client: a pool decides per
+/// request whether the kept-alive connection is back in time to be reused,
+/// which made whole runs of one variant slower by a third.
+async fn get_hello(addr: SocketAddr, iters: u64) -> Duration {
+    let stream = TcpStream::connect(addr)
+        .await
+        .expect("the loopback server accepts");
+    let (mut sender, connection) = http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("the HTTP/1.1 handshake succeeds");
+    let driver = tokio::spawn(connection);
     let start = Instant::now();
     for _ in 0..iters {
-        let response = client
-            .get(&url)
-            .send()
+        sender.ready().await.expect("the connection stays open");
+        let request = Request::get("/hello")
+            .header(HOST, addr.to_string())
+            .body(Body::empty())
+            .expect("the request builds");
+        let response = sender
+            .send_request(request)
             .await
             .expect("the loopback server answers");
         assert_eq!(response.status(), StatusCode::OK);
-        black_box(response.bytes().await.expect("the body arrives"));
+        let body = response.into_body().collect().await;
+        black_box(body.expect("the body arrives").to_bytes());
     }
-    start.elapsed()
+    let elapsed = start.elapsed();
+    drop(sender);
+    driver
+        .await
+        .expect("the connection task does not panic")
+        .expect("the connection closes cleanly");
+    elapsed
 }
 
 criterion_group!(benches, in_process, tcp);
