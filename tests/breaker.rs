@@ -1,6 +1,8 @@
 //! Integration tests of `timebox::breaker`, rule B6 of DESIGN.md §5. Time is
 //! tokio's paused clock throughout: nothing sleeps in real time.
 
+mod support;
+
 use std::error::Error;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Barrier;
@@ -741,11 +743,7 @@ proptest! {
         ops in prop::collection::vec(op(), 0..80),
         finally in prop::collection::vec(any::<u8>(), 1..8),
     ) {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let runtime = support::paused_runtime();
         runtime.block_on(never_stuck(config, ops, finally))?;
     }
 }

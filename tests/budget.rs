@@ -3,6 +3,8 @@
 //! The budget has no clock and backoff draws from a seeded `Entropy`; the
 //! one client-level property runs its calls on a paused clock.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Barrier, Mutex};
@@ -805,11 +807,7 @@ proptest! {
             .build();
         let bucket = client.budgets().for_uri(&uri("http://up.example/")).unwrap();
 
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let runtime = support::paused_runtime();
         runtime.block_on(async {
             for (i, (method, drain_first)) in calls.iter().enumerate() {
                 if *drain_first {

@@ -1,6 +1,8 @@
 //! Stream watchdogs: first-item, inactivity and total timers, touches,
 //! suspensions, and slow consumers, all on a paused clock.
 
+mod support;
+
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -794,11 +796,7 @@ fn run_against_model(
     steps: &[(Op, Look)],
 ) -> Result<(), TestCaseError> {
     let ms = Duration::from_millis;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let runtime = support::paused_runtime();
     runtime.block_on(async {
         let watchdog = Watchdog::new()
             .first_item(first_item.map(ms))

@@ -6,3 +6,13 @@ pub mod chain;
 pub mod child;
 pub mod http;
 pub mod upstream;
+
+/// A current-thread runtime on a paused clock, for tests that cannot be
+/// `#[tokio::test]`s (proptest bodies are plain functions).
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a paused current-thread runtime builds")
+}
