@@ -2,7 +2,8 @@
 //! signals: `GET /work/{ms}` answers after `ms` milliseconds. It prints
 //! `listening on <addr>` once it accepts, and exits 0 when the shutdown
 //! sequence is over. Configured like any timebox service (`timebox.toml`,
-//! `TIMEBOX_*` variables).
+//! `TIMEBOX_*` variables). Logs go to stderr, warnings and up unless
+//! `RUST_LOG` says otherwise.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -20,6 +21,13 @@ async fn work(Path(ms): Path<u64>) -> String {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
     let config = match Config::load() {
         Ok(config) => config,
         Err(err) => {
@@ -32,7 +40,7 @@ async fn main() -> ExitCode {
         eprintln!("cannot listen for signals: {err}");
         return ExitCode::FAILURE;
     }
-    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+    let listener = match listen() {
         Ok(listener) => listener,
         Err(err) => {
             eprintln!("cannot bind: {err}");
@@ -54,4 +62,13 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A loopback listener with room for 1024 connections waiting to be
+/// accepted (the standard library's 128 is too few for the descriptor-limit
+/// test, whose clients must all get through the handshake).
+fn listen() -> std::io::Result<tokio::net::TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(([127, 0, 0, 1], 0).into())?;
+    socket.listen(1024)
 }

@@ -41,3 +41,14 @@ pub fn run_fixture(exact_name: &str, env: &[(&str, &str)]) -> ChildRun {
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
 }
+
+/// A child process that is killed when the test drops it, pass or fail.
+#[derive(Debug)]
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -5,6 +5,7 @@
 pub mod chain;
 pub mod child;
 pub mod http;
+pub mod raw;
 pub mod upstream;
 
 /// A current-thread runtime on a paused clock, for tests that cannot be

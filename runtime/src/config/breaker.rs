@@ -29,6 +29,12 @@ use super::sections::secs_or_off;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BreakerConfig {
+    /// Whether the client keeps a breaker per host at all. Default `true`.
+    ///
+    /// With `false` no breaker state is kept, no call is refused, and the
+    /// values below are not validated: the retry budget and the deadline
+    /// still bound retries.
+    pub enabled: bool,
     /// Length of the rolling window, in seconds. Default 10.
     pub window_secs: u64,
     /// Buckets the window is split into; each bucket must be a whole number of
@@ -58,6 +64,7 @@ pub struct BreakerConfig {
 impl Default for BreakerConfig {
     fn default() -> Self {
         Self {
+            enabled: true,
             window_secs: 10,
             window_buckets: 10,
             failure_ratio_threshold: 0.5,

@@ -67,6 +67,23 @@ pub struct ServerConfig {
     /// should be at least `prestop_grace_secs + shutdown_timeout_secs +
     /// drain_force_secs`.
     pub drain_force_secs: u64,
+    /// Longest time a request head may take to arrive, in milliseconds; a
+    /// connection whose head is not complete by then is closed
+    /// (slow-loris). Default 30000; `0` turns the bound off.
+    ///
+    /// The clock starts when a connection is accepted, for its first
+    /// request, and at the first byte of each later head on a keep-alive
+    /// connection (the wait between requests is
+    /// [`keep_alive_timeout_secs`](Self::keep_alive_timeout_secs)'s). It
+    /// covers the head only: a body that trickles in is bounded by the
+    /// route's deadline, under which extractors run, and by nothing on a
+    /// route without one. Applied by [`serve`](crate::server::serve).
+    pub header_read_timeout_ms: u64,
+    /// Longest time an HTTP/1 keep-alive connection (or an HTTP/2 one with
+    /// no open stream) may sit idle between requests, in seconds, before it
+    /// is closed. Default 75 (nginx's); `0` turns the bound off (idle
+    /// connections stay open). Applied by [`serve`](crate::server::serve).
+    pub keep_alive_timeout_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -76,7 +93,38 @@ impl Default for ServerConfig {
             shutdown_timeout_secs: 30,
             prestop_grace_secs: 5,
             drain_force_secs: 10,
+            header_read_timeout_ms: 30_000,
+            keep_alive_timeout_secs: 75,
         }
+    }
+}
+
+impl ServerConfig {
+    /// The bound on a request head; `None` when `header_read_timeout_ms` is
+    /// `0`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use timebox::config::ServerConfig;
+    ///
+    /// let mut server = ServerConfig::default();
+    /// assert_eq!(server.header_read_timeout(), Some(Duration::from_secs(30)));
+    /// server.header_read_timeout_ms = 0;
+    /// assert_eq!(server.header_read_timeout(), None);
+    /// ```
+    #[must_use]
+    pub fn header_read_timeout(&self) -> Option<Duration> {
+        (self.header_read_timeout_ms > 0)
+            .then(|| Duration::from_millis(self.header_read_timeout_ms))
+    }
+
+    /// The bound on an idle keep-alive connection; `None` when
+    /// `keep_alive_timeout_secs` is `0`.
+    #[must_use]
+    pub fn keep_alive_timeout(&self) -> Option<Duration> {
+        secs_or_off(self.keep_alive_timeout_secs)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{BreakerConfig, BudgetConfig, Config, ConfigError};
+use super::{BreakerConfig, BudgetConfig, Config, ConfigError, ServerConfig};
 
 /// Margin `server.shutdown_timeout_secs` should keep over the longest request
 /// deadline (G4), so a request admitted just before shutdown can finish.
@@ -76,11 +76,13 @@ impl Config {
     ///
     /// With `http.client.retry_budget.enabled` (and only then): a `capacity`,
     /// `transient_cost` or `throttling_cost` of 0, a `retry_ratio` outside
-    /// `0.0..=1.0` or NaN. In `breaker`: a `window_secs`, `window_buckets`,
+    /// `0.0..=1.0` or NaN. With `breaker.enabled` (and only then): a `window_secs`, `window_buckets`,
     /// `minimum_sample_count`, `open_secs` or `half_open_trials` of 0; a window
     /// that does not split into buckets of whole milliseconds; a
     /// `failure_ratio_threshold` or `slow_call_rate_threshold` outside
-    /// `(0.0, 1.0]`.
+    /// `(0.0, 1.0]`. In `server`: a `header_read_timeout_ms` or
+    /// `keep_alive_timeout_secs` longer than a day (no bound at all; `0` is
+    /// how to turn one off).
     pub fn validate_with_route_deadline(
         &self,
         longest_route_override: Option<Duration>,
@@ -88,6 +90,7 @@ impl Config {
         let mut errors = ConfigError::empty();
         check_budget(&self.http.client.retry_budget, &mut errors);
         check_breaker(&self.breaker, &mut errors);
+        check_connection_bounds(&self.server, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -172,6 +175,9 @@ fn check_budget(budget: &BudgetConfig, errors: &mut ConfigError) {
 }
 
 fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
+    if !breaker.enabled {
+        return;
+    }
     for (name, value) in [
         ("window_secs", breaker.window_secs),
         ("window_buckets", u64::from(breaker.window_buckets)),
@@ -209,6 +215,25 @@ fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
             errors.push(
                 &key,
                 format!("`{key}` must be above 0.0 and at most 1.0, found {ratio}"),
+            );
+        }
+    }
+}
+
+/// The longest connection bound `serve` accepts: anything longer bounds
+/// nothing and is most likely a unit mistake.
+const LONGEST_CONNECTION_BOUND: Duration = Duration::from_secs(86_400);
+
+fn check_connection_bounds(server: &ServerConfig, errors: &mut ConfigError) {
+    for (name, bound) in [
+        ("header_read_timeout_ms", server.header_read_timeout()),
+        ("keep_alive_timeout_secs", server.keep_alive_timeout()),
+    ] {
+        if bound.is_some_and(|bound| bound > LONGEST_CONNECTION_BOUND) {
+            let key = format!("server.{name}");
+            errors.push(
+                &key,
+                format!("`{key}` must be at most one day; set it to 0 to turn the bound off"),
             );
         }
     }

@@ -68,10 +68,23 @@ struct Shared {
     prestop: Duration,
     grace: Duration,
     drain_force: Duration,
+    connections: ConnectionBounds,
+}
+
+/// The bounds [`serve`](crate::server::serve) puts on every connection
+/// (S13), from `config.server`; they travel with the [`Shutdown`] so that
+/// `serve` keeps its three arguments.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionBounds {
+    pub(crate) header_read: Option<Duration>,
+    pub(crate) keep_alive: Option<Duration>,
 }
 
 impl Shutdown {
-    /// A coordinator with the bounds of `config.server`.
+    /// A coordinator with the bounds of `config.server`: the three waits of
+    /// the sequence, and the connection bounds that
+    /// [`serve`](crate::server::serve) applies (`header_read_timeout_ms`,
+    /// `keep_alive_timeout_secs`).
     #[must_use]
     pub fn new(config: &Config) -> Self {
         let server = &config.server;
@@ -85,6 +98,10 @@ impl Shutdown {
                 prestop: Duration::from_secs(server.prestop_grace_secs),
                 grace: Duration::from_secs(server.shutdown_timeout_secs),
                 drain_force: Duration::from_secs(server.drain_force_secs),
+                connections: ConnectionBounds {
+                    header_read: server.header_read_timeout(),
+                    keep_alive: server.keep_alive_timeout(),
+                },
             }),
         }
     }
@@ -95,7 +112,19 @@ impl Shutdown {
         if shared.triggered.is_cancelled() {
             self.force();
         } else {
-            tracing::info!("shutdown triggered");
+            if shared.prestop.is_zero() {
+                tracing::info!(
+                    "shutdown triggered: readiness answers 503; no pre-stop grace \
+                     (`server.prestop_grace_secs` is 0), phase 1 begins at once"
+                );
+            } else {
+                tracing::info!(
+                    "shutdown triggered: readiness answers 503; still serving for the \
+                     pre-stop grace of {} s (`server.prestop_grace_secs`) so load \
+                     balancers stop sending traffic first",
+                    shared.prestop.as_secs_f64()
+                );
+            }
             shared.triggered.cancel();
         }
     }
@@ -143,6 +172,15 @@ impl Shutdown {
         self.shared.grace
     }
 
+    /// Whether the sequence was skipped to its end (a second trigger).
+    pub(crate) fn is_forced(&self) -> bool {
+        self.shared.forced.is_cancelled()
+    }
+
+    pub(crate) fn connection_bounds(&self) -> ConnectionBounds {
+        self.shared.connections
+    }
+
     /// Runs the sequence once triggered (see [`Shutdown`]) and returns when it
     /// is over. Never waits without a bound after the trigger.
     ///
@@ -155,7 +193,9 @@ impl Shutdown {
         self.unless_forced(tokio::time::sleep(shared.prestop)).await;
         tracing::info!(
             in_flight = shared.in_flight.count(),
-            "shutdown phase 1: not accepting"
+            "shutdown phase 1: new requests get 503; waiting up to {} s \
+             (`server.shutdown_timeout_secs`) for the requests in flight",
+            shared.grace.as_secs_f64()
         );
         shared.token.cancel();
         self.unless_forced(tokio::time::timeout(
@@ -165,7 +205,9 @@ impl Shutdown {
         .await;
         tracing::info!(
             in_flight = shared.in_flight.count(),
-            "shutdown phase 2: draining"
+            "shutdown phase 2: streams still running are told to end; waiting up to \
+             {} s (`server.drain_force_secs`) for them",
+            shared.drain_force.as_secs_f64()
         );
         shared.drain.cancel();
         self.unless_forced(tokio::time::timeout(
@@ -173,6 +215,13 @@ impl Shutdown {
             shared.in_flight.wait_zero(),
         ))
         .await;
+        match shared.in_flight.count() {
+            0 => tracing::info!("shutdown complete: nothing in flight"),
+            left => tracing::warn!(
+                in_flight = left,
+                "shutdown complete with requests still in flight; they are cut"
+            ),
+        }
     }
 
     async fn unless_forced<F: std::future::Future>(&self, step: F) {

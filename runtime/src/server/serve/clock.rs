@@ -1,0 +1,320 @@
+//! [`ConnectionClock`]: what one connection is doing, and which of the S13
+//! bounds applies to it now.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use http::Version;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::shutdown::ConnectionBounds;
+
+/// The state of one connection, shared by its socket (which reports bytes
+/// read), its service (which reports requests starting and ending) and the
+/// task that drives it (which closes it when a bound passes).
+#[derive(Debug)]
+pub(super) struct ConnectionClock {
+    state: Mutex<State>,
+    changed: Notify,
+    bounds: ConnectionBounds,
+}
+
+#[derive(Debug)]
+struct State {
+    activity: Activity,
+    /// Set at the first HTTP/2 request: from then on bytes read are frames
+    /// of any stream, not the start of a head, and only the idle bound
+    /// applies.
+    http2: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Activity {
+    /// Waiting for a request head, since the connection was accepted or
+    /// since the first byte of a later head arrived. `started` is false
+    /// while not a byte of it has arrived.
+    Head { since: Instant, started: bool },
+    /// A keep-alive connection between requests.
+    Idle { since: Instant },
+    /// Serving `requests` (one at a time on HTTP/1). On HTTP/1, when the
+    /// request has no body, bytes read meanwhile are the next head
+    /// (pipelining) and `next_head` is when they began.
+    Busy {
+        requests: usize,
+        bodiless: bool,
+        next_head: Option<Instant>,
+    },
+}
+
+/// Which bound passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Expired {
+    /// A request head did not arrive within `header_read_timeout_ms`.
+    Head(Duration),
+    /// The connection sat idle for `keep_alive_timeout_secs`.
+    Idle(Duration),
+}
+
+impl ConnectionClock {
+    /// The clock of a connection accepted now: its first head is due within
+    /// the header bound.
+    pub(super) fn new(bounds: ConnectionBounds) -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State {
+                activity: Activity::Head {
+                    since: Instant::now(),
+                    started: false,
+                },
+                http2: false,
+            }),
+            changed: Notify::new(),
+            bounds,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Bytes arrived from the client.
+    pub(super) fn on_read(&self) {
+        let mut state = self.lock();
+        if state.http2 {
+            return;
+        }
+        let activity = &mut state.activity;
+        match activity {
+            Activity::Idle { .. } => {
+                *activity = Activity::Head {
+                    since: Instant::now(),
+                    started: true,
+                };
+                drop(state);
+                self.changed.notify_one();
+            }
+            Activity::Head { started, .. } => *started = true,
+            Activity::Busy {
+                bodiless: true,
+                next_head: next_head @ None,
+                ..
+            } => *next_head = Some(Instant::now()),
+            Activity::Busy { .. } => {}
+        }
+    }
+
+    /// A request's head is complete and its service is called; the
+    /// connection is busy until the returned guard drops (when its response
+    /// has been written or abandoned).
+    pub(super) fn on_request(self: &Arc<Self>, version: Version, bodiless: bool) -> RequestEnd {
+        let mut state = self.lock();
+        state.http2 |= version == Version::HTTP_2;
+        state.activity = match state.activity {
+            Activity::Busy {
+                requests,
+                bodiless: busy_bodiless,
+                next_head,
+            } => Activity::Busy {
+                requests: requests + 1,
+                bodiless: busy_bodiless,
+                next_head,
+            },
+            Activity::Head { .. } | Activity::Idle { .. } => Activity::Busy {
+                requests: 1,
+                bodiless,
+                next_head: None,
+            },
+        };
+        drop(state);
+        self.changed.notify_one();
+        RequestEnd {
+            clock: Arc::clone(self),
+        }
+    }
+
+    fn on_request_end(&self) {
+        let mut state = self.lock();
+        let http2 = state.http2;
+        if let Activity::Busy {
+            requests,
+            bodiless,
+            next_head,
+        } = state.activity
+        {
+            state.activity = match (requests, next_head) {
+                (0 | 1, Some(since)) if !http2 => Activity::Head {
+                    since,
+                    started: true,
+                },
+                (0 | 1, _) => Activity::Idle {
+                    since: Instant::now(),
+                },
+                (more, _) => Activity::Busy {
+                    requests: more - 1,
+                    bodiless,
+                    next_head,
+                },
+            };
+        }
+        drop(state);
+        self.changed.notify_one();
+    }
+
+    /// Whether closing the connection now loses nothing: it is between
+    /// requests, or new and not a byte of a request has arrived.
+    pub(super) fn is_idle(&self) -> bool {
+        matches!(
+            self.lock().activity,
+            Activity::Idle { .. } | Activity::Head { started: false, .. }
+        )
+    }
+
+    /// Whether the connection speaks HTTP/2.
+    pub(super) fn is_http2(&self) -> bool {
+        self.lock().http2
+    }
+
+    /// When the bound that applies now passes, if one does.
+    fn deadline(&self) -> Option<(Instant, Expired)> {
+        let (since, expired) = match self.lock().activity {
+            Activity::Head { since, .. } => {
+                let bound = self.bounds.header_read?;
+                (since, Expired::Head(bound))
+            }
+            Activity::Idle { since } => {
+                let bound = self.bounds.keep_alive?;
+                (since, Expired::Idle(bound))
+            }
+            Activity::Busy { .. } => return None,
+        };
+        let bound = match expired {
+            Expired::Head(bound) | Expired::Idle(bound) => bound,
+        };
+        Some((since.checked_add(bound)?, expired))
+    }
+
+    /// Resolves when a bound has passed: the connection should close.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Safe to drop and call again: it keeps no state of its own.
+    pub(super) async fn expired(&self) -> Expired {
+        loop {
+            let changed = self.changed.notified();
+            match self.deadline() {
+                None => changed.await,
+                Some((at, expired)) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at) => {
+                            // The state may have moved on at the same instant.
+                            if self.deadline() == Some((at, expired)) {
+                                return expired;
+                            }
+                        }
+                        () = changed => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Marks the end of a request on its connection's clock when dropped.
+#[derive(Debug)]
+pub(super) struct RequestEnd {
+    clock: Arc<ConnectionClock>,
+}
+
+impl Drop for RequestEnd {
+    fn drop(&mut self) {
+        self.clock.on_request_end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOUNDS: ConnectionBounds = ConnectionBounds {
+        header_read: Some(Duration::from_secs(2)),
+        keep_alive: Some(Duration::from_secs(10)),
+    };
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_connection_owes_its_first_head_within_the_header_bound() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let start = Instant::now();
+        assert!(clock.is_idle());
+        assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_keep_alive_connection_waits_the_idle_bound_then_the_header_bound() {
+        let clock = ConnectionClock::new(BOUNDS);
+        drop(clock.on_request(Version::HTTP_11, true));
+        tokio::time::advance(Duration::from_secs(9)).await;
+        clock.on_read(); // the first byte of the next head
+        assert!(!clock.is_idle());
+        let start = Instant::now();
+        assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_connection_expires_after_the_keep_alive_bound() {
+        let clock = ConnectionClock::new(BOUNDS);
+        drop(clock.on_request(Version::HTTP_11, true));
+        let start = Instant::now();
+        assert_eq!(
+            clock.expired().await,
+            Expired::Idle(Duration::from_secs(10))
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_connection_never_expires() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let request = clock.on_request(Version::HTTP_11, false);
+        let expired = tokio::time::timeout(Duration::from_secs(3600), clock.expired()).await;
+        assert!(expired.is_err());
+        drop(request);
+        assert!(clock.is_idle());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pipelined_head_after_a_bodiless_request_is_on_the_header_bound() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let request = clock.on_request(Version::HTTP_11, true);
+        clock.on_read(); // part of the next head arrives with the first
+        tokio::time::advance(Duration::from_secs(1)).await;
+        drop(request);
+        let start = Instant::now();
+        assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn http2_frames_do_not_start_a_head() {
+        let clock = ConnectionClock::new(BOUNDS);
+        drop(clock.on_request(Version::HTTP_2, true));
+        clock.on_read(); // a PING, say
+        assert!(clock.is_idle());
+        assert!(clock.is_http2());
+        assert_eq!(
+            clock.expired().await,
+            Expired::Idle(Duration::from_secs(10))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_bounds_means_no_expiry() {
+        let clock = ConnectionClock::new(ConnectionBounds {
+            header_read: None,
+            keep_alive: None,
+        });
+        let expired = tokio::time::timeout(Duration::from_secs(86_400), clock.expired()).await;
+        assert!(expired.is_err());
+    }
+}

@@ -1,0 +1,184 @@
+//! [`Connections`]: every connection `serve` accepted, each driven by its
+//! own task under the S13 bounds.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use http::Request;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::task::TaskTracker;
+use tower_service::Service;
+
+use crate::shutdown::{ConnectionBounds, Shutdown, ShutdownToken};
+
+use super::clock::{ConnectionClock, Expired};
+use super::io::ClockedIo;
+use super::service::ConnectionService;
+
+/// How long connections still open at the end of the sequence get to
+/// write out what their last responses left in their buffers.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// The connections of one `serve` call. Dropping it closes them all.
+#[derive(Debug)]
+pub(super) struct Connections {
+    builder: Builder<TokioExecutor>,
+    bounds: ConnectionBounds,
+    phase1: ShutdownToken,
+    tracker: TaskTracker,
+    /// Cancelled when `serve` returns or is dropped: every connection
+    /// still open closes.
+    stop: CancellationToken,
+    _stop_on_drop: DropGuard,
+    closed: Arc<Notify>,
+}
+
+impl Connections {
+    pub(super) fn new(shutdown: &Shutdown) -> Self {
+        let mut builder = Builder::new(TokioExecutor::new());
+        // The header bound is the connection clock's (it starts at the
+        // first byte of a head, not when the connection goes idle).
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(None);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .enable_connect_protocol();
+        let stop = CancellationToken::new();
+        Self {
+            builder,
+            bounds: shutdown.connection_bounds(),
+            phase1: shutdown.token(),
+            tracker: TaskTracker::new(),
+            _stop_on_drop: stop.clone().drop_guard(),
+            stop,
+            closed: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Notified each time a connection closes (and frees its socket).
+    pub(super) fn closed(&self) -> Arc<Notify> {
+        Arc::clone(&self.closed)
+    }
+
+    /// Serves `stream` with `service` on a task of its own.
+    pub(super) fn spawn<S>(&self, stream: TcpStream, service: S)
+    where
+        S: Service<Request<Body>, Response = Response, Error = Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let connection = Connection {
+            builder: self.builder.clone(),
+            clock: ConnectionClock::new(self.bounds),
+            phase1: self.phase1.clone(),
+            stop: self.stop.clone(),
+            _closed: NotifyOnDrop(Arc::clone(&self.closed)),
+        };
+        self.tracker.spawn(connection.run(stream, service));
+    }
+
+    /// Closes the connections still open: at once when the shutdown was
+    /// forced, else after they finished writing or [`CLOSE_GRACE`] passed.
+    pub(super) async fn close(self, forced: bool) {
+        self.tracker.close();
+        if !forced {
+            let _ = tokio::time::timeout(CLOSE_GRACE, self.tracker.wait()).await;
+        }
+        self.stop.cancel();
+    }
+}
+
+/// One connection's task.
+struct Connection {
+    builder: Builder<TokioExecutor>,
+    clock: Arc<ConnectionClock>,
+    phase1: ShutdownToken,
+    stop: CancellationToken,
+    _closed: NotifyOnDrop,
+}
+
+impl Connection {
+    async fn run<S>(self, stream: TcpStream, service: S)
+    where
+        S: Service<Request<Body>, Response = Response, Error = Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let Self {
+            builder,
+            clock,
+            phase1,
+            stop,
+            _closed,
+        } = self;
+        let io = TokioIo::new(ClockedIo::new(stream, Arc::clone(&clock)));
+        let service = ConnectionService::new(service, Arc::clone(&clock), phase1.clone());
+        let connection = builder.serve_connection_with_upgrades(io, service);
+        tokio::pin!(connection);
+        // A connection accepted during phase 1 is served; its responses ask
+        // the client to close (see `ConnectionService`).
+        let mut phase1_seen = phase1.is_cancelled();
+        loop {
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(err) = result {
+                        tracing::debug!(error = %err, "connection ended with an error");
+                    }
+                    return;
+                }
+                () = stop.cancelled() => return,
+                () = phase1.cancelled(), if !phase1_seen => {
+                    phase1_seen = true;
+                    if clock.is_idle() {
+                        tracing::debug!("closing an idle connection: the server is shutting down");
+                        return;
+                    }
+                    if clock.is_http2() {
+                        // GOAWAY: streams in flight finish, no new ones start.
+                        connection.as_mut().graceful_shutdown();
+                    }
+                }
+                expired = clock.expired() => {
+                    match expired {
+                        Expired::Head(bound) => tracing::debug!(
+                            bound_ms = bound.as_millis(),
+                            "closing a connection whose request head did not arrive in time \
+                             (`server.header_read_timeout_ms`)"
+                        ),
+                        Expired::Idle(bound) => tracing::debug!(
+                            bound_secs = bound.as_secs(),
+                            "closing an idle keep-alive connection \
+                             (`server.keep_alive_timeout_secs`)"
+                        ),
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Wakes the accept loop when a connection's task ends, whatever ends it.
+struct NotifyOnDrop(Arc<Notify>);
+
+impl Drop for NotifyOnDrop {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}

@@ -1,0 +1,111 @@
+//! [`serve`]: run a router until shutdown, with every connection bounded.
+//!
+//! `serve` drives hyper's HTTP/1 and HTTP/2 server (through hyper-util, on
+//! tokio's timer) itself rather than through `axum::serve`, so that no
+//! client can hold a connection for as long as it likes (S13):
+//!
+//! | what the client does | what bounds it | config key (default) |
+//! |---|---|---|
+//! | connects and sends nothing, or half a request head | the header bound, from the accept | `server.header_read_timeout_ms` (30000) |
+//! | starts a later head on a keep-alive connection and stalls | the header bound, from its first byte | `server.header_read_timeout_ms` |
+//! | keeps a connection open between requests | the idle bound | `server.keep_alive_timeout_secs` (75) |
+//! | trickles a request body | the route's deadline (extractors run under it, S4); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
+//! | reads the response slowly | the route's deadline up to the response head; a streaming body has its own watchdog (§7) | |
+//!
+//! A bound that passes closes the connection; `0` turns one off. Both come
+//! from the [`Config`](crate::config::Config) the [`Shutdown`] was made
+//! with. From phase 1 of the shutdown every HTTP/1 response carries
+//! `Connection: close` and HTTP/2 connections get a GOAWAY, so keep-alive
+//! clients move to another instance, and connections idle at that moment
+//! close at once.
+
+mod accept;
+mod clock;
+mod connection;
+mod io;
+mod service;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::shutdown::Shutdown;
+
+use super::ShutdownGate;
+use accept::Acceptor;
+use connection::Connections;
+
+/// Serves `router` on `listener` until `shutdown` is triggered and its
+/// sequence is over.
+///
+/// The whole service sits behind a [`ShutdownGate`]: every request carries
+/// the [`ShutdownToken`](crate::shutdown::ShutdownToken) and
+/// [`DrainToken`](crate::shutdown::DrainToken) (as extractors) and is counted
+/// in `shutdown`'s [`InFlight`](crate::shutdown::InFlight) from admission to
+/// the end of its response body. Once triggered, `serve` runs the sequence of
+/// [`Shutdown`]: after the pre-stop grace new requests are answered `503`
+/// with `Connection: close` (phase 1) while requests in flight finish within
+/// the grace; then streams still running are told to end and the listener
+/// closes (phase 2), and it returns when nothing is in flight or the drain
+/// bound passed, whichever is first, closing the connections still open. It
+/// never waits without a bound.
+///
+/// Every connection is bounded by `server.header_read_timeout_ms` and
+/// `server.keep_alive_timeout_secs` of the config `shutdown` was made with;
+/// the [module docs](self) say what bounds what. When the process runs out
+/// of file descriptors, accepting waits (logging a rate-limited warning)
+/// until a connection closes, and resumes at once.
+///
+/// Signals are not listened for implicitly: call
+/// [`Shutdown::listen_for_signals`] in `main`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use timebox::config::Config;
+/// use timebox::shutdown::Shutdown;
+///
+/// # async fn run(router: axum::Router) -> std::io::Result<()> {
+/// let config = Config::load().expect("valid configuration");
+/// let shutdown = Shutdown::new(&config);
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// timebox::server::serve(listener, router, shutdown).await
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// When `listener` is not a listening socket. Other accept errors are
+/// waited out (see above), never returned.
+///
+/// # Cancellation safety
+///
+/// Dropping the future stops the server at once, without a drain, and
+/// closes every connection.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: Shutdown,
+) -> std::io::Result<()> {
+    let service = ShutdownGate::new(router, &shutdown);
+    let connections = Connections::new(&shutdown);
+    let mut acceptor = Acceptor::new(listener, connections.closed());
+    let drained = shutdown.wait_drained();
+    tokio::pin!(drained);
+    let phase2 = shutdown.drain_token();
+    // The listener stays open through phase 1, so a request that still
+    // arrives is told `503` with a `Retry-After` rather than refused; it
+    // closes at phase 2, which begins as soon as nothing is in flight.
+    let over = loop {
+        tokio::select! {
+            () = &mut drained => break true,
+            () = phase2.cancelled() => break false,
+            accepted = acceptor.accept() => connections.spawn(accepted?, service.clone()),
+        }
+    };
+    drop(acceptor);
+    if !over {
+        drained.await;
+    }
+    connections.close(shutdown.is_forced()).await;
+    Ok(())
+}

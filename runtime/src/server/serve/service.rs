@@ -1,0 +1,124 @@
+//! [`ConnectionService`]: the router as one connection's hyper service.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use axum::body::Body;
+use axum::response::Response;
+use http::header::CONNECTION;
+use http::{HeaderValue, Request, Version};
+use http_body::Body as _;
+use hyper::body::Incoming;
+use pin_project::pin_project;
+use tower_service::Service;
+
+use crate::shutdown::ShutdownToken;
+
+use super::clock::{ConnectionClock, RequestEnd};
+
+/// Serves one connection's requests with `inner`, marking each on the
+/// connection's clock from its head to the end of its response, and
+/// asking HTTP/1 clients to close once shutdown's phase 1 has begun.
+#[derive(Debug)]
+pub(super) struct ConnectionService<S> {
+    inner: S,
+    clock: Arc<ConnectionClock>,
+    phase1: ShutdownToken,
+}
+
+impl<S> ConnectionService<S> {
+    pub(super) fn new(inner: S, clock: Arc<ConnectionClock>, phase1: ShutdownToken) -> Self {
+        Self {
+            inner,
+            clock,
+            phase1,
+        }
+    }
+}
+
+impl<S> hyper::service::Service<Request<Incoming>> for ConnectionService<S>
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone,
+{
+    type Response = http::Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = TrackedResponse<S::Future>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let version = req.version();
+        let end = self.clock.on_request(version, req.body().is_end_stream());
+        // An axum `Router` (behind the shutdown gate) is always ready, so
+        // there is no readiness to wait for, as in `axum::serve`.
+        let future = self.inner.clone().call(req.map(Body::new));
+        TrackedResponse {
+            future,
+            end: Some(end),
+            close: (version < Version::HTTP_2).then(|| self.phase1.clone()),
+        }
+    }
+}
+
+/// Response future of [`ConnectionService`].
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub(super) struct TrackedResponse<F> {
+    #[pin]
+    future: F,
+    end: Option<RequestEnd>,
+    /// Phase 1's token, for an HTTP/1 request.
+    close: Option<ShutdownToken>,
+}
+
+impl<F> Future for TrackedResponse<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<http::Response<TrackedBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(mut response) = ready!(this.future.poll(cx));
+        if this.close.as_ref().is_some_and(ShutdownToken::is_cancelled) {
+            // hyper closes an HTTP/1 connection after a response that says so.
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        let end = this.end.take();
+        Poll::Ready(Ok(response.map(|body| TrackedBody { body, _end: end })))
+    }
+}
+
+/// A response body that keeps its connection busy until it is written or
+/// dropped.
+#[pin_project]
+#[derive(Debug)]
+pub(super) struct TrackedBody {
+    #[pin]
+    body: Body,
+    _end: Option<RequestEnd>,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
