@@ -42,7 +42,7 @@
 //! assert_eq!(result.unwrap_err().to_string(), "deadline exceeded");
 //! # }
 //! ```
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod breaker;
 #[cfg(feature = "client")]

@@ -47,11 +47,24 @@ pub(crate) fn deadline_error() -> Response {
     response
 }
 
-/// 503 for a request that arrived after the server began shutting down.
+/// 503 for a request that arrived after the server began shutting down
+/// (phase 1), and for the readiness route from then on.
 pub(crate) fn shutting_down(entropy: &Entropy) -> Response {
     let mut response = problem(
         StatusCode::SERVICE_UNAVAILABLE,
         "the server is shutting down and accepts no new requests",
+    );
+    set_retry_after(&mut response, entropy);
+    response
+}
+
+/// 503 of the readiness route during the pre-stop grace: the server still
+/// serves, but wants no new traffic from load balancers.
+pub(crate) fn not_ready(entropy: &Entropy) -> Response {
+    let mut response = problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server is shutting down: it still serves requests during its pre-stop \
+         grace, but should be sent no new traffic",
     );
     set_retry_after(&mut response, entropy);
     response

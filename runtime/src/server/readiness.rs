@@ -1,9 +1,11 @@
 //! [`readiness`]: the route a load balancer polls.
 
+use axum::extract::Extension;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use http::StatusCode;
 
+use crate::entropy::Entropy;
 use crate::problem;
 use crate::shutdown::Shutdown;
 
@@ -11,6 +13,12 @@ use crate::shutdown::Shutdown;
 /// `503` (problem+json, with `Retry-After`) from then on (G2): the first step
 /// of the sequence, so load balancers stop routing here before the server
 /// stops accepting.
+///
+/// The 503's detail says which part of the sequence the server is in: during
+/// the pre-stop grace it still serves requests (that is what the grace is
+/// for), from phase 1 on it accepts none. `Retry-After` is 1, 2 or 3 seconds
+/// drawn from the request's [`Entropy`] extension when it has one (as under
+/// `Sim::app`, so the sequence replays, G5), else from one OS-seeded source.
 ///
 /// ```
 /// use timebox::config::Config;
@@ -22,16 +30,20 @@ use crate::shutdown::Shutdown;
 /// ```
 pub fn readiness<S: Clone + Send + Sync + 'static>(shutdown: &Shutdown) -> MethodRouter<S> {
     let shutdown = shutdown.clone();
-    get(move || {
-        let ready = shutdown.is_ready();
-        async move { answer(ready) }
+    get(move |entropy: Option<Extension<Entropy>>| {
+        let answer = answer(&shutdown, entropy.map(|Extension(entropy)| entropy));
+        async move { answer }
     })
 }
 
-fn answer(ready: bool) -> Response {
-    if ready {
-        (StatusCode::OK, "ready").into_response()
+fn answer(shutdown: &Shutdown, entropy: Option<Entropy>) -> Response {
+    if shutdown.is_ready() {
+        return (StatusCode::OK, "ready").into_response();
+    }
+    let entropy = entropy.unwrap_or_else(problem::fallback_entropy);
+    if shutdown.token().is_cancelled() {
+        problem::shutting_down(&entropy)
     } else {
-        problem::shutting_down(&problem::fallback_entropy())
+        problem::not_ready(&entropy)
     }
 }
