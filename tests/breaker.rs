@@ -551,6 +551,7 @@ fn small_config() -> impl Strategy<Value = BreakerConfig> {
                 (minimum_sample_count, open_secs, half_open_trials),
                 (slow_call_duration_threshold_secs, cancelled_as_failure),
             )| BreakerConfig {
+                enabled: true,
                 window_secs,
                 window_buckets,
                 failure_ratio_threshold,

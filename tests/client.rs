@@ -663,3 +663,202 @@ async fn a_client_built_with_a_transport_sends_through_it(sim: Sim) {
     assert_eq!(response.status(), 200);
     assert_eq!(recorder.hits()[0].path, "/built");
 }
+
+// §11 and §15: B2 once per host, C7 one timeout per chain, B7, and the
+// decisions said in the logs.
+
+#[sim_test]
+async fn a_redirect_chain_that_revisits_hosts_refills_each_bucket_once(sim: Sim) {
+    let redirect = |to: &'static str| axum::response::Redirect::temporary(to).into_response();
+    sim.net().host(
+        "a",
+        axum::Router::new()
+            .route(
+                "/1",
+                axum::routing::get(move || async move { redirect("http://b/2") }),
+            )
+            .route(
+                "/3",
+                axum::routing::get(move || async move { redirect("http://b/4") }),
+            ),
+    );
+    sim.net().host(
+        "b",
+        axum::Router::new()
+            .route(
+                "/2",
+                axum::routing::get(move || async move { redirect("http://a/3") }),
+            )
+            .route("/4", axum::routing::get(|| async { "end" })),
+    );
+    let client = sim.client_with(&budget_only());
+    // Spend some tokens at both hosts, so that a refill shows.
+    for url in ["http://a/", "http://b/"] {
+        let budget = client.budgets().for_uri(&url.parse().unwrap()).unwrap();
+        for _ in 0..3 {
+            assert!(budget.try_withdraw(timebox::retry::RetryKind::Transient));
+        }
+    }
+    let before = (tokens(&client, "http://a/"), tokens(&client, "http://b/"));
+    let response = client.get("http://a/1").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let refill = |url, before: f64| tokens(&client, url) - before;
+    // retry_ratio × transient_cost = 0.1 × 14, once per host.
+    assert!((refill("http://a/", before.0) - 1.4).abs() < 1e-9);
+    assert!((refill("http://b/", before.1) - 1.4).abs() < 1e-9);
+}
+
+#[sim_test]
+async fn one_attempt_timeout_covers_the_whole_redirect_chain(sim: Sim) {
+    sim.net().host(
+        "up",
+        axum::Router::new()
+            .route(
+                "/first",
+                axum::routing::get(|| async {
+                    sleep(MS(700)).await;
+                    axum::response::Redirect::temporary("/second")
+                }),
+            )
+            .route(
+                "/second",
+                axum::routing::get(|| async {
+                    sleep(MS(700)).await;
+                    "too late"
+                }),
+            ),
+    );
+    let mut config = Config::default();
+    config.http.client.timeout_secs = 1;
+    let start = Instant::now();
+    let err = sim
+        .client_with(&config)
+        .get("http://up/first")
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Timeout), "{err}");
+    assert_eq!(start.elapsed(), SECS(1));
+}
+
+#[sim_test]
+async fn with_the_breaker_disabled_a_hundred_calls_to_an_always_500_host_all_reach_it(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::INTERNAL_SERVER_ERROR, &recorder));
+    let mut config = Config::default();
+    config.breaker.enabled = false;
+    let client = sim.client_with(&config);
+    for _ in 0..100 {
+        let response = client.get("http://up/").retries(0).send().await.unwrap();
+        assert_eq!(response.status(), 500);
+    }
+    assert_eq!(recorder.count(), 100);
+}
+
+#[sim_test]
+async fn a_breaker_says_when_it_opens_why_and_for_how_long_and_when_it_closes(sim: Sim) {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let recorder = Recorder::new();
+    // Three failed requests (the tenth attempt opens the breaker, which
+    // ends the third request's retries), then a healthy host.
+    sim.net().host(
+        "up",
+        recording(&recorder, |n| async move {
+            if n <= 10 {
+                StatusCode::INTERNAL_SERVER_ERROR
+            } else {
+                StatusCode::OK
+            }
+        }),
+    );
+    let client = sim.client_with(&Config::default());
+    for _ in 0..3 {
+        let _ = client.get("http://up/").send().await;
+    }
+    let opened = logs.lines_with("circuit breaker opened");
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    for field in [
+        "WARN",
+        "host=\"up:80\"",
+        "failure_ratio=1",
+        "slow_ratio=0",
+        "samples=10",
+        "open_secs=60",
+    ] {
+        assert!(opened[0].contains(field), "{field} in {}", opened[0]);
+    }
+    sleep(SECS(60)).await;
+    for _ in 0..3 {
+        let response = client.get("http://up/").send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let closed = logs.lines_with("circuit breaker closed");
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert!(closed[0].contains("INFO") && closed[0].contains("host=\"up:80\""));
+}
+
+#[sim_test]
+async fn each_retry_and_each_retry_refused_by_the_deadline_is_logged(sim: Sim) {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::SERVICE_UNAVAILABLE, &recorder));
+    let client = sim.client_with(&budget_only());
+    let response = Deadline::after(MS(150))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let retries = logs.lines_with("retrying");
+    assert_eq!(retries.len(), recorder.count() - 1, "{retries:?}");
+    for field in [
+        "DEBUG",
+        "host=\"up:80\"",
+        "attempt=2",
+        "reason=status 503",
+        "wait_ms=",
+    ] {
+        assert!(retries[0].contains(field), "{field} in {}", retries[0]);
+    }
+    let refused = logs.lines_with("no retry: the wait does not fit the time left");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("left_ms="), "{}", refused[0]);
+}
+
+#[sim_test]
+async fn a_retry_the_budget_refuses_is_logged(sim: Sim) {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::SERVICE_UNAVAILABLE, &recorder));
+    let mut config = budget_only();
+    // Room for one retry: the second finds the bucket short.
+    config.http.client.retry_budget.capacity = 20;
+    let client = sim.client_with(&config);
+    client.get("http://up/").send().await.unwrap();
+    assert_eq!(recorder.count(), 2);
+    let refused = logs.lines_with("no retry: the host's retry budget cannot pay for it");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("tokens="), "{}", refused[0]);
+}
+
+#[sim_test]
+async fn simnet_logs_an_attempt_the_caller_gave_up_on_as_cancelled(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", echo(&recorder))
+        .latency(MS(500), MS(500));
+    let err = Deadline::after(MS(100))
+        .scope(sim.client().get("http://up/slow").send())
+        .await
+        .unwrap_err();
+    assert!(err.is_deadline_exceeded(), "{err}");
+    let events = sim.net().events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].outcome, "cancelled");
+    assert_eq!(events[0].at, MS(100));
+    assert_eq!(events[0].path, "/slow");
+    assert_eq!(recorder.count(), 0);
+}

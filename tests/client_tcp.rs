@@ -501,3 +501,25 @@ async fn a_refused_connection_without_retries_is_a_connect_error() {
     assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
     assert_eq!(err.to_string(), "connection failed");
 }
+
+// §15 C3: a caller's shorter header goes out as set on the first attempt.
+
+#[tokio::test]
+async fn a_callers_shorter_deadline_header_goes_out_exactly_as_set() {
+    let recorder = Recorder::new();
+    let addr = serve(routed(&recorder, |_| StatusCode::OK.into_response())).await;
+    let url = format!("http://{addr}/");
+    ends(client().get(&url).header(DEADLINE_HEADER, "200").send())
+        .await
+        .unwrap();
+    // Under a longer task deadline too.
+    ends(Deadline::after(SECS(5)).scope(client().get(&url).header(DEADLINE_HEADER, "200").send()))
+        .await
+        .unwrap();
+    let sent: Vec<_> = recorder
+        .hits()
+        .into_iter()
+        .map(|hit| hit.deadline_header)
+        .collect();
+    assert_eq!(sent, [Some("200".to_owned()), Some("200".to_owned())]);
+}

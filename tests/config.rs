@@ -60,6 +60,16 @@ fn defaults_equal_the_design_table() {
     assert_eq!(config.server.shutdown_timeout_secs, 30);
     assert_eq!(config.server.prestop_grace_secs, 5);
     assert_eq!(config.server.drain_force_secs, 10);
+    assert_eq!(config.server.header_read_timeout_ms, 30_000);
+    assert_eq!(
+        config.server.header_read_timeout(),
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(config.server.keep_alive_timeout_secs, 75);
+    assert_eq!(
+        config.server.keep_alive_timeout(),
+        Some(Duration::from_secs(75))
+    );
 
     assert_eq!(config.stream.first_chunk_timeout_secs, 90);
     assert_eq!(config.stream.stream_timeout_secs, 900);
@@ -84,6 +94,7 @@ fn defaults_equal_the_design_table() {
     assert_eq!(*budget, BudgetConfig::default());
 
     let breaker = &config.breaker;
+    assert!(breaker.enabled);
     assert_eq!(breaker.window_secs, 10);
     assert_eq!(breaker.window_buckets, 10);
     assert!((breaker.failure_ratio_threshold - 0.5).abs() < f64::EPSILON);
@@ -613,4 +624,46 @@ fn config_sections_compose_with_struct_update_syntax() {
     };
     assert_eq!(config.breaker.open_secs, 5);
     assert_eq!(config.breaker.half_open_trials, 3);
+}
+
+// §11: the connection bounds and the breaker switch.
+
+#[test]
+fn the_connection_bounds_load_from_the_environment_and_zero_turns_them_off() {
+    let config = load_env(&[
+        ("TIMEBOX_SERVER__HEADER_READ_TIMEOUT_MS", "0"),
+        ("TIMEBOX_SERVER__KEEP_ALIVE_TIMEOUT_SECS", "0"),
+    ])
+    .unwrap();
+    assert_eq!(config.server.header_read_timeout(), None);
+    assert_eq!(config.server.keep_alive_timeout(), None);
+    assert!(config.validate().is_ok());
+}
+
+#[test]
+fn connection_bounds_longer_than_a_day_are_validation_errors_naming_the_key() {
+    let config = Config::from_toml_str(
+        "[server]\nheader_read_timeout_ms = 86400001\nkeep_alive_timeout_secs = 86401",
+    )
+    .unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(
+        keys(&err),
+        [
+            "server.header_read_timeout_ms",
+            "server.keep_alive_timeout_secs"
+        ]
+    );
+    assert!(err.to_string().contains("set it to 0"), "{err}");
+}
+
+#[test]
+fn a_disabled_breaker_is_not_validated() {
+    let config = Config::from_toml_str("[breaker]\nenabled = false\nwindow_secs = 0").unwrap();
+    assert!(config.validate().is_ok());
+    let config = Config::from_toml_str("[breaker]\nwindow_secs = 0").unwrap();
+    assert_eq!(
+        keys(&config.validate().unwrap_err()),
+        ["breaker.window_secs"]
+    );
 }

@@ -172,6 +172,100 @@ async fn the_readiness_route_answers_503_from_the_trigger_on() {
     assert_eq!(app.request(request("GET", "/ready")).await.status(), 503);
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_readiness_503_says_whether_the_server_still_serves() {
+    let sim = Sim::new(7);
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let app = sim.app(axum::Router::new().route("/ready", timebox::server::readiness(&shutdown)));
+    shutdown.trigger();
+    let during_grace = text(app.request(request("GET", "/ready")).await).await;
+    assert!(
+        during_grace.contains("still serves requests during its pre-stop grace"),
+        "{during_grace}"
+    );
+    let drained = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    shutdown.token().cancelled().await;
+    let in_phase_one = text(app.request(request("GET", "/ready")).await).await;
+    assert!(
+        in_phase_one.contains("accepts no new requests"),
+        "{in_phase_one}"
+    );
+    drained.await.unwrap();
+}
+
+/// The `Retry-After` values of 20 readiness answers during a shutdown, in
+/// a simulation with `seed`.
+async fn readiness_retry_afters(seed: u64) -> Vec<String> {
+    let sim = Sim::new(seed);
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let app = sim.app(axum::Router::new().route("/ready", timebox::server::readiness(&shutdown)));
+    shutdown.trigger();
+    let mut values = Vec::new();
+    for _ in 0..20 {
+        let response = app.request(request("GET", "/ready")).await;
+        values.push(
+            response.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    values
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_readiness_retry_after_replays_for_the_same_seed() {
+    let first = readiness_retry_afters(11).await;
+    assert_eq!(first, readiness_retry_afters(11).await);
+    assert!(first.iter().all(|v| ["1", "2", "3"].contains(&v.as_str())));
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_phase_is_logged_with_what_it_waits_for_and_the_key_that_sets_it() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let guard = shutdown.in_flight().enter();
+    shutdown.trigger();
+    let drained = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    shutdown.token().cancelled().await;
+    drop(guard);
+    drained.await.unwrap();
+    for (needle, key) in [
+        ("pre-stop grace of 5 s", "`server.prestop_grace_secs`"),
+        ("shutdown phase 1", "`server.shutdown_timeout_secs`"),
+        ("shutdown phase 2", "`server.drain_force_secs`"),
+    ] {
+        let lines = logs.lines_with(needle);
+        assert_eq!(lines.len(), 1, "{needle}: {lines:?}");
+        assert!(
+            lines[0].contains("INFO") && lines[0].contains(key),
+            "{}",
+            lines[0]
+        );
+    }
+    assert_eq!(
+        logs.lines_with("shutdown complete: nothing in flight")
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_prestop_grace_the_trigger_says_phase_one_begins_at_once() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    shutdown.trigger();
+    let lines = logs.lines_with("no pre-stop grace");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("`server.prestop_grace_secs` is 0"));
+}
+
 // G3: the count.
 
 #[tokio::test(start_paused = true)]

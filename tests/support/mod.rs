@@ -5,6 +5,7 @@
 pub mod chain;
 pub mod child;
 pub mod http;
+pub mod logs;
 pub mod raw;
 pub mod upstream;
 

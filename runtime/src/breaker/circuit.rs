@@ -62,13 +62,29 @@ pub struct CircuitBreaker {
 #[derive(Debug)]
 pub(super) struct Shared {
     machine: Mutex<Machine>,
+    /// The host the logs name.
+    host: Box<str>,
 }
 
 impl Shared {
     /// The state, also after a panic elsewhere poisoned the lock: no code
     /// panics while holding it, so the state is never half-updated.
-    pub(super) fn lock(&self) -> MutexGuard<'_, Machine> {
+    fn lock(&self) -> MutexGuard<'_, Machine> {
         self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `step` on the state, then logs the change of state it made, if
+    /// any, once the lock is released.
+    pub(super) fn run<R>(&self, step: impl FnOnce(&mut Machine) -> R) -> R {
+        let (result, transition) = {
+            let mut machine = self.lock();
+            let result = step(&mut machine);
+            (result, machine.take_transition())
+        };
+        if let Some(transition) = transition {
+            transition.log(&self.host);
+        }
+        result
     }
 }
 
@@ -82,9 +98,17 @@ impl CircuitBreaker {
     /// [`Config::validate`]: crate::config::Config::validate
     #[must_use]
     pub fn new(config: &BreakerConfig) -> Self {
+        Self::for_host("-", config)
+    }
+
+    /// A breaker for `host`, the name its log lines give (the client uses
+    /// the `host:port` key).
+    #[must_use]
+    pub fn for_host(host: &str, config: &BreakerConfig) -> Self {
         Self {
             shared: Arc::new(Shared {
                 machine: Mutex::new(Machine::new(config, Instant::now())),
+                host: host.into(),
             }),
         }
     }
@@ -100,7 +124,7 @@ impl CircuitBreaker {
     /// [`Open`] when the call must not be made; the host was not contacted.
     pub fn try_acquire(&self) -> Result<Permit, Open> {
         let now = Instant::now();
-        let generation = self.shared.lock().acquire(now)?;
+        let generation = self.shared.run(|machine| machine.acquire(now))?;
         Ok(Permit::new(Arc::clone(&self.shared), generation, now))
     }
 
@@ -108,7 +132,7 @@ impl CircuitBreaker {
     /// is half-open).
     #[must_use]
     pub fn state(&self) -> BreakerState {
-        self.shared.lock().state(Instant::now())
+        self.shared.run(|machine| machine.state(Instant::now()))
     }
 
     /// The calls counted in the rolling window now.
@@ -118,7 +142,7 @@ impl CircuitBreaker {
     /// open or half-open, the calls that opened it stay until they age out.
     #[must_use]
     pub fn counts(&self) -> CallCounts {
-        self.shared.lock().counts(Instant::now())
+        self.shared.run(|machine| machine.counts(Instant::now()))
     }
 }
 

@@ -53,6 +53,11 @@
 //! admitted while closed that ends after the breaker opened is ignored, and
 //! so is a trial that ends after another trial reopened the breaker.
 //!
+//! Every change of state is logged with the host: `warn!` when the breaker
+//! opens (with the window's failure and slow ratios, its sample count and
+//! how long it stays open), `debug!` when it admits trials and `info!` when
+//! it closes.
+//!
 //! Every permit settles exactly once, whether it reports an outcome, is
 //! dropped, or is dropped by a panic, so half-open slots never leak. The
 //! state sits behind one short-held lock, never held across an `.await`.
@@ -80,6 +85,7 @@ mod circuit;
 mod error;
 mod permit;
 mod state;
+mod transition;
 mod window;
 
 pub use crate::config::{BreakerConfig, CancelledCallOutcome};

@@ -93,9 +93,9 @@ impl Permit {
         self.settled = true;
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(self.started);
+        let generation = self.generation;
         self.shared
-            .lock()
-            .finish(self.generation, outcome, elapsed, now);
+            .run(|machine| machine.finish(generation, outcome, elapsed, now));
     }
 }
 

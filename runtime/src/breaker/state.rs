@@ -5,6 +5,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::error::Open;
+use super::transition::Transition;
 use super::window::{Call, CallCounts, Window};
 use crate::config::{BreakerConfig, CancelledCallOutcome};
 
@@ -77,6 +78,8 @@ pub(super) struct Machine {
     phase: Phase,
     generation: u64,
     window: Window,
+    /// The last change of state, until the caller takes it to log it.
+    transition: Option<Transition>,
 }
 
 impl Machine {
@@ -98,7 +101,13 @@ impl Machine {
                 config.window_buckets,
                 now,
             ),
+            transition: None,
         }
+    }
+
+    /// The change of state the last call made, if any.
+    pub(super) fn take_transition(&mut self) -> Option<Transition> {
+        self.transition.take()
     }
 
     /// Admits a call, returning the generation its permit belongs to.
@@ -228,19 +237,29 @@ impl Machine {
                     in_flight: 0,
                     succeeded: 0,
                 });
+                self.transition = Some(Transition::HalfOpened {
+                    trials: self.settings.half_open_trials,
+                });
             }
         }
     }
 
     fn open(&mut self, now: Instant) {
-        self.enter(Phase::Open {
-            until: now + self.settings.open,
+        let open = self.settings.open;
+        self.transition = Some(match self.phase {
+            Phase::HalfOpen { .. } => Transition::Reopened { open },
+            Phase::Closed | Phase::Open { .. } => Transition::Opened {
+                counts: self.window.counts(now),
+                open,
+            },
         });
+        self.enter(Phase::Open { until: now + open });
     }
 
     fn close(&mut self) {
         self.window.clear();
         self.enter(Phase::Closed);
+        self.transition = Some(Transition::Closed);
     }
 
     fn enter(&mut self, phase: Phase) {

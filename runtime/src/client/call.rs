@@ -44,7 +44,10 @@ pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientErro
     let mut body = body;
 
     // C3: a deadline header set by the caller pins a deadline of its own.
-    let deadline = pinned_deadline(&mut headers, config.send_deadline_header);
+    let Pinned {
+        deadline,
+        mut as_set,
+    } = pinned_deadline(&mut headers, config.send_deadline_header);
     // One retry allowance spans the whole redirect chain (C7); following a
     // redirect is not a retry.
     let max_retries = retries.unwrap_or_else(|| saturating_u32(config.max_retries));
@@ -61,39 +64,52 @@ pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientErro
         );
     }
 
+    let attempt_timeout = Duration::from_secs(config.timeout_secs);
     let mut retries_made: u32 = 0;
     let mut hops: u32 = 0;
-    let mut first_to_host = true;
+    // B2: the hosts whose bucket this request has refilled, once each.
+    let mut refilled: Vec<String> = Vec::new();
     let mut charge: Option<Charge> = None;
+    // C7: one attempt's timeout covers its whole chain of hops.
+    let mut attempt_ends = Deadline::after(attempt_timeout);
     loop {
         // C1: an expired deadline ends the call before any attempt.
         if deadline.is_some_and(Deadline::is_expired) {
             return Err(ClientError::deadline());
         }
         let host = host_key(&url)?;
-        let permit = client
-            .breaker(&host)
-            .try_acquire()
-            .map_err(|_| ClientError::CircuitBreakerOpen { host: host.clone() })?;
+        let breaker = client.breaker(&host);
+        let permit = match &breaker {
+            Some(breaker) => Some(
+                breaker
+                    .try_acquire()
+                    .map_err(|_| ClientError::CircuitBreakerOpen { host: host.clone() })?,
+            ),
+            None => None,
+        };
         let budget = shared.budgets.for_uri(&to_uri(&url)?);
-        if first_to_host {
+        if !refilled.contains(&host) {
             if let Some(budget) = &budget {
                 budget.on_first_attempt();
             }
+            refilled.push(host.clone());
         }
         if let Some(charge) = &mut charge {
             charge.sent = true;
         }
 
-        let per_attempt = Duration::from_secs(config.timeout_secs);
-        let per_attempt = deadline.map_or(per_attempt, |d| d.clamp(per_attempt));
+        let ends = deadline.map_or(attempt_ends, |d| d.min(attempt_ends));
         let mut attempt_headers = headers.clone();
         if let (Some(deadline), true) = (deadline, config.send_deadline_header) {
-            attempt_headers.insert(DEADLINE_HEADER, header::to_value(deadline.remaining()));
+            // The first attempt sends a caller's shorter value as it was set.
+            let value = as_set
+                .take()
+                .unwrap_or_else(|| header::to_value(deadline.remaining()));
+            attempt_headers.insert(DEADLINE_HEADER, value);
         }
         let http_request = build_request(&method, &url, attempt_headers, body.clone())?;
         let sent = shared.transport.send(http_request);
-        let outcome = gated(deadline, tokio::time::timeout(per_attempt, sent)).await;
+        let outcome = gated(deadline, tokio::time::timeout_at(ends.instant(), sent)).await;
         let result = match outcome {
             // The deadline passed during the attempt: our impatience, not the
             // host's fault, so the permit is dropped without an outcome.
@@ -102,19 +118,21 @@ pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientErro
                 return Err(ClientError::deadline());
             }
             Some(Err(_elapsed)) => {
-                permit.failure();
+                fail(permit);
                 Err(ClientError::Timeout)
             }
             Some(Ok(Err(TransportError::Connect(err)))) => {
-                permit.failure();
+                fail(permit);
                 Err(ClientError::Connect(err))
             }
             Some(Ok(Err(TransportError::Other(err)))) => {
-                permit.failure();
+                fail(permit);
                 return Err(ClientError::Transport(err));
             }
             Some(Ok(Ok(response))) => {
-                record(permit, response.status());
+                if let Some(permit) = permit {
+                    permit.record_status(response.status());
+                }
                 Ok(response)
             }
         };
@@ -129,7 +147,6 @@ pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientErro
                     return Err(ClientError::TooManyRedirects);
                 }
                 redirect::carry_headers(&mut headers, &url, &hop, !body.is_empty());
-                first_to_host = host_key(&hop.url)? != host;
                 url = hop.url;
                 method = hop.method;
                 body = hop.body;
@@ -146,9 +163,16 @@ pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientErro
         let Some(kind) = kind.filter(|_| may_retry && retries_made < max_retries) else {
             return finish(result, charge, deadline);
         };
+        let reason = RetryReason::of(&result);
         // A retry the host's open breaker would refuse is not worth waiting
         // for: the last result is the answer (C6).
-        if client.breaker(&host).state() == BreakerState::Open {
+        if breaker.is_some_and(|breaker| breaker.state() == BreakerState::Open) {
+            tracing::debug!(
+                host,
+                attempt = retries_made + 1,
+                %reason,
+                "no retry: the host's circuit breaker is open"
+            );
             return finish(result, charge, deadline);
         }
         let hint = match &result {
@@ -162,12 +186,29 @@ pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientErro
         let wait = shared.backoff.delay(retries_made, &shared.entropy) + hint.unwrap_or_default();
         // C6: a retry that does not fit the time left is not started, and
         // costs nothing.
-        if deadline.is_some_and(|d| d.remaining() <= wait + RETRY_MARGIN) {
-            return finish(result, charge, deadline);
+        if let Some(left) = deadline.map(Deadline::remaining) {
+            if left <= wait + RETRY_MARGIN {
+                tracing::debug!(
+                    host,
+                    attempt = retries_made + 1,
+                    %reason,
+                    wait_ms = wait.as_millis(),
+                    left_ms = left.as_millis(),
+                    "no retry: the wait does not fit the time left"
+                );
+                return finish(result, charge, deadline);
+            }
         }
         // B2: a retry the bucket cannot pay for is not made.
         if let Some(budget) = budget {
             if !budget.try_withdraw(kind) {
+                tracing::debug!(
+                    host,
+                    attempt = retries_made + 1,
+                    %reason,
+                    tokens = budget.tokens(),
+                    "no retry: the host's retry budget cannot pay for it"
+                );
                 return finish(result, charge, deadline);
             }
             charge = Some(Charge {
@@ -176,12 +217,53 @@ pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientErro
                 sent: false,
             });
         }
+        tracing::debug!(
+            host,
+            attempt = retries_made + 2,
+            %reason,
+            wait_ms = wait.as_millis(),
+            "retrying"
+        );
         drop(result);
         if gated(deadline, tokio::time::sleep(wait)).await.is_none() {
             return Err(ClientError::deadline());
         }
         retries_made += 1;
-        first_to_host = false;
+        attempt_ends = Deadline::after(attempt_timeout);
+    }
+}
+
+/// Why an attempt is worth retrying, for the logs.
+enum RetryReason {
+    Status(StatusCode),
+    Timeout,
+    Connect,
+}
+
+impl RetryReason {
+    fn of(result: &Result<http::Response<ResponseBody>, ClientError>) -> Self {
+        match result {
+            Ok(response) => Self::Status(response.status()),
+            Err(ClientError::Timeout) => Self::Timeout,
+            Err(_) => Self::Connect,
+        }
+    }
+}
+
+impl std::fmt::Display for RetryReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Status(status) => write!(f, "status {}", status.as_u16()),
+            Self::Timeout => f.write_str("attempt timeout"),
+            Self::Connect => f.write_str("connect error"),
+        }
+    }
+}
+
+/// A failed attempt, for the host's breaker when it has one.
+fn fail(permit: Option<Permit>) {
+    if let Some(permit) = permit {
+        permit.failure();
     }
 }
 
@@ -233,24 +315,42 @@ async fn gated<F: Future>(deadline: Option<Deadline>, future: F) -> Option<F::Ou
     }
 }
 
-/// The call's deadline: the task's, shortened by a deadline header the
-/// caller set (C3). The caller's header is removed; the client sends its own,
-/// recomputed for every attempt, so exactly one value goes out.
-fn pinned_deadline(headers: &mut HeaderMap, send_header: bool) -> Option<Deadline> {
-    let task = Deadline::current();
-    if !send_header {
-        return task;
-    }
-    let caller = header::from_headers(headers).map(Deadline::after);
-    headers.remove(DEADLINE_HEADER);
-    match (task, caller) {
-        (Some(task), Some(caller)) => Some(task.min(caller)),
-        (task, caller) => task.or(caller),
-    }
+/// The call's deadline (C3), and the caller's own header value when it set
+/// the deadline.
+struct Pinned {
+    deadline: Option<Deadline>,
+    /// Sent as it was set on the first attempt; retries and hops send what
+    /// is left of it.
+    as_set: Option<HeaderValue>,
 }
 
-fn record(permit: Permit, status: StatusCode) {
-    permit.record_status(status);
+/// The call's deadline: the task's, shortened by a deadline header the
+/// caller set (C3). The caller's header is removed; the client sends one
+/// value itself on every attempt, so exactly one goes out.
+fn pinned_deadline(headers: &mut HeaderMap, send_header: bool) -> Pinned {
+    let task = Deadline::current();
+    if !send_header {
+        return Pinned {
+            deadline: task,
+            as_set: None,
+        };
+    }
+    let caller = header::from_headers(headers).map(Deadline::after);
+    let value = headers.remove(DEADLINE_HEADER);
+    match (task, caller) {
+        (Some(task), Some(caller)) if task < caller => Pinned {
+            deadline: Some(task),
+            as_set: None,
+        },
+        (_, Some(caller)) => Pinned {
+            deadline: Some(caller),
+            as_set: value,
+        },
+        (task, None) => Pinned {
+            deadline: task,
+            as_set: None,
+        },
+    }
 }
 
 /// The `host:port` key of `url`, host lowercased, default port filled in.

@@ -103,17 +103,22 @@ impl Client {
         RequestBuilder::new(self.clone(), method, url.into())
     }
 
-    /// The circuit breaker of `host` (a `host:port` key), made on first use.
-    pub(super) fn breaker(&self, host: &str) -> CircuitBreaker {
+    /// The circuit breaker of `host` (a `host:port` key), made on first use;
+    /// `None` with `breaker.enabled = false` (B7).
+    pub(super) fn breaker(&self, host: &str) -> Option<CircuitBreaker> {
+        if !self.shared.breaker_config.enabled {
+            return None;
+        }
         let mut breakers = self
             .shared
             .breakers
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        breakers
+        let breaker = breakers
             .entry(host.to_owned())
-            .or_insert_with(|| CircuitBreaker::new(&self.shared.breaker_config))
-            .clone()
+            .or_insert_with(|| CircuitBreaker::for_host(host, &self.shared.breaker_config))
+            .clone();
+        Some(breaker)
     }
 
     /// The retry budgets, one per upstream host.

@@ -54,8 +54,10 @@ pub struct NetEvent {
     pub method: Method,
     /// The request's path and query.
     pub path: String,
-    /// What happened: the response status, `"dropped"`, `"partitioned"` or
-    /// `"unknown host"`.
+    /// What happened: the response status, `"dropped"`, `"partitioned"`,
+    /// `"unknown host"`, or `"cancelled"` when the caller gave up on the
+    /// request (its deadline or attempt timeout cut it) before an answer;
+    /// `at` is then the moment it gave up.
     pub outcome: String,
 }
 
@@ -166,15 +168,50 @@ impl SimNet {
         };
         let latency = min + self.entropy.jitter(max - min);
         let dropped = self.entropy.chance(drop_rate);
+        let mut pending = Pending {
+            net: self.clone(),
+            host,
+            method,
+            path,
+            settled: false,
+        };
         tokio::time::sleep(latency).await;
         if dropped {
-            self.log(&host, &method, &path, "dropped");
+            pending.settle("dropped");
+            let host = &pending.host;
             return Err(connect_error(format!("the request to {host} was dropped")));
         }
         let request = request.map(Body::from);
         let Ok(response) = unscoped(router.call(request)).await;
-        self.log(&host, &method, &path, response.status().as_str());
+        pending.settle(response.status().as_str());
         Ok(response.map(|body| ResponseBody::from_stream(body.into_data_stream())))
+    }
+}
+
+/// A delivery under way. Dropped before it is settled (the caller gave up
+/// on it: a deadline or an attempt timeout cut it), it logs `"cancelled"`
+/// at the moment it was abandoned.
+struct Pending {
+    net: SimNet,
+    host: String,
+    method: Method,
+    path: String,
+    settled: bool,
+}
+
+impl Pending {
+    fn settle(&mut self, outcome: &str) {
+        self.settled = true;
+        self.net.log(&self.host, &self.method, &self.path, outcome);
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.net
+                .log(&self.host, &self.method, &self.path, "cancelled");
+        }
     }
 }
 
