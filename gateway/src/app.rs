@@ -106,12 +106,7 @@ async fn complete(
     let Json(request) = request.map_err(ApiError::rejected)?;
     let script = Script::from_model(&request.model)
         .map_err(|err| ApiError::unknown_model(err.to_string()))?;
-    if request.messages.is_empty() {
-        return Err(ApiError::invalid(
-            Some("messages"),
-            "`messages` is empty; send at least one message",
-        ));
-    }
+    request.check()?;
     // Words stand in for tokens: the scripted models have no tokenizer.
     let prompt_tokens = request
         .messages

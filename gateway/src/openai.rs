@@ -1,6 +1,8 @@
 //! The OpenAI chat-completions wire format: what clients send and what they
 //! are answered, in the subset the gateway speaks.
 
+use std::borrow::Cow;
+
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,9 +21,48 @@ pub(crate) struct ChatRequest {
     pub(crate) stream: bool,
 }
 
-/// One message of the conversation; its `role` is not read.
+/// The roles OpenAI's API accepts for a message.
+const ROLES: [&str; 6] = [
+    "system",
+    "developer",
+    "user",
+    "assistant",
+    "tool",
+    "function",
+];
+
+impl ChatRequest {
+    /// Refuses a conversation OpenAI would refuse: none at all, or a
+    /// message whose role is not one of [`ROLES`] (its error names
+    /// `messages[<i>].role`).
+    pub(crate) fn check(&self) -> Result<(), ApiError> {
+        if self.messages.is_empty() {
+            return Err(ApiError::invalid(
+                Some("messages".into()),
+                "`messages` is empty; send at least one message",
+            ));
+        }
+        for (i, message) in self.messages.iter().enumerate() {
+            if !ROLES.contains(&message.role.as_str()) {
+                return Err(ApiError::invalid(
+                    Some(format!("messages[{i}].role").into()),
+                    format!(
+                        "`messages[{i}].role` is `{}`; expected one of {}",
+                        message.role,
+                        ROLES.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One message of the conversation.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Message {
+    /// Who speaks: one of [`ROLES`], checked by [`ChatRequest::check`].
+    pub(crate) role: String,
     /// Text, or the content parts newer clients send; only text is read.
     #[serde(default)]
     pub(crate) content: Option<Value>,
@@ -92,13 +133,13 @@ pub(crate) struct ApiError {
     message: String,
     #[serde(rename = "type")]
     kind: &'static str,
-    param: Option<&'static str>,
+    param: Option<Cow<'static, str>>,
     code: Option<&'static str>,
 }
 
 impl ApiError {
     /// A `400 invalid_request_error` about `param`.
-    pub(crate) fn invalid(param: Option<&'static str>, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(param: Option<Cow<'static, str>>, message: impl Into<String>) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
             message: message.into(),
@@ -137,7 +178,7 @@ impl ApiError {
             status: StatusCode::NOT_FOUND,
             message: message.into(),
             kind: "invalid_request_error",
-            param: Some("model"),
+            param: Some("model".into()),
             code: Some("model_not_found"),
         }
     }

@@ -46,6 +46,41 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
     assert_eq!(status, 400);
     assert_eq!(body["error"]["param"], "messages");
 
+    // OpenAI's roles only; the error names the message.
+    let (status, body) = post(
+        &gateway,
+        &json!({
+            "model": "scripted-fast",
+            "messages": [
+                { "role": "system", "content": "be brief" },
+                { "role": "wizard", "content": "hi" },
+            ],
+        })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert_eq!(body["error"]["param"], "messages[1].role");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`wizard`"), "{body}");
+    for role in [
+        "system",
+        "developer",
+        "user",
+        "assistant",
+        "tool",
+        "function",
+    ] {
+        let (status, body) = post(
+            &gateway,
+            &json!({ "model": "scripted-fast", "messages": [{ "role": role, "content": "hi" }] })
+                .to_string(),
+        )
+        .await;
+        assert_eq!(status, 200, "{role}: {body}");
+    }
+
     let (status, body) = post(
         &gateway,
         &json!({ "model": "scripted-tool-0s", "messages": messages }).to_string(),
@@ -109,4 +144,26 @@ async fn a_silent_tool_call_longer_than_the_inactivity_window_does_not_end_the_s
     assert!(answer_of(&body).contains("worked for 3 s"), "{body}");
     assert!(body.contains(r#""finish_reason":"stop""#), "{body}");
     assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+}
+
+/// Slow-loris: half a request head and nothing more. The gateway closes the
+/// connection at its header bound (300 ms here; 30 s by default).
+#[tokio::test]
+async fn a_half_sent_request_head_is_disconnected_at_the_header_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let gateway = Gateway::start(&[("TIMEBOX_SERVER__HEADER_READ_TIMEOUT_MS", "300")]);
+    let addr = gateway.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("the gateway accepts");
+    stream
+        .write_all(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(2), stream.read(&mut buf))
+        .await
+        .expect("the gateway closed the connection within 2 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
 }
