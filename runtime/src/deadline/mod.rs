@@ -42,6 +42,7 @@
 
 mod bounded;
 mod error;
+#[cfg(feature = "server")]
 mod gated;
 pub mod header;
 mod point;
@@ -49,6 +50,7 @@ mod scope;
 
 pub use bounded::{bounded, Bounded};
 pub use error::{is_deadline_exceeded, DeadlineExceeded};
+#[cfg(feature = "server")]
 pub(crate) use gated::{Gated, Start};
 pub use point::Deadline;
 pub use scope::{unscoped, Scope, Unscoped};

@@ -68,12 +68,14 @@ struct Shared {
     prestop: Duration,
     grace: Duration,
     drain_force: Duration,
+    #[cfg(feature = "server")]
     connections: ConnectionBounds,
 }
 
 /// The bounds [`serve`](crate::server::serve) puts on every connection
 /// (S13), from `config.server`; they travel with the [`Shutdown`] so that
 /// `serve` keeps its three arguments.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ConnectionBounds {
     pub(crate) header_read: Option<Duration>,
@@ -98,6 +100,7 @@ impl Shutdown {
                 prestop: Duration::from_secs(server.prestop_grace_secs),
                 grace: Duration::from_secs(server.shutdown_timeout_secs),
                 drain_force: Duration::from_secs(server.drain_force_secs),
+                #[cfg(feature = "server")]
                 connections: ConnectionBounds {
                     header_read: server.header_read_timeout(),
                     keep_alive: server.keep_alive_timeout(),
@@ -173,10 +176,12 @@ impl Shutdown {
     }
 
     /// Whether the sequence was skipped to its end (a second trigger).
+    #[cfg(feature = "server")]
     pub(crate) fn is_forced(&self) -> bool {
         self.shared.forced.is_cancelled()
     }
 
+    #[cfg(feature = "server")]
     pub(crate) fn connection_bounds(&self) -> ConnectionBounds {
         self.shared.connections
     }

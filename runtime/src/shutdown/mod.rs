@@ -28,6 +28,7 @@ mod coordinator;
 mod in_flight;
 mod token;
 
+#[cfg(feature = "server")]
 pub(crate) use coordinator::ConnectionBounds;
 pub use coordinator::Shutdown;
 pub use in_flight::{InFlight, InFlightGuard};
