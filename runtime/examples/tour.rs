@@ -352,6 +352,8 @@ mod server {
         config.server.timeouts.accept_deadline_header = true;
         // The tour has no load balancer to warn: stop accepting at once.
         config.server.prestop_grace_secs = 0;
+        // A short bound on request heads, to see slow-loris cut off.
+        config.server.header_read_timeout_ms = 200;
         let app = routes![slow, off, long, lookup].into_router(&config);
         let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
             Ok(listener) => listener,
@@ -401,6 +403,11 @@ mod server {
                 "504",
                 ask("/lookup", None).await,
             ),
+            Row::new(
+                "server: half a request head, 200 ms header bound",
+                "closed within 1 s",
+                half_a_head(&addr).await,
+            ),
         ];
         shutdown.trigger();
         let stopped = match server.await {
@@ -415,6 +422,26 @@ mod server {
             stopped,
         ));
         rows
+    }
+
+    /// Sends half a request head (slow-loris) and says when the server
+    /// closed the connection.
+    async fn half_a_head(addr: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let mut stream = match tokio::net::TcpStream::connect(addr).await {
+            Ok(stream) => stream,
+            Err(err) => return err.to_string(),
+        };
+        if let Err(err) = stream.write_all(b"GET /off HTTP/1.1\r\nHost: x\r\n").await {
+            return err.to_string();
+        }
+        let mut buf = [0u8; 64];
+        match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => "closed within 1 s".to_owned(),
+            Ok(Ok(_)) => "answered".to_owned(),
+            Err(_) => "still open after 1 s".to_owned(),
+        }
     }
 
     fn describe(response: &reqwest::Response) -> String {

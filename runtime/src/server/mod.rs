@@ -55,6 +55,12 @@
 //! Only the time to the response head is bounded: a streaming body keeps
 //! going after the handler returned. A route with no deadline reads no clock.
 //!
+//! Below all of this, [`serve`] bounds each connection (S13): a request head
+//! must arrive within `server.header_read_timeout_ms`, and an idle
+//! keep-alive connection closes after `server.keep_alive_timeout_secs`. A
+//! request *body* that trickles in is bounded by the route's deadline, since
+//! extractors run under it, and by nothing on a route without one.
+//!
 //! [`Routes::into_router`] applies steps 2–4 inside each handler rather than
 //! as tower layers, because axum boxes and clones a service for every
 //! `MethodRouter::layer` on every request. [`TimeboxLayer`] and
