@@ -6,13 +6,16 @@
 //!
 //! - **Attempts.** At most `max_retries + 1` (3 + 1). Before each one, a
 //!   passed deadline ends the call with [`ClientError::DeadlineExceeded`]; each
-//!   attempt's timeout is `min(timeout_secs, time left)`. A timeout that
+//!   attempt's timeout is `min(timeout_secs, time left)`, and it covers the
+//!   attempt's whole chain of redirect hops (as reqwest's timeout does). A
+//!   timeout that
 //!   happened because the deadline passed is `DeadlineExceeded`; one with time
 //!   left is [`ClientError::Timeout`] and can be retried.
 //! - **The header.** Every attempt and every redirect hop carries
 //!   `x-timebox-deadline-ms` with that attempt's time left, so the next
 //!   service works within the same deadline. A header the caller set is kept
-//!   when it is shorter, and becomes the call's deadline.
+//!   when it is shorter, and becomes the call's deadline: the first attempt
+//!   sends it exactly as set, retries and hops what is left of it.
 //! - **What is retried.** `429` (throttling); `500`, `502`, `503`, `504`,
 //!   connection errors and attempt timeouts (transient); only for idempotent
 //!   methods unless the request opts in
@@ -25,11 +28,18 @@
 //! - **The budget.** Each host has a token bucket
 //!   ([`RetryBudget`](crate::retry::RetryBudget)) that first attempts fill and
 //!   retries drain, so retries stay near 10 % of traffic when a host keeps
-//!   failing, however many layers retry.
+//!   failing, however many layers retry. A request fills each host's bucket
+//!   once, however often its redirects visit the host.
 //! - **The breaker.** Each host has a
 //!   [`CircuitBreaker`](crate::breaker::CircuitBreaker); an open one fails
 //!   calls fast with [`ClientError::CircuitBreakerOpen`]. A call stopped by
-//!   *our* deadline does not count against the host.
+//!   *our* deadline does not count against the host. `breaker.enabled =
+//!   false` turns breakers off (the budget and the deadline still bound
+//!   retries).
+//! - **Logs.** Each retry, and each retry not made because the deadline, the
+//!   budget or an open breaker refused it, is a `debug!` line with the host,
+//!   the attempt and the reason; the breaker's changes of state are `warn!`
+//!   (opened) and `info!` (closed).
 //! - **Redirects** are followed by the client itself (never inside the HTTP
 //!   stack): up to 10 hops, `303` (and `301`/`302` after a POST) becomes a
 //!   GET, credentials are dropped across origins, and each hop is budgeted to
