@@ -15,6 +15,8 @@ use crate::entropy::Entropy;
 use crate::problem;
 use crate::shutdown::{InFlightGuard, Shutdown};
 
+use super::guarded_body::GuardedBody;
+
 /// Puts a [`ShutdownGate`] around a whole service: what [`serve`](super::serve)
 /// does with the router it is given.
 #[derive(Debug, Clone)]
@@ -137,7 +139,7 @@ where
             StateProj::Admitted { future, guard } => {
                 let response = ready!(future.poll(cx))?;
                 Poll::Ready(Ok(match guard.take() {
-                    Some(guard) => response.map(|body| Body::new(CountedBody { body, guard })),
+                    Some(guard) => response.map(|body| Body::new(GuardedBody::new(body, guard))),
                     None => response,
                 }))
             }
@@ -145,34 +147,5 @@ where
                 .take()
                 .expect("GateFuture polled after completion"))),
         }
-    }
-}
-
-/// A response body that keeps its request counted in flight until the body
-/// is finished or dropped.
-#[pin_project]
-struct CountedBody {
-    #[pin]
-    body: Body,
-    guard: InFlightGuard,
-}
-
-impl http_body::Body for CountedBody {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        self.project().body.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }

@@ -70,6 +70,7 @@
 mod context;
 mod extract;
 mod gate;
+mod guarded_body;
 mod readiness;
 pub(crate) mod respond;
 mod route_deadline;

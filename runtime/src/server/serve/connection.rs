@@ -1,26 +1,25 @@
 //! [`Connections`]: every connection `serve` accepted, each driven by its
 //! own task under the S13 bounds.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::response::Response;
-use http::Request;
+use crate::server::ShutdownGate;
+use crate::shutdown::{ConnectionBounds, Shutdown, ShutdownToken};
+use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
-use tower_service::Service;
-
-use crate::shutdown::{ConnectionBounds, Shutdown, ShutdownToken};
 
 use super::clock::{ConnectionClock, Expired};
 use super::io::ClockedIo;
 use super::service::ConnectionService;
+
+/// What every connection serves: the router behind the shutdown gate.
+type RouterService = ShutdownGate<Router>;
 
 /// How long connections still open at the end of the sequence get to
 /// write out what their last responses left in their buffers.
@@ -71,15 +70,7 @@ impl Connections {
     }
 
     /// Serves `stream` with `service` on a task of its own.
-    pub(super) fn spawn<S>(&self, stream: TcpStream, service: S)
-    where
-        S: Service<Request<Body>, Response = Response, Error = Infallible>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
-    {
+    pub(super) fn spawn(&self, stream: TcpStream, service: RouterService) {
         let connection = Connection {
             builder: self.builder.clone(),
             clock: ConnectionClock::new(self.bounds),
@@ -111,15 +102,7 @@ struct Connection {
 }
 
 impl Connection {
-    async fn run<S>(self, stream: TcpStream, service: S)
-    where
-        S: Service<Request<Body>, Response = Response, Error = Infallible>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
-    {
+    async fn run(self, stream: TcpStream, service: RouterService) {
         let Self {
             builder,
             clock,

@@ -17,6 +17,7 @@ use tower_service::Service;
 
 use crate::shutdown::ShutdownToken;
 
+use super::super::guarded_body::GuardedBody;
 use super::clock::{ConnectionClock, RequestEnd};
 
 /// Serves one connection's requests with `inner`, marking each on the
@@ -43,7 +44,7 @@ impl<S> hyper::service::Service<Request<Incoming>> for ConnectionService<S>
 where
     S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone,
 {
-    type Response = http::Response<TrackedBody>;
+    type Response = http::Response<GuardedBody<Option<RequestEnd>>>;
     type Error = Infallible;
     type Future = TrackedResponse<S::Future>;
 
@@ -77,7 +78,7 @@ impl<F> Future for TrackedResponse<F>
 where
     F: Future<Output = Result<Response, Infallible>>,
 {
-    type Output = Result<http::Response<TrackedBody>, Infallible>;
+    type Output = Result<http::Response<GuardedBody<Option<RequestEnd>>>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -89,36 +90,7 @@ where
                 .insert(CONNECTION, HeaderValue::from_static("close"));
         }
         let end = this.end.take();
-        Poll::Ready(Ok(response.map(|body| TrackedBody { body, _end: end })))
-    }
-}
-
-/// A response body that keeps its connection busy until it is written or
-/// dropped.
-#[pin_project]
-#[derive(Debug)]
-pub(super) struct TrackedBody {
-    #[pin]
-    body: Body,
-    _end: Option<RequestEnd>,
-}
-
-impl http_body::Body for TrackedBody {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        self.project().body.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
+        // The connection stays busy until the response body is done.
+        Poll::Ready(Ok(response.map(|body| GuardedBody::new(body, end))))
     }
 }
