@@ -674,3 +674,142 @@ mod shutdown {
         );
     }
 }
+
+// S12: `TimeboxLayer` on a plain axum router, as tower-http's `TimeoutLayer`
+// is used; routes with a rule of their own keep it.
+
+/// A handler that works `secs` seconds and says how much of its deadline
+/// was left when it started.
+async fn works(secs: u64) -> String {
+    let left = Deadline::current().map(|d| d.remaining().as_millis());
+    sleep(Duration::from_secs(secs)).await;
+    format!("{left:?}")
+}
+
+fn layered(router: Router, config: &Config) -> Router {
+    router.layer(timebox::server::TimeboxLayer::new(config))
+}
+
+#[tokio::test(start_paused = true)]
+async fn timebox_layer_gives_every_plain_route_the_global_deadline() {
+    let config = config_with_global(Some(2_000));
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard_source = Arc::clone(&dropped);
+    let app = layered(
+        Router::new()
+            .route(
+                "/slow",
+                axum::routing::get(move || {
+                    let guard = DropFlag(Arc::clone(&guard_source));
+                    async move {
+                        sleep(Duration::from_secs(10)).await;
+                        drop(guard);
+                        "late"
+                    }
+                }),
+            )
+            .route("/left", axum::routing::get(|| works(0))),
+        &config,
+    );
+    let start = Instant::now();
+    let response = send(&app, request("GET", "/slow")).await;
+    assert_eq!(start.elapsed(), MS(2_000));
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(is_cancelled(&response));
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    let left = text(send(&app, request("GET", "/left")).await).await;
+    assert_eq!(left, "Some(2000)");
+}
+
+#[get("/long", timeout_ms = 5000)]
+async fn long_override() -> String {
+    works(3).await
+}
+
+#[get("/short", timeout_ms = 500)]
+async fn short_override() -> String {
+    works(3).await
+}
+
+#[get("/off", timeout = "off")]
+async fn off_route() -> String {
+    works(3).await
+}
+
+#[get("/inherit")]
+async fn inherit_route() -> String {
+    works(3).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_timebox_layer_macro_routes_keep_their_own_rule() {
+    let config = config_with_global(Some(2_000));
+    let app = layered(
+        routes![long_override, short_override, off_route, inherit_route].into_router(&config),
+        &config,
+    );
+    let start = Instant::now();
+    let long = send(&app, request("GET", "/long")).await;
+    assert_eq!(long.status(), StatusCode::OK);
+    assert_eq!(text(long).await, "Some(5000)");
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+
+    let off = send(&app, request("GET", "/off")).await;
+    assert_eq!(off.status(), StatusCode::OK);
+    assert_eq!(text(off).await, "None");
+
+    let start = Instant::now();
+    let short = send(&app, request("GET", "/short")).await;
+    assert_eq!(short.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(500));
+
+    let start = Instant::now();
+    let inherit = send(&app, request("GET", "/inherit")).await;
+    assert_eq!(inherit.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(2_000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_timebox_layer_a_route_deadline_layer_keeps_its_rule() {
+    use timebox::server::{RouteDeadlineLayer, RouteTimeout};
+
+    let config = config_with_global(Some(2_000));
+    let rule = |timeout| axum::routing::get(|| works(3)).layer(RouteDeadlineLayer::new(timeout));
+    let app = layered(
+        Router::new()
+            .route(
+                "/long",
+                rule(RouteTimeout::Override(Duration::from_secs(5))),
+            )
+            .route("/off", rule(RouteTimeout::Off))
+            .route("/inherit", rule(RouteTimeout::Inherit)),
+        &config,
+    );
+    let long = send(&app, request("GET", "/long")).await;
+    assert_eq!(long.status(), StatusCode::OK);
+    assert_eq!(text(long).await, "Some(5000)");
+    let off = send(&app, request("GET", "/off")).await;
+    assert_eq!(text(off).await, "None");
+    let start = Instant::now();
+    let inherit = send(&app, request("GET", "/inherit")).await;
+    assert_eq!(inherit.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(2_000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_timebox_layer_an_accepted_header_shortens_plain_and_macro_routes() {
+    let mut config = config_with_global(Some(2_000));
+    config.server.timeouts.accept_deadline_header = true;
+    let app = layered(
+        routes![long_override]
+            .into_router(&config)
+            .route("/plain", axum::routing::get(|| works(3))),
+        &config,
+    );
+    for path in ["/plain", "/long"] {
+        let start = Instant::now();
+        let response = send(&app, get_with_deadline_header(path, "300")).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        assert_eq!(start.elapsed(), MS(300), "{path}");
+    }
+}

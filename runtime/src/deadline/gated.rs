@@ -37,6 +37,8 @@ pub(crate) struct Gated<F> {
     /// The deadline this future sets, before shortening to an enclosing one,
     /// and when it first ran; `None` until the first poll.
     started: Option<(Deadline, Instant)>,
+    /// Set by [`Gated::release`]: the inner future runs as it is.
+    released: bool,
     #[pin]
     gate: Gate,
     #[pin]
@@ -48,9 +50,16 @@ impl<F> Gated<F> {
         Self {
             start,
             started: None,
+            released: false,
             gate: Gate::new(),
             future,
         }
+    }
+
+    /// Stops gating: from the next poll on, the inner future runs without
+    /// this deadline (another takes over, see `RouteClaim`).
+    pub(crate) fn release(self: Pin<&mut Self>) {
+        *self.project().released = true;
     }
 
     /// When the inner future was first due to run: the clock reading of the
@@ -65,6 +74,9 @@ impl<F: Future> Future for Gated<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        if *this.released {
+            return this.future.poll(cx).map(Ok);
+        }
         let current = match *this.started {
             Some((deadline, _)) => {
                 this.gate.as_mut().check()?;
@@ -170,5 +182,33 @@ mod tests {
         .await;
         assert!(result.is_err());
         assert!(!polled.load(Ordering::SeqCst));
+    }
+}
+
+#[cfg(test)]
+mod release_tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::time::Duration;
+
+    use tokio::time::sleep;
+
+    use super::{Gated, Start};
+    use crate::deadline::Deadline;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_released_gate_lets_the_future_run_past_its_deadline_without_it() {
+        let mut gated = pin!(Gated::new(
+            Start::FirstPoll(Duration::from_secs(1)),
+            async {
+                sleep(Duration::from_secs(5)).await;
+                Deadline::current()
+            }
+        ));
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(gated.as_mut().poll(cx).is_pending()));
+        assert!(first.await);
+        gated.as_mut().release();
+        assert_eq!(gated.await, Ok(None));
     }
 }

@@ -7,6 +7,8 @@ use tokio::time::Instant;
 
 use crate::entropy::Entropy;
 
+use super::route_deadline::RouteClaim;
+
 /// A request extension set by `TimeboxLayer` when any deadline can apply.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestContext {
@@ -19,4 +21,17 @@ pub(crate) struct RequestContext {
     pub(crate) inbound: Option<Duration>,
     /// The application's random source, for `Retry-After`.
     pub(crate) entropy: Entropy,
+    /// Set while `TimeboxLayer` gates the request at the global deadline: a
+    /// route rule below takes it over (see [`RouteClaim`]).
+    pub(crate) claim: Option<RouteClaim>,
+}
+
+impl RequestContext {
+    /// The claim, when the route rule reading it takes the request over.
+    pub(crate) fn take_over(&self) -> Option<RouteClaim> {
+        self.claim
+            .as_ref()
+            .filter(|claim| claim.take_over())
+            .cloned()
+    }
 }

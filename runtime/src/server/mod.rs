@@ -63,9 +63,33 @@
 //!
 //! [`Routes::into_router`] applies steps 2–4 inside each handler rather than
 //! as tower layers, because axum boxes and clones a service for every
-//! `MethodRouter::layer` on every request. [`TimeboxLayer`] and
-//! [`RouteDeadlineLayer`] do the same as layers, for routers built without
-//! the macros.
+//! `MethodRouter::layer` on every request. A router built without the
+//! macros gets the same from layers: [`TimeboxLayer`] around it gives every
+//! route the global deadline, and [`RouteDeadlineLayer`] gives one route its
+//! own rule, which it keeps under a `TimeboxLayer`:
+//!
+//! ```
+//! use std::time::Duration;
+//! use axum::{routing::get, Router};
+//! use timebox::config::Config;
+//! use timebox::server::{RouteDeadlineLayer, RouteTimeout, TimeboxLayer};
+//!
+//! let mut config = Config::default();
+//! config.server.timeouts.request_timeout_ms = Some(2_000);
+//! let app: Router = Router::new()
+//!     .route("/users", get(|| async { "[]" })) // 2 s
+//!     .route(
+//!         "/export",
+//!         get(|| async { "a long export" })
+//!             .layer(RouteDeadlineLayer::new(RouteTimeout::Override(Duration::from_secs(120)))),
+//!     )
+//!     .layer(TimeboxLayer::new(&config));
+//! ```
+//!
+//! All three doors run one mechanism (the same gated future and timeout
+//! answer), and a deadline counts from the first timebox code that sees the
+//! request after routing: the `TimeboxLayer`, else the route's own rule at
+//! the first poll of its future; either way before extraction.
 
 mod context;
 mod extract;
@@ -90,7 +114,7 @@ pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;
 pub use session::{MapResponse, MapStatus, SaveSessionUnlessCancelledLayer};
-pub use timebox_layer::{TimeboxLayer, TimeboxService};
+pub use timebox_layer::{TimeboxFuture, TimeboxLayer, TimeboxService};
 pub use timeout::RouteTimeout;
 
 /// Collects handlers annotated with the route macros into

@@ -126,13 +126,16 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
 
     /// An axum router serving every route; the handler of each route that
     /// has a deadline (its override, else the global one) runs under it, as
-    /// the [module docs](super) describe. A route with no deadline is
-    /// mounted as it is (S9).
+    /// the [module docs](super) describe. With no deadline anywhere, a route
+    /// is mounted as it is and no deadline machinery runs.
     ///
     /// The deadline is applied inside the handler, not by layers, so a route
-    /// costs axum one boxed service, as a plain handler does. The deadline
-    /// counts from the first poll of the handler's future, before
-    /// extraction. `Retry-After` values come from a random source seeded by
+    /// costs axum one boxed service, as a plain handler does; it is the same
+    /// mechanism as [`RouteDeadlineLayer`](super::RouteDeadlineLayer)'s. The
+    /// deadline counts from the first poll of the handler's future, before
+    /// extraction, or, under a [`TimeboxLayer`](super::TimeboxLayer), from
+    /// when the request reached that layer (each route keeps its own rule
+    /// there). `Retry-After` values come from a random source seeded by
     /// the operating system, or from the request's
     /// [`Entropy`](crate::entropy::Entropy) extension when it has one (as
     /// `Sim::app` gives it).
@@ -161,7 +164,11 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         let accept_header = config.server.timeouts.accept_deadline_header;
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
         for route in self.routes {
-            let settings = route.timeout.resolve(global).map(|budget| RouteSettings {
+            let budget = route.timeout.resolve(global);
+            // A route that is `off` while others inherit a global deadline
+            // still says so, to an outer `TimeboxLayer` (see its docs); with
+            // no deadline anywhere a route is mounted as it is.
+            let settings = (budget.is_some() || global.is_some()).then_some(RouteSettings {
                 budget,
                 accept_header,
                 path: route.path,

@@ -1,34 +1,66 @@
 //! [`TimeboxLayer`]: the outer layer of a timebox router.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::extract::MatchedPath;
 use axum::response::Response;
 use http::Request;
+use pin_project::pin_project;
 use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::config::Config;
-use crate::deadline::header;
+use crate::deadline::{header, Deadline, Gated, Start};
 use crate::entropy::Entropy;
 
 use super::context::RequestContext;
+use super::route_deadline::{Answer, Expiry, RouteClaim, RouteName, State};
 
-/// The outer timebox layer, for routes mounted without the route macros:
-/// put it around routes that carry a [`RouteDeadlineLayer`](super::RouteDeadlineLayer).
+/// The outer timebox layer: the global deadline for every route of a plain
+/// axum router, as tower-http's `TimeoutLayer` would be used.
 ///
-/// On the way in it notes when the request arrived, so route deadlines count
-/// from here, right after routing and before extraction, and reads the
-/// inbound deadline header when `server.timeouts.accept_deadline_header` is
-/// on. The shutdown gate and the in-flight count are
+/// ```
+/// use axum::{routing::get, Router};
+/// use timebox::config::Config;
+/// use timebox::server::TimeboxLayer;
+///
+/// let mut config = Config::default();
+/// config.server.timeouts.request_timeout_ms = Some(2_000);
+/// let app: Router = Router::new()
+///     .route("/users", get(|| async { "[]" }))
+///     .layer(TimeboxLayer::new(&config));
+/// ```
+///
+/// Each route then runs under `server.timeouts.request_timeout_ms`, as the
+/// [module docs](super) describe for the route macros: poll-gated with the
+/// deadline current, counted from when the request reaches this layer
+/// (after routing, before extraction), shortened by an inbound deadline
+/// header when `server.timeouts.accept_deadline_header` is on, and answered
+/// with the timeout 503 when it passes. With no global deadline it only
+/// notes the request's start and header, for the routes that have a rule of
+/// their own.
+///
+/// A route with a rule of its own keeps it, a longer override and `off`
+/// included: one mounted by the route macros
+/// ([`Routes::into_router`](super::Routes::into_router)), or wrapped in a
+/// [`RouteDeadlineLayer`](super::RouteDeadlineLayer). The layer learns of
+/// the rule in the route's first poll, before the handler runs, and steps
+/// aside; the route's rule then counts from the same start. Build both from
+/// the same [`Config`].
+///
+/// One exception: with an inbound deadline header of `0` the layer answers
+/// the timeout 503 at once, without polling the route, also when the route's
+/// own rule is `off` (it cannot learn the rule without running a plain
+/// handler).
+///
+/// The shutdown gate and the in-flight count are
 /// [`ShutdownGate`](super::ShutdownGate)'s, which [`serve`](super::serve)
 /// puts around the whole service.
-///
-/// [`Routes::into_router`](super::Routes::into_router) does the same inside
-/// each handler that has a deadline, without layers (see the
-/// [module docs](super)).
 #[derive(Debug, Clone)]
 pub struct TimeboxLayer {
     settings: Arc<Settings>,
@@ -89,13 +121,13 @@ pub struct TimeboxService<S> {
     settings: Arc<Settings>,
 }
 
-impl<S, B> Service<Request<B>> for TimeboxService<S>
+impl<S, B, E> Service<Request<B>> for TimeboxService<S>
 where
-    S: Service<Request<B>, Response = Response>,
+    S: Service<Request<B>, Response = Response, Error = E>,
 {
     type Response = Response;
-    type Error = S::Error;
-    type Future = S::Future;
+    type Error = E;
+    type Future = TimeboxFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -103,20 +135,84 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let settings = &*self.settings;
-        let context = RequestContext {
-            start: Instant::now(),
+        let start = Instant::now();
+        let inbound = settings
+            .accept_header
+            .then(|| header::from_headers(req.headers()))
+            .flatten();
+        let entropy = req
+            .extensions()
+            .get::<Entropy>()
+            .unwrap_or(&settings.entropy)
+            .clone();
+        let claim = settings.global.map(|_| RouteClaim::default());
+        req.extensions_mut().insert(RequestContext {
+            start,
             global: settings.global,
-            inbound: settings
-                .accept_header
-                .then(|| header::from_headers(req.headers()))
-                .flatten(),
-            entropy: req
-                .extensions()
-                .get::<Entropy>()
-                .unwrap_or(&settings.entropy)
-                .clone(),
+            inbound,
+            entropy: entropy.clone(),
+            claim: claim.clone(),
+        });
+        let Some(global) = settings.global else {
+            return TimeboxFuture {
+                state: State::passthrough(self.inner.call(req)),
+                claim: None,
+            };
         };
-        req.extensions_mut().insert(context);
-        self.inner.call(req)
+        // An inbound header can only shorten the deadline.
+        let budget = inbound.map_or(global, |inbound| global.min(inbound));
+        let expiry = Expiry {
+            method: req.method().clone(),
+            route: RouteName::Matched(req.extensions().get::<MatchedPath>().cloned()),
+            budget,
+            start: Some(start),
+            entropy: Some(entropy),
+        };
+        if budget.is_zero() {
+            return TimeboxFuture {
+                state: State::expired(expiry),
+                claim: None,
+            };
+        }
+        let deadline = Deadline::after_start(start, budget);
+        let future = deadline.sync_scope(|| self.inner.call(req));
+        TimeboxFuture {
+            state: State::bounded(Gated::new(Start::At(deadline), future), expiry),
+            claim,
+        }
+    }
+}
+
+/// Response future of [`TimeboxService`]: the route's future under the
+/// global deadline, or under the route's own rule once it took over.
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct TimeboxFuture<F> {
+    #[pin]
+    state: State<F>,
+    /// Until the first poll is over: whether a route rule takes over.
+    claim: Option<RouteClaim>,
+}
+
+impl<F, E> Future for TimeboxFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let mut answer = this.state.as_mut().poll_answer(cx);
+        if this.claim.take().is_some_and(|claim| claim.settle()) {
+            // The route has a rule of its own and waits for us to let go:
+            // from now on only its rule applies.
+            this.state.as_mut().release();
+            answer = this.state.poll_answer(cx);
+        }
+        answer.map(|answer| match answer {
+            Answer::Inner(output) => output,
+            Answer::Timeout(response) => Ok(response),
+        })
     }
 }

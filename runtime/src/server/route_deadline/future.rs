@@ -15,6 +15,8 @@ use crate::deadline::Gated;
 use crate::entropy::Entropy;
 use crate::problem;
 
+use super::RouteClaim;
+
 /// Response future of [`RouteDeadline`](super::RouteDeadline).
 #[pin_project]
 #[derive(Debug)]
@@ -22,13 +24,14 @@ use crate::problem;
 pub struct ResponseFuture<F> {
     #[pin]
     state: State<F>,
+    claim: Option<RouteClaim>,
 }
 
 /// A future under a route deadline, whatever it answers with: the state of
 /// [`ResponseFuture`] and of a deadline handler's future.
 #[pin_project(project = StateProj)]
 #[derive(Debug)]
-pub(super) enum State<F> {
+pub(crate) enum State<F> {
     /// No deadline: the inner future as it is.
     Passthrough(#[pin] F),
     /// The inner future, gated by the deadline.
@@ -45,19 +48,19 @@ pub(super) enum State<F> {
 
 /// What the timeout response and its log line need to know.
 #[derive(Debug)]
-pub(super) struct Expiry {
-    pub(super) method: Method,
-    pub(super) route: RouteName,
-    pub(super) budget: Duration,
+pub(crate) struct Expiry {
+    pub(crate) method: Method,
+    pub(crate) route: RouteName,
+    pub(crate) budget: Duration,
     /// When the deadline started counting; `None` when it starts at the
     /// first poll of the gated future, which then knows.
-    pub(super) start: Option<Instant>,
-    pub(super) entropy: Option<Entropy>,
+    pub(crate) start: Option<Instant>,
+    pub(crate) entropy: Option<Entropy>,
 }
 
 /// The route a request was routed to, for the timeout log line.
 #[derive(Debug)]
-pub(super) enum RouteName {
+pub(crate) enum RouteName {
     /// Mounted by `Routes::into_router`, which knows the path.
     Mounted(&'static str),
     /// Learnt from the request.
@@ -76,30 +79,51 @@ impl RouteName {
 
 /// How a [`State`] ends: with its future's output, or with the timeout
 /// response after the future was dropped.
-pub(super) enum Answer<T> {
+pub(crate) enum Answer<T> {
     Inner(T),
     Timeout(Response),
 }
 
 impl<F> State<F> {
-    pub(super) fn passthrough(future: F) -> Self {
+    pub(crate) fn passthrough(future: F) -> Self {
         Self::Passthrough(future)
     }
 
-    pub(super) fn bounded(future: Gated<F>, expiry: Expiry) -> Self {
+    pub(crate) fn bounded(future: Gated<F>, expiry: Expiry) -> Self {
         Self::Bounded {
             future,
             expiry: Some(expiry),
         }
     }
 
-    pub(super) fn expired(expiry: Expiry) -> Self {
+    pub(crate) fn expired(expiry: Expiry) -> Self {
         Self::Expired(Some(expiry))
     }
 }
 
+impl<F> State<F> {
+    /// Stops gating: a route's own rule took the request over (see
+    /// [`RouteClaim`](super::RouteClaim)).
+    pub(crate) fn release(self: Pin<&mut Self>) {
+        if let StateProj::Bounded { future, .. } = self.project() {
+            future.release();
+        }
+    }
+}
+
+/// For a route rule that took a request over from an outer `TimeboxLayer`:
+/// `Pending` while the outer layer still holds it (it polls again at once),
+/// so nothing of the handler runs under the outer deadline.
+pub(super) fn held(claim: &mut Option<RouteClaim>) -> bool {
+    if claim.as_ref().is_some_and(RouteClaim::is_held) {
+        return true;
+    }
+    *claim = None;
+    false
+}
+
 impl<F: Future> State<F> {
-    pub(super) fn poll_answer(
+    pub(crate) fn poll_answer(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Answer<F::Output>> {
@@ -124,8 +148,8 @@ impl<F: Future> State<F> {
 }
 
 impl<F> ResponseFuture<F> {
-    pub(super) fn new(state: State<F>) -> Self {
-        Self { state }
+    pub(super) fn new(state: State<F>, claim: Option<RouteClaim>) -> Self {
+        Self { state, claim }
     }
 }
 
@@ -136,13 +160,14 @@ where
     type Output = Result<Response, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project()
-            .state
-            .poll_answer(cx)
-            .map(|answer| match answer {
-                Answer::Inner(output) => output,
-                Answer::Timeout(response) => Ok(response),
-            })
+        let this = self.project();
+        if held(this.claim) {
+            return Poll::Pending;
+        }
+        this.state.poll_answer(cx).map(|answer| match answer {
+            Answer::Inner(output) => output,
+            Answer::Timeout(response) => Ok(response),
+        })
     }
 }
 

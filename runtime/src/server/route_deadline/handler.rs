@@ -1,10 +1,12 @@
 //! [`DeadlineHandler`]: a route's deadline applied inside its handler, as
 //! [`Routes::into_router`](crate::server::Routes::into_router) mounts it.
 //!
-//! It does what [`TimeboxLayer`](crate::server::TimeboxLayer) and
-//! [`RouteDeadlineLayer`](super::RouteDeadlineLayer) do together, without
-//! being a layer: axum boxes and clones a service per `MethodRouter::layer`
-//! on every request, while a wrapped handler is boxed once, as any handler.
+//! It does what [`RouteDeadlineLayer`](super::RouteDeadlineLayer) does, with
+//! the inbound header that [`TimeboxLayer`](crate::server::TimeboxLayer)
+//! would read, without being a layer: axum boxes and clones a service per
+//! `MethodRouter::layer` on every request, while a wrapped handler is boxed
+//! once, as any handler. Under a `TimeboxLayer` it takes the request over
+//! as `RouteDeadlineLayer` does (see [`RouteClaim`]).
 
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -15,18 +17,22 @@ use axum::handler::Handler;
 use axum::response::Response;
 use pin_project::pin_project;
 
-use crate::deadline::{header, Gated, Start};
+use crate::deadline::{header, Deadline, Gated, Start};
 use crate::entropy::Entropy;
+use crate::server::context::RequestContext;
 
-use super::future::{Answer, Expiry, RouteName, State};
+use super::future::{held, Answer, Expiry, RouteName, State};
+use super::RouteClaim;
 
 /// What one route's deadline needs, resolved from the config when the
 /// router is built. `Copy`, so the per-request clone of a handler that axum
 /// makes costs no reference count.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RouteSettings {
-    /// The route's deadline: its override, else the global one.
-    pub(crate) budget: Duration,
+    /// The route's deadline: its override, else the global one; `None` for
+    /// a route whose rule is `off` under a global deadline (it only keeps an
+    /// outer `TimeboxLayer` from gating it).
+    pub(crate) budget: Option<Duration>,
     /// `server.timeouts.accept_deadline_header`.
     pub(crate) accept_header: bool,
     /// The route's path, for the timeout log line.
@@ -49,35 +55,54 @@ where
 
     fn call(self, req: Request, state: S) -> Self::Future {
         let settings = self.settings;
-        // S3: an accepted inbound header can only shorten the deadline.
-        let budget = match settings
-            .accept_header
-            .then(|| header::from_headers(req.headers()))
-            .flatten()
-        {
-            Some(inbound) => settings.budget.min(inbound),
-            None => settings.budget,
+        // Under a `TimeboxLayer`, which read the inbound header and started
+        // the clock, this route's rule replaces the global one.
+        let context = req.extensions().get::<RequestContext>();
+        let claim = context.and_then(RequestContext::take_over);
+        let Some(route_budget) = settings.budget else {
+            return HandlerFuture {
+                state: State::passthrough(self.inner.call(req, state)),
+                claim,
+            };
         };
+        // S3: an accepted inbound header can only shorten the deadline.
+        let inbound = match context {
+            Some(context) => context.inbound,
+            None => settings
+                .accept_header
+                .then(|| header::from_headers(req.headers()))
+                .flatten(),
+        };
+        let budget = inbound.map_or(route_budget, |inbound| route_budget.min(inbound));
         let expiry = Expiry {
             method: req.method().clone(),
             // A request may bring its own random source (`Sim::app` does).
-            entropy: req.extensions().get::<Entropy>().cloned(),
+            entropy: match context {
+                Some(context) => Some(context.entropy.clone()),
+                None => req.extensions().get::<Entropy>().cloned(),
+            },
             route: RouteName::Mounted(settings.path),
             budget,
-            start: None,
+            start: context.map(|context| context.start),
         };
         if budget.is_zero() {
             return HandlerFuture {
                 state: State::expired(expiry),
+                claim,
             };
         }
         // The handler's future does nothing until polled: axum extracts and
-        // runs the handler inside it. So the deadline starts at its first
-        // poll (S2: before extraction), from the same clock reading the gate
-        // checks then.
+        // runs the handler inside it. So, unless a `TimeboxLayer` started the
+        // clock already, the deadline starts at its first poll (before
+        // extraction), from the same clock reading the gate checks then.
+        let start = match context {
+            Some(context) => Start::At(Deadline::after_start(context.start, budget)),
+            None => Start::FirstPoll(budget),
+        };
         let future = self.inner.call(req, state);
         HandlerFuture {
-            state: State::bounded(Gated::new(Start::FirstPoll(budget), future), expiry),
+            state: State::bounded(Gated::new(start, future), expiry),
+            claim,
         }
     }
 }
@@ -90,17 +115,19 @@ where
 pub(crate) struct HandlerFuture<F> {
     #[pin]
     state: State<F>,
+    claim: Option<RouteClaim>,
 }
 
 impl<F: Future<Output = Response>> Future for HandlerFuture<F> {
     type Output = Response;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
-        self.project()
-            .state
-            .poll_answer(cx)
-            .map(|answer| match answer {
-                Answer::Inner(response) | Answer::Timeout(response) => response,
-            })
+        let this = self.project();
+        if held(this.claim) {
+            return Poll::Pending;
+        }
+        this.state.poll_answer(cx).map(|answer| match answer {
+            Answer::Inner(response) | Answer::Timeout(response) => response,
+        })
     }
 }

@@ -1,5 +1,6 @@
 //! [`RouteDeadlineLayer`]: one route's deadline around its handler (S2–S5).
 
+mod claim;
 mod future;
 mod handler;
 
@@ -17,8 +18,9 @@ use crate::deadline::{Deadline, Gated, Start};
 use super::context::RequestContext;
 use super::RouteTimeout;
 
+pub(crate) use claim::RouteClaim;
 pub use future::ResponseFuture;
-use future::{Expiry, RouteName, State};
+pub(crate) use future::{Answer, Expiry, RouteName, State};
 pub(crate) use handler::{DeadlineHandler, RouteSettings};
 
 /// Applies a route's deadline to any `tower::Service<http::Request<B>>`.
@@ -36,8 +38,11 @@ pub(crate) use handler::{DeadlineHandler, RouteSettings};
 ///
 /// A route with no deadline passes straight through: no clock is read.
 ///
-/// Used without `TimeboxLayer`, the deadline counts from this layer and
-/// [`RouteTimeout::Inherit`] means no deadline (there is no global one).
+/// Under a `TimeboxLayer` this route's rule replaces the global deadline
+/// (a longer override and [`RouteTimeout::Off`] included), counted from
+/// when the request reached the `TimeboxLayer`. Used without one, the
+/// deadline counts from this layer and [`RouteTimeout::Inherit`] means no
+/// deadline (there is no global one).
 ///
 /// # Examples
 ///
@@ -109,8 +114,10 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let context = req.extensions().get::<RequestContext>();
+        // Under a `TimeboxLayer`, this route's rule replaces the global one.
+        let claim = context.and_then(RequestContext::take_over);
         let Some(timeout) = self.timeout.resolve(context.and_then(|c| c.global)) else {
-            return ResponseFuture::new(State::passthrough(self.inner.call(req)));
+            return ResponseFuture::new(State::passthrough(self.inner.call(req)), claim);
         };
         // S3: an inbound header can only shorten a route that has a deadline.
         let budget = match context.and_then(|c| c.inbound) {
@@ -130,12 +137,12 @@ where
         // the inner service and without reading the clock; any other passed
         // deadline is caught by the gate before the first poll.
         if budget.is_zero() {
-            return ResponseFuture::new(State::expired(expiry));
+            return ResponseFuture::new(State::expired(expiry), claim);
         }
         let future = deadline.sync_scope(|| self.inner.call(req));
-        ResponseFuture::new(State::bounded(
-            Gated::new(Start::At(deadline), future),
-            expiry,
-        ))
+        ResponseFuture::new(
+            State::bounded(Gated::new(Start::At(deadline), future), expiry),
+            claim,
+        )
     }
 }
