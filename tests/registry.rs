@@ -12,8 +12,9 @@ use std::time::Duration;
 use timebox::deadline::Deadline;
 use timebox::registry::{
     CancelReason, CancellationToken, EndStep, NoticeOutcome, Registry, RemoteCleanup, RequestGuard,
-    TimeoutCause, ToolCalls,
+    ToolCalls,
 };
+use timebox::watchdog::TimeoutKind;
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
@@ -135,7 +136,7 @@ fn an_id_can_be_registered_again_after_its_guard_dropped() {
 fn the_first_cancel_reason_wins() {
     let registry = Registry::new();
     let guard = registry.register("req-1").unwrap();
-    let inactivity = CancelReason::Timeout(TimeoutCause::Inactivity);
+    let inactivity = CancelReason::Timeout(TimeoutKind::Inactivity);
 
     assert!(registry.cancel("req-1", inactivity));
     assert!(!registry.cancel("req-1", CancelReason::Disconnect));
@@ -378,25 +379,22 @@ fn cancel_reasons_read_as_lowercase_causes() {
         (CancelReason::Disconnect, "disconnect"),
         (CancelReason::Shutdown, "shutdown"),
         (
-            CancelReason::Timeout(TimeoutCause::FirstItem),
+            CancelReason::Timeout(TimeoutKind::FirstItem),
             "timeout (first item)",
         ),
         (
-            CancelReason::Timeout(TimeoutCause::Inactivity),
+            CancelReason::Timeout(TimeoutKind::Inactivity),
             "timeout (inactivity)",
         ),
+        (CancelReason::Timeout(TimeoutKind::Total), "timeout (total)"),
         (
-            CancelReason::Timeout(TimeoutCause::Total),
-            "timeout (total)",
-        ),
-        (
-            CancelReason::Timeout(TimeoutCause::RequestDeadline),
+            CancelReason::Timeout(TimeoutKind::RequestDeadline),
             "timeout (request deadline)",
         ),
     ];
     for (reason, text) in cases {
         assert_eq!(reason.to_string(), text);
-        assert_eq!(reason.is_timeout(), reason.timeout_cause().is_some());
+        assert_eq!(reason.is_timeout(), reason.timeout_kind().is_some());
     }
 }
 
@@ -405,10 +403,10 @@ fn each_reason_ends_the_request_in_the_order_of_r3() {
     use EndStep::{Done, ErrorEvent, Evict, RemoteCleanup};
 
     for cause in [
-        TimeoutCause::FirstItem,
-        TimeoutCause::Inactivity,
-        TimeoutCause::Total,
-        TimeoutCause::RequestDeadline,
+        TimeoutKind::FirstItem,
+        TimeoutKind::Inactivity,
+        TimeoutKind::Total,
+        TimeoutKind::RequestDeadline,
     ] {
         assert_eq!(
             CancelReason::Timeout(cause).end_steps(),
@@ -622,7 +620,7 @@ async fn cancelling_the_request_cancels_its_tool_calls() {
     let running = calls.claim(Some("call_a")).unwrap();
     let tool = tokio::spawn(running.token().cancelled_owned());
 
-    registry.cancel("req-1", CancelReason::Timeout(TimeoutCause::Total));
+    registry.cancel("req-1", CancelReason::Timeout(TimeoutKind::Total));
 
     tool.await.unwrap();
     assert!(running.is_cancelled());

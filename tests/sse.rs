@@ -13,10 +13,10 @@ use axum::Router;
 use futures_util::StreamExt;
 use http_body_util::BodyExt;
 use timebox::config::Config;
-use timebox::registry::{CancelReason, Registry, RemoteCleanup, TimeoutCause};
+use timebox::registry::{CancelReason, Registry, RemoteCleanup};
 use timebox::server::sse::SseStream;
 use timebox::shutdown::Shutdown;
-use timebox::watchdog::Watchdog;
+use timebox::watchdog::{TimeoutKind, Watchdog};
 use tokio::sync::mpsc;
 use tokio::time::{sleep, Instant};
 
@@ -120,7 +120,7 @@ async fn a_timeout_cancels_cleans_up_evicts_then_names_the_cause_before_done() {
     let stream = guarded(events, Watchdog::new().inactivity(SECS(30)), &log)
         .guard(guard)
         .remote_cleanup(move |reason| {
-            assert_eq!(reason, CancelReason::Timeout(TimeoutCause::Inactivity));
+            assert_eq!(reason, CancelReason::Timeout(TimeoutKind::Inactivity));
             RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
         });
     tx.send(Event::default().data("first")).await.unwrap();
@@ -319,4 +319,19 @@ async fn a_client_gone_during_a_silent_tool_run_is_found_at_the_next_heartbeat()
         .unwrap();
     assert!(cancelled_after < SECS(5));
     assert_eq!(registry.len(), 0);
+}
+
+#[test]
+fn a_step_reads_as_the_end_step_it_performs() {
+    use timebox::registry::EndStep;
+    use timebox::server::sse::Step;
+
+    for step in [
+        EndStep::RemoteCleanup,
+        EndStep::Evict,
+        EndStep::ErrorEvent,
+        EndStep::Done,
+    ] {
+        assert_eq!(Step::from(step).to_string(), step.to_string());
+    }
 }

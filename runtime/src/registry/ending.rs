@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// One step in ending a cancelled request; [`CancelReason::end_steps`]
-/// lists them in the order DESIGN R3 fixes.
+/// lists them in order.
 ///
 /// The registry only names the steps: the stream layer that owns the
 /// connection, the pool and the response body performs them, with
@@ -25,13 +25,23 @@ pub enum EndStep {
     Done,
 }
 
+impl EndStep {
+    /// A stable `snake_case` name, the same the SSE stream's
+    /// [`Step`](crate::server::sse::Step) gives: `"remote_cleanup"`,
+    /// `"evict"`, `"error_event"`, `"done"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::RemoteCleanup => "remote_cleanup",
+            Self::Evict => "evict",
+            Self::ErrorEvent => "error_event",
+            Self::Done => "done",
+        }
+    }
+}
+
 impl fmt::Display for EndStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::RemoteCleanup => "remote cleanup",
-            Self::Evict => "evict pooled connections",
-            Self::ErrorEvent => "error event",
-            Self::Done => "done",
-        })
+        f.write_str(self.as_str())
     }
 }

@@ -38,7 +38,8 @@
 //! # Examples
 //!
 //! ```
-//! use timebox::registry::{CancelReason, Registry, TimeoutCause};
+//! use timebox::registry::{CancelReason, Registry};
+//! use timebox::watchdog::TimeoutKind;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -55,7 +56,7 @@
 //! });
 //!
 //! // A watchdog elsewhere gives up on the request.
-//! let reason = CancelReason::Timeout(TimeoutCause::Inactivity);
+//! let reason = CancelReason::Timeout(TimeoutKind::Inactivity);
 //! assert!(registry.cancel("req-1", reason));
 //! assert!(!registry.cancel("req-1", CancelReason::Disconnect)); // first wins
 //! assert_eq!(tool.await.unwrap(), "tool stopped");
@@ -78,7 +79,7 @@ mod tool_calls;
 pub use ending::EndStep;
 pub use error::AlreadyRegistered;
 pub use guard::RequestGuard;
-pub use reason::{CancelReason, TimeoutCause};
+pub use reason::CancelReason;
 pub use remote::RemoteCleanup;
 pub use report::{CleanupReport, NoticeOutcome, NoticeReport};
 pub use table::Registry;

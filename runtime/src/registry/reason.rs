@@ -1,8 +1,9 @@
-//! [`CancelReason`] and [`TimeoutCause`]: why a request was cancelled.
+//! [`CancelReason`]: why a request was cancelled, and how it ends.
 
 use std::fmt;
 
 use super::EndStep;
+use crate::watchdog::TimeoutKind;
 
 /// Why a request was cancelled: recorded once, by the first
 /// [`Registry::cancel`](super::Registry::cancel) or
@@ -13,40 +14,23 @@ use super::EndStep;
 /// # Examples
 ///
 /// ```
-/// use timebox::registry::{CancelReason, TimeoutCause};
+/// use timebox::registry::CancelReason;
+/// use timebox::watchdog::TimeoutKind;
 ///
-/// let reason = CancelReason::Timeout(TimeoutCause::Inactivity);
+/// let reason = CancelReason::Timeout(TimeoutKind::Inactivity);
 /// assert_eq!(reason.to_string(), "timeout (inactivity)");
-/// assert_eq!(reason.timeout_cause(), Some(TimeoutCause::Inactivity));
+/// assert_eq!(reason.timeout_kind(), Some(TimeoutKind::Inactivity));
 /// assert_eq!(CancelReason::Disconnect.to_string(), "disconnect");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CancelReason {
     /// The client went away (a failed write counts).
     Disconnect,
-    /// A timer fired; the cause says which one.
-    Timeout(TimeoutCause),
+    /// A timer fired: one of the stream's watchdog timers, or the request
+    /// deadline.
+    Timeout(TimeoutKind),
     /// The server is shutting down.
     Shutdown,
-}
-
-/// Which timer ended a request: the three stream watchdog timers, or the
-/// request deadline.
-///
-/// Named apart from `watchdog::TimeoutKind` on purpose: the watchdog knows
-/// only its own three timers, while a request can also run out of its
-/// [`Deadline`](crate::deadline::Deadline). The stream layer maps one onto
-/// the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TimeoutCause {
-    /// Nothing came before the first item was due.
-    FirstItem,
-    /// Nothing came for a whole inactivity window.
-    Inactivity,
-    /// The stream ran for its whole total allowance.
-    Total,
-    /// The request deadline passed.
-    RequestDeadline,
 }
 
 impl CancelReason {
@@ -58,14 +42,16 @@ impl CancelReason {
 
     /// The timer that fired, for a [`CancelReason::Timeout`].
     #[must_use]
-    pub const fn timeout_cause(self) -> Option<TimeoutCause> {
+    pub const fn timeout_kind(self) -> Option<TimeoutKind> {
         match self {
-            Self::Timeout(cause) => Some(cause),
+            Self::Timeout(kind) => Some(kind),
             Self::Disconnect | Self::Shutdown => None,
         }
     }
 
-    /// What follows the cancellation, in order (DESIGN R3).
+    /// What follows the cancellation, in order: the one table of how a
+    /// cancelled request ends, which the SSE stream's driver runs step by
+    /// step.
     ///
     /// | reason | steps after cancelling |
     /// |---|---|
@@ -79,10 +65,11 @@ impl CancelReason {
     /// # Examples
     ///
     /// ```
-    /// use timebox::registry::{CancelReason, EndStep, TimeoutCause};
+    /// use timebox::registry::{CancelReason, EndStep};
+    /// use timebox::watchdog::TimeoutKind;
     ///
     /// assert_eq!(
-    ///     CancelReason::Timeout(TimeoutCause::Total).end_steps(),
+    ///     CancelReason::Timeout(TimeoutKind::Total).end_steps(),
     ///     [EndStep::RemoteCleanup, EndStep::Evict, EndStep::ErrorEvent, EndStep::Done],
     /// );
     /// assert_eq!(
@@ -109,19 +96,8 @@ impl fmt::Display for CancelReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Disconnect => f.write_str("disconnect"),
-            Self::Timeout(cause) => write!(f, "timeout ({cause})"),
+            Self::Timeout(kind) => write!(f, "timeout ({kind})"),
             Self::Shutdown => f.write_str("shutdown"),
         }
-    }
-}
-
-impl fmt::Display for TimeoutCause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::FirstItem => "first item",
-            Self::Inactivity => "inactivity",
-            Self::Total => "total",
-            Self::RequestDeadline => "request deadline",
-        })
     }
 }

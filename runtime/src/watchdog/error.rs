@@ -4,10 +4,18 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-/// Which of a [`Watchdog`](super::Watchdog)'s timers ended a stream.
+/// Which timer ended a stream or a request.
 ///
-/// Three distinct causes, so a caller can tell a stream that never started
-/// from one that stalled and from one that simply ran too long.
+/// A [`Watchdog`](super::Watchdog) has three distinct timers, so a caller can
+/// tell a stream that never started from one that stalled and from one that
+/// simply ran too long. A request can also run out of its
+/// [`Deadline`](crate::deadline::Deadline): [`RequestDeadline`](Self::RequestDeadline)
+/// names that, for a [`CancelReason`](crate::registry::CancelReason); a
+/// watchdog never fires it.
+///
+/// `Display` gives the words ("first item"); [`as_str`](Self::as_str) the
+/// stable `snake_case` name ("first_item") for logs, metrics and error
+/// events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TimeoutKind {
     /// No item of any kind arrived within the first-item window.
@@ -17,11 +25,13 @@ pub enum TimeoutKind {
     Inactivity,
     /// The stream ran longer than its total limit.
     Total,
+    /// The request's deadline passed.
+    RequestDeadline,
 }
 
 impl TimeoutKind {
-    /// A stable `snake_case` name: `"first_item"`, `"inactivity"` or
-    /// `"total"`, for logs, metrics and error events.
+    /// A stable `snake_case` name: `"first_item"`, `"inactivity"`,
+    /// `"total"` or `"request_deadline"`, for logs, metrics and error events.
     ///
     /// # Examples
     ///
@@ -29,6 +39,7 @@ impl TimeoutKind {
     /// use timebox::watchdog::TimeoutKind;
     ///
     /// assert_eq!(TimeoutKind::FirstItem.as_str(), "first_item");
+    /// assert_eq!(TimeoutKind::FirstItem.to_string(), "first item");
     /// ```
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -36,13 +47,19 @@ impl TimeoutKind {
             Self::FirstItem => "first_item",
             Self::Inactivity => "inactivity",
             Self::Total => "total",
+            Self::RequestDeadline => "request_deadline",
         }
     }
 }
 
 impl fmt::Display for TimeoutKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(match self {
+            Self::FirstItem => "first item",
+            Self::Inactivity => "inactivity",
+            Self::Total => "total",
+            Self::RequestDeadline => "request deadline",
+        })
     }
 }
 
@@ -86,6 +103,12 @@ impl fmt::Display for StreamTimeout {
                 write!(f, "stream timed out: no activity for {limit:?}")
             }
             TimeoutKind::Total => write!(f, "stream timed out: still running after {limit:?}"),
+            TimeoutKind::RequestDeadline => {
+                write!(
+                    f,
+                    "stream timed out: its request deadline of {limit:?} passed"
+                )
+            }
         }
     }
 }

@@ -10,11 +10,13 @@ use futures_core::Stream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::registry::{CancelReason, RemoteCleanup, RequestGuard, TimeoutCause};
+use crate::registry::{CancelReason, EndStep, RemoteCleanup, RequestGuard};
 use crate::shutdown::DrainToken;
-use crate::watchdog::{StreamTimeout, TimeoutKind, Watched};
+use crate::watchdog::{StreamTimeout, Watched};
 
-/// One step of ending a stream, in the order the [module docs](super) give.
+/// One step of ending a stream: [`Cancel`](Step::Cancel), then the steps of
+/// [`CancelReason::end_steps`] in that order; or, for a stream that
+/// completed, [`Final`](Step::Final) and [`Done`](Step::Done).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Step {
@@ -32,15 +34,27 @@ pub enum Step {
     Done,
 }
 
+impl From<EndStep> for Step {
+    fn from(step: EndStep) -> Self {
+        match step {
+            EndStep::RemoteCleanup => Self::RemoteCleanup,
+            EndStep::Evict => Self::Evict,
+            EndStep::ErrorEvent => Self::ErrorEvent,
+            EndStep::Done => Self::Done,
+        }
+    }
+}
+
 impl fmt::Display for Step {
+    /// The names of [`EndStep`], plus `cancel` and `final`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Step::Cancel(_) => "cancel",
-            Step::RemoteCleanup => "remote_cleanup",
-            Step::Evict => "evict",
-            Step::ErrorEvent => "error_event",
+            Step::RemoteCleanup => EndStep::RemoteCleanup.as_str(),
+            Step::Evict => EndStep::Evict.as_str(),
+            Step::ErrorEvent => EndStep::ErrorEvent.as_str(),
             Step::Final => "final",
-            Step::Done => "done",
+            Step::Done => EndStep::Done.as_str(),
         })
     }
 }
@@ -133,8 +147,8 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
 
 async fn end(ending: Ending, guard: Option<RequestGuard>, hooks: Hooks, tx: &mpsc::Sender<Event>) {
     let Hooks {
-        remote_cleanup: cleanup,
-        evict,
+        remote_cleanup: mut cleanup,
+        mut evict,
         final_event,
         observer,
     } = hooks;
@@ -143,12 +157,7 @@ async fn end(ending: Ending, guard: Option<RequestGuard>, hooks: Hooks, tx: &mps
             observer(step);
         }
     };
-    let evict = || {
-        if let Some(evict) = evict {
-            evict();
-        }
-    };
-    let reason = match &ending {
+    let (reason, timeout) = match ending {
         Ending::Complete => {
             if let Some(event) = final_event {
                 let _ = tx.send(event).await;
@@ -158,50 +167,44 @@ async fn end(ending: Ending, guard: Option<RequestGuard>, hooks: Hooks, tx: &mps
             observe(Step::Done);
             return;
         }
-        Ending::Timeout(timeout) => CancelReason::Timeout(cause(timeout.kind())),
-        Ending::Disconnect => CancelReason::Disconnect,
-        Ending::Shutdown => CancelReason::Shutdown,
+        Ending::Timeout(timeout) => (CancelReason::Timeout(timeout.kind()), Some(timeout)),
+        Ending::Disconnect => (CancelReason::Disconnect, None),
+        Ending::Shutdown => (CancelReason::Shutdown, None),
     };
     if let Some(guard) = &guard {
         guard.cancel(reason);
     }
     observe(Step::Cancel(reason));
-    let remote_cleanup = || async {
-        if let Some(cleanup) = cleanup {
-            let report = cleanup(reason).run().await;
-            if !report.is_complete() {
-                tracing::warn!(
-                    timed_out = ?report.timed_out(),
-                    skipped = ?report.skipped(),
-                    "remote cleanup gave up on some notices"
-                );
+    // The one table of R3's order, step by step.
+    for &step in reason.end_steps() {
+        match step {
+            EndStep::RemoteCleanup => {
+                if let Some(cleanup) = cleanup.take() {
+                    let report = cleanup(reason).run().await;
+                    if !report.is_complete() {
+                        tracing::warn!(
+                            timed_out = ?report.timed_out(),
+                            skipped = ?report.skipped(),
+                            "remote cleanup gave up on some notices"
+                        );
+                    }
+                }
+            }
+            EndStep::Evict => {
+                if let Some(evict) = evict.take() {
+                    evict();
+                }
+            }
+            EndStep::ErrorEvent => {
+                if let Some(timeout) = &timeout {
+                    let _ = tx.send(error_event(timeout)).await;
+                }
+            }
+            EndStep::Done => {
+                let _ = tx.send(done()).await;
             }
         }
-    };
-    match ending {
-        Ending::Timeout(timeout) => {
-            remote_cleanup().await;
-            observe(Step::RemoteCleanup);
-            evict();
-            observe(Step::Evict);
-            let _ = tx.send(error_event(&timeout)).await;
-            observe(Step::ErrorEvent);
-            let _ = tx.send(done()).await;
-            observe(Step::Done);
-        }
-        Ending::Disconnect => {
-            remote_cleanup().await;
-            observe(Step::RemoteCleanup);
-            evict();
-            observe(Step::Evict);
-        }
-        Ending::Shutdown => {
-            let _ = tx.send(done()).await;
-            observe(Step::Done);
-            remote_cleanup().await;
-            observe(Step::RemoteCleanup);
-        }
-        Ending::Complete => {}
+        observe(step.into());
     }
     drop(guard);
 }
@@ -219,12 +222,4 @@ fn error_event(timeout: &StreamTimeout) -> Event {
         }
     });
     Event::default().event("error").data(body.to_string())
-}
-
-fn cause(kind: TimeoutKind) -> TimeoutCause {
-    match kind {
-        TimeoutKind::FirstItem => TimeoutCause::FirstItem,
-        TimeoutKind::Inactivity => TimeoutCause::Inactivity,
-        TimeoutKind::Total => TimeoutCause::Total,
-    }
 }

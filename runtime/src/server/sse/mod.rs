@@ -12,14 +12,12 @@
 //! - the watchdog's timers fire on the clock even while a slow client keeps
 //!   the send buffer full.
 //!
-//! Every way the stream can end has a fixed order of steps ([`Step`]):
-//!
-//! | ending | steps |
-//! |---|---|
-//! | complete | final event, `[DONE]` |
-//! | timeout | cancel, remote cleanup, evict, error event, `[DONE]` |
-//! | disconnect | cancel, remote cleanup, evict (nothing is written) |
-//! | shutdown | cancel, `[DONE]`, remote cleanup (no eviction: the pool is going away) |
+//! Every way the stream can end has a fixed order of steps ([`Step`]): a
+//! stream that completes writes its final event, then `[DONE]`; one that
+//! is cancelled (a timeout, a disconnect, a shutdown) records the reason,
+//! then runs the steps of
+//! [`CancelReason::end_steps`](crate::registry::CancelReason::end_steps),
+//! the one table of that order, as it lists them.
 //!
 //! On a timeout the client gets an `error` event naming the cause before
 //! `[DONE]`, so a stream that was cut off never looks like a short answer.
