@@ -862,3 +862,22 @@ async fn simnet_logs_an_attempt_the_caller_gave_up_on_as_cancelled(sim: Sim) {
     assert_eq!(events[0].path, "/slow");
     assert_eq!(recorder.count(), 0);
 }
+
+#[sim_test]
+async fn an_open_breakers_error_carries_the_breakers_answer_as_its_source(sim: Sim) {
+    use std::error::Error as _;
+
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", always(StatusCode::INTERNAL_SERVER_ERROR, &recorder));
+    let client = sim.client_with(&breaker_config(3, 60));
+    for _ in 0..3 {
+        client.get("http://up/").retries(0).send().await.unwrap();
+    }
+    let err = client.get("http://up/").send().await.unwrap_err();
+    let open = err
+        .source()
+        .and_then(|source| source.downcast_ref::<timebox::breaker::Open>())
+        .expect("the breaker's Open as the source");
+    assert_eq!(open.retry_in(), Some(SECS(60)));
+}

@@ -3,6 +3,7 @@
 use std::error::Error;
 use std::fmt;
 
+use crate::breaker::Open;
 use crate::deadline::DeadlineExceeded;
 
 /// A boxed error from a transport or a body.
@@ -21,10 +22,13 @@ pub enum ClientError {
     /// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds
     /// and a handler returning it answers `504`.
     DeadlineExceeded(DeadlineExceeded),
-    /// The host's circuit breaker is open: the call was not sent.
+    /// The host's circuit breaker is open: the call was not sent. Its
+    /// `source()` is the breaker's [`Open`].
     CircuitBreakerOpen {
         /// The host key (`host:port`).
         host: String,
+        /// What the breaker said: when it admits calls again.
+        open: Open,
     },
     /// A redirect chain longer than 10 hops.
     TooManyRedirects,
@@ -57,7 +61,7 @@ impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::DeadlineExceeded(_) => f.write_str("deadline exceeded"),
-            ClientError::CircuitBreakerOpen { host } => {
+            ClientError::CircuitBreakerOpen { host, .. } => {
                 write!(f, "circuit breaker open for {host}")
             }
             ClientError::TooManyRedirects => f.write_str("too many redirects (more than 10)"),
@@ -74,8 +78,8 @@ impl Error for ClientError {
         match self {
             ClientError::DeadlineExceeded(err) => Some(err),
             ClientError::Connect(err) | ClientError::Transport(err) => Some(&**err),
-            ClientError::CircuitBreakerOpen { .. }
-            | ClientError::TooManyRedirects
+            ClientError::CircuitBreakerOpen { open, .. } => Some(open),
+            ClientError::TooManyRedirects
             | ClientError::Timeout
             | ClientError::InvalidRequest(_) => None,
         }

@@ -68,6 +68,7 @@
 mod call;
 #[allow(clippy::module_inception)]
 mod client;
+mod engine;
 mod error;
 mod redirect;
 mod request;

@@ -161,7 +161,25 @@ impl Shared {
 /// `host:port` with the host lowercased and the scheme's default port filled
 /// in; `None` without a host, or without a port when the scheme has no
 /// default.
-fn host_key(uri: &Uri) -> Option<String> {
+/// The key of the upstream host `uri` names: `host:port`, the host
+/// lowercased, the scheme's default port filled in. The retry budgets and
+/// the client's breakers are kept per key, and logs name hosts by it.
+///
+/// `None` when `uri` has no host, or no port and a scheme whose default
+/// port is not known (`http`, `https`, `ws`, `wss` are).
+///
+/// # Examples
+///
+/// ```
+/// use http::Uri;
+/// use timebox::retry::host_key;
+///
+/// let key = host_key(&Uri::from_static("https://API.example/v1"));
+/// assert_eq!(key.as_deref(), Some("api.example:443"));
+/// assert_eq!(host_key(&Uri::from_static("/just/a/path")), None);
+/// ```
+#[must_use]
+pub fn host_key(uri: &Uri) -> Option<String> {
     let host = uri.host()?;
     let port = match uri.port_u16() {
         Some(port) => port,

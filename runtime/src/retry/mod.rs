@@ -83,7 +83,7 @@ mod retry_after;
 
 pub use backoff::Backoff;
 pub use budget::RetryBudget;
-pub use budgets::RetryBudgets;
+pub use budgets::{host_key, RetryBudgets};
 pub use classify::{classify_status, is_idempotent};
 pub use kind::RetryKind;
 pub use retry_after::{hint_wait, retry_after, DEFAULT_THROTTLING_HINT, MAX_HINT_WAIT};

@@ -1,0 +1,496 @@
+//! The call engine: one outbound call as a state machine of attempts and
+//! the decision after each (C1–C7, B1–B7).
+//!
+//! A [`Call`] knows the rules and keeps the state (the deadline, the retry
+//! allowance, the hosts it refilled, the tokens it holds); it never sends
+//! or sleeps. Whoever drives it does, in a loop:
+//!
+//! 1. [`Call::start`] prepares the next attempt ([`Attempt`]): it checks
+//!    the deadline, takes the host's breaker permit, refills the host's
+//!    bucket once per request, and writes the deadline header;
+//! 2. the driver sends the attempt's request, bounded by
+//!    [`Attempt::ends`] and the deadline, and hands back what came of it;
+//! 3. [`Call::decide`] settles the permit and says what comes next
+//!    ([`Next`]): follow a redirect, wait and retry, or return.
+//!
+//! `Client::send` is one such driver; others drive the same engine over
+//! their own transport.
+
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use url::Url;
+
+use crate::breaker::{BreakerState, CircuitBreaker, Permit};
+use crate::deadline::header::{self, DEADLINE_HEADER};
+use crate::deadline::Deadline;
+use crate::retry::{classify_status, hint_wait, host_key, is_idempotent, RetryBudget, RetryKind};
+
+use super::redirect::{self, MAX_HOPS};
+use super::transport::{ResponseBody, TransportError};
+use super::{Client, ClientError, RequestBuilder};
+
+/// A retry must leave at least this much of the deadline after its wait,
+/// or it is not started (C6).
+const RETRY_MARGIN: Duration = Duration::from_millis(10);
+
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The state of one call between its attempts.
+pub(super) struct Call {
+    client: Client,
+    method: Method,
+    url: Url,
+    headers: HeaderMap,
+    body: Bytes,
+    deadline: Option<Deadline>,
+    /// A caller's shorter deadline header, sent as set on the first attempt.
+    as_set: Option<HeaderValue>,
+    may_retry: bool,
+    max_retries: u32,
+    retries_made: u32,
+    hops: u32,
+    /// The hosts whose bucket this request has refilled, once each (B2).
+    refilled: Vec<String>,
+    /// The tokens the pending retry holds.
+    charge: Option<Charge>,
+    attempt_timeout: Duration,
+    /// When the current attempt times out: one timeout covers its whole
+    /// chain of hops (C7).
+    attempt_ends: Deadline,
+    /// Whether the next [`Call::start`] begins an attempt (not a hop), and
+    /// so starts its timeout.
+    new_attempt: bool,
+}
+
+/// One attempt (or redirect hop) under way, until [`Call::decide`] settles
+/// it.
+pub(super) struct Attempt {
+    /// When the attempt times out (the call's deadline bounds it too).
+    pub(super) ends: Deadline,
+    host: String,
+    breaker: Option<CircuitBreaker>,
+    permit: Option<Permit>,
+    budget: Option<RetryBudget>,
+}
+
+/// What came of an attempt, as the driver saw it.
+pub(super) enum Outcome {
+    /// The host answered.
+    Response(http::Response<ResponseBody>),
+    /// The transport failed.
+    Failed(TransportError),
+    /// The attempt's own timeout passed, with time left on the deadline.
+    TimedOut,
+    /// The call's deadline passed during the attempt.
+    DeadlineExceeded,
+}
+
+/// What the driver does next.
+pub(super) enum Next {
+    /// Send the next attempt at once (a redirect hop).
+    Follow,
+    /// Wait this long, within the deadline, then send the next attempt.
+    Retry(Duration),
+    /// The call is over.
+    Return(Result<http::Response<ResponseBody>, ClientError>),
+}
+
+impl Call {
+    /// The call `request` describes.
+    ///
+    /// # Errors
+    ///
+    /// The builder's own error, or a URL that does not parse.
+    pub(super) fn new(request: RequestBuilder) -> Result<Self, ClientError> {
+        let RequestBuilder {
+            client,
+            method,
+            url,
+            mut headers,
+            body,
+            retries,
+            retry_non_idempotent,
+            error,
+        } = request;
+        if let Some(error) = error {
+            return Err(error);
+        }
+        let url = Url::parse(&url)?;
+        let config = &client.shared.config;
+        // C3: a deadline header set by the caller pins a deadline of its own.
+        let Pinned { deadline, as_set } =
+            pinned_deadline(&mut headers, config.send_deadline_header);
+        // One retry allowance spans the whole redirect chain (C7); following
+        // a redirect is not a retry.
+        let max_retries = retries.unwrap_or_else(|| saturating_u32(config.max_retries));
+        let may_retry = is_idempotent(&method) || retry_non_idempotent;
+        if retry_non_idempotent && !is_idempotent(&method) && !headers.contains_key(IDEMPOTENCY_KEY)
+        {
+            let entropy = &client.shared.entropy;
+            let key = format!("{:016x}{:016x}", entropy.next_u64(), entropy.next_u64());
+            headers.insert(
+                IDEMPOTENCY_KEY,
+                HeaderValue::from_str(&key).expect("hex is a valid header value"),
+            );
+        }
+        let attempt_timeout = Duration::from_secs(config.timeout_secs);
+        Ok(Self {
+            method,
+            url,
+            headers,
+            body,
+            deadline,
+            as_set,
+            may_retry,
+            max_retries,
+            retries_made: 0,
+            hops: 0,
+            refilled: Vec::new(),
+            charge: None,
+            attempt_timeout,
+            attempt_ends: Deadline::after(attempt_timeout),
+            new_attempt: true,
+            client,
+        })
+    }
+
+    /// The call's deadline, if it has one.
+    pub(super) fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// Prepares the next attempt: the request to send, and the attempt to
+    /// hand back to [`Call::decide`] with what came of it.
+    ///
+    /// # Errors
+    ///
+    /// The deadline has passed (no attempt is made), the host's breaker is
+    /// open, or the request cannot be built.
+    pub(super) fn start(&mut self) -> Result<(http::Request<Bytes>, Attempt), ClientError> {
+        // C1: an expired deadline ends the call before any attempt.
+        if self.deadline.is_some_and(Deadline::is_expired) {
+            return Err(ClientError::deadline());
+        }
+        let uri = to_uri(&self.url)?;
+        let host = host_key(&uri).ok_or_else(|| {
+            ClientError::InvalidRequest(format!("the url {} has no host or port", self.url))
+        })?;
+        let breaker = self.client.breaker(&host);
+        let permit = match &breaker {
+            Some(breaker) => {
+                Some(
+                    breaker
+                        .try_acquire()
+                        .map_err(|open| ClientError::CircuitBreakerOpen {
+                            host: host.clone(),
+                            open,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        let budget = self.client.shared.budgets.for_uri(&uri);
+        if !self.refilled.contains(&host) {
+            if let Some(budget) = &budget {
+                budget.on_first_attempt();
+            }
+            self.refilled.push(host.clone());
+        }
+        if let Some(charge) = &mut self.charge {
+            charge.sent = true;
+        }
+        if std::mem::take(&mut self.new_attempt) {
+            self.attempt_ends = Deadline::after(self.attempt_timeout);
+        }
+        let mut headers = self.headers.clone();
+        if let (Some(deadline), true) = (
+            self.deadline,
+            self.client.shared.config.send_deadline_header,
+        ) {
+            // The first attempt sends a caller's shorter value as it was set.
+            let value = self
+                .as_set
+                .take()
+                .unwrap_or_else(|| header::to_value(deadline.remaining()));
+            headers.insert(DEADLINE_HEADER, value);
+        }
+        let mut request = http::Request::new(self.body.clone());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = uri;
+        *request.headers_mut() = headers;
+        let attempt = Attempt {
+            ends: self
+                .deadline
+                .map_or(self.attempt_ends, |d| d.min(self.attempt_ends)),
+            host,
+            breaker,
+            permit,
+            budget,
+        };
+        Ok((request, attempt))
+    }
+
+    /// Settles `attempt` with what came of it and says what comes next.
+    pub(super) fn decide(&mut self, attempt: Attempt, outcome: Outcome) -> Next {
+        let Attempt {
+            host,
+            breaker,
+            permit,
+            budget,
+            ..
+        } = attempt;
+        let result = match outcome {
+            // The deadline passed during the attempt: our impatience, not
+            // the host's fault, so the permit is dropped without an outcome.
+            Outcome::DeadlineExceeded => return Next::Return(Err(ClientError::deadline())),
+            Outcome::TimedOut => {
+                fail(permit);
+                Err(ClientError::Timeout)
+            }
+            Outcome::Failed(TransportError::Connect(err)) => {
+                fail(permit);
+                Err(ClientError::Connect(err))
+            }
+            Outcome::Failed(TransportError::Other(err)) => {
+                fail(permit);
+                return Next::Return(Err(ClientError::Transport(err)));
+            }
+            Outcome::Response(response) => {
+                if let Some(permit) = permit {
+                    permit.record_status(response.status());
+                }
+                Ok(response)
+            }
+        };
+        if let Ok(response) = &result {
+            if let Some(next) = self.follow(response) {
+                return next;
+            }
+        }
+        self.retry_or_return(result, &host, breaker.as_ref(), budget)
+    }
+
+    /// C7: a redirect is followed under the same rules, as a hop.
+    fn follow(&mut self, response: &http::Response<ResponseBody>) -> Option<Next> {
+        let hop = redirect::next_hop(
+            response.status(),
+            response.headers(),
+            &self.url,
+            &self.method,
+            &self.body,
+        )?;
+        self.hops += 1;
+        if self.hops > MAX_HOPS {
+            return Some(Next::Return(Err(ClientError::TooManyRedirects)));
+        }
+        redirect::carry_headers(&mut self.headers, &self.url, &hop, !self.body.is_empty());
+        self.url = hop.url;
+        self.method = hop.method;
+        self.body = hop.body;
+        Some(Next::Follow)
+    }
+
+    /// C4–C6 and B2: whether the last result is worth another attempt that
+    /// fits the time left and the host's budget.
+    fn retry_or_return(
+        &mut self,
+        result: Result<http::Response<ResponseBody>, ClientError>,
+        host: &str,
+        breaker: Option<&CircuitBreaker>,
+        budget: Option<RetryBudget>,
+    ) -> Next {
+        let kind = match &result {
+            Ok(response) => classify_status(response.status()),
+            Err(ClientError::Timeout | ClientError::Connect(_)) => Some(RetryKind::Transient),
+            Err(_) => None,
+        };
+        let Some(kind) = kind.filter(|_| self.may_retry && self.retries_made < self.max_retries)
+        else {
+            return self.finish(result);
+        };
+        let reason = RetryReason::of(&result);
+        let attempt = self.retries_made + 1;
+        // A retry the host's open breaker would refuse is not worth waiting
+        // for: the last result is the answer (C6).
+        if breaker.is_some_and(|breaker| breaker.state() == BreakerState::Open) {
+            tracing::debug!(host, attempt, %reason, "no retry: the host's circuit breaker is open");
+            return self.finish(result);
+        }
+        let config = &self.client.shared.config;
+        let hint = match &result {
+            Ok(response) => hint_wait(
+                response.status(),
+                response.headers(),
+                Duration::from_secs(config.max_retry_after_secs),
+            ),
+            Err(_) => None,
+        };
+        let shared = &self.client.shared;
+        let wait =
+            shared.backoff.delay(self.retries_made, &shared.entropy) + hint.unwrap_or_default();
+        // C6: a retry that does not fit the time left is not started, and
+        // costs nothing.
+        if let Some(left) = self.deadline.map(Deadline::remaining) {
+            if left <= wait + RETRY_MARGIN {
+                tracing::debug!(
+                    host,
+                    attempt,
+                    %reason,
+                    wait_ms = wait.as_millis(),
+                    left_ms = left.as_millis(),
+                    "no retry: the wait does not fit the time left"
+                );
+                return self.finish(result);
+            }
+        }
+        // B2: a retry the bucket cannot pay for is not made.
+        if let Some(budget) = budget {
+            if !budget.try_withdraw(kind) {
+                tracing::debug!(
+                    host,
+                    attempt,
+                    %reason,
+                    tokens = budget.tokens(),
+                    "no retry: the host's retry budget cannot pay for it"
+                );
+                return self.finish(result);
+            }
+            self.charge = Some(Charge {
+                budget,
+                kind,
+                sent: false,
+            });
+        }
+        tracing::debug!(
+            host,
+            attempt = attempt + 1,
+            %reason,
+            wait_ms = wait.as_millis(),
+            "retrying"
+        );
+        self.retries_made += 1;
+        self.new_attempt = true;
+        Next::Retry(wait)
+    }
+
+    /// The last attempt's result as the call's; a retry that ended in
+    /// success gives its tokens back (B2).
+    fn finish(&mut self, result: Result<http::Response<ResponseBody>, ClientError>) -> Next {
+        if let Ok(response) = &result {
+            if response.status().as_u16() < 400 {
+                if let Some(charge) = self.charge.take() {
+                    charge.refund();
+                }
+            }
+        }
+        Next::Return(result)
+    }
+}
+
+/// Why an attempt is worth retrying, for the logs.
+enum RetryReason {
+    Status(StatusCode),
+    Timeout,
+    Connect,
+}
+
+impl RetryReason {
+    fn of(result: &Result<http::Response<ResponseBody>, ClientError>) -> Self {
+        match result {
+            Ok(response) => Self::Status(response.status()),
+            Err(ClientError::Timeout) => Self::Timeout,
+            Err(_) => Self::Connect,
+        }
+    }
+}
+
+impl fmt::Display for RetryReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Status(status) => write!(f, "status {}", status.as_u16()),
+            Self::Timeout => f.write_str("attempt timeout"),
+            Self::Connect => f.write_str("connect error"),
+        }
+    }
+}
+
+/// A failed attempt, for the host's breaker when it has one.
+fn fail(permit: Option<Permit>) {
+    if let Some(permit) = permit {
+        permit.failure();
+    }
+}
+
+/// Tokens withdrawn for a retry. Dropped before the retry was sent (the call
+/// was cancelled during its backoff), they go back to the bucket.
+struct Charge {
+    budget: RetryBudget,
+    kind: RetryKind,
+    sent: bool,
+}
+
+impl Charge {
+    fn refund(mut self) {
+        self.budget.refund(self.kind);
+        self.sent = true; // refunded once: the drop below must not again
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.budget.refund(self.kind);
+        }
+    }
+}
+
+/// The call's deadline (C3), and the caller's own header value when it set
+/// the deadline.
+struct Pinned {
+    deadline: Option<Deadline>,
+    /// Sent as it was set on the first attempt; retries and hops send what
+    /// is left of it.
+    as_set: Option<HeaderValue>,
+}
+
+/// The call's deadline: the task's, shortened by a deadline header the
+/// caller set (C3). The caller's header is removed; the client sends one
+/// value itself on every attempt, so exactly one goes out.
+fn pinned_deadline(headers: &mut HeaderMap, send_header: bool) -> Pinned {
+    let task = Deadline::current();
+    if !send_header {
+        return Pinned {
+            deadline: task,
+            as_set: None,
+        };
+    }
+    let caller = header::from_headers(headers).map(Deadline::after);
+    let value = headers.remove(DEADLINE_HEADER);
+    match (task, caller) {
+        (Some(task), Some(caller)) if task < caller => Pinned {
+            deadline: Some(task),
+            as_set: None,
+        },
+        (_, Some(caller)) => Pinned {
+            deadline: Some(caller),
+            as_set: value,
+        },
+        (task, None) => Pinned {
+            deadline: task,
+            as_set: None,
+        },
+    }
+}
+
+fn to_uri(url: &Url) -> Result<http::Uri, ClientError> {
+    url.as_str().parse().map_err(|err| {
+        ClientError::InvalidRequest(format!("the url {url} is not a valid URI: {err}"))
+    })
+}
+
+fn saturating_u32(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
