@@ -26,7 +26,7 @@ use route::Method;
 /// Without either, the seed is `TIMEBOX_SIM_SEED` (decimal or `0x` hex), or 0.
 /// See `timebox::sim` for the replay line and the liveness bound.
 ///
-/// ```text
+/// ```
 /// use timebox::sim::Sim;
 ///
 /// #[timebox::sim_test(seeds = 8)]
@@ -34,6 +34,7 @@ use route::Method;
 ///     let first = sim.entropy().uniform(1..=3);
 ///     assert!((1..=3).contains(&first));
 /// }
+/// # fn main() {}
 /// ```
 #[proc_macro_attribute]
 pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -64,7 +65,7 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// with a `State<T>` argument on `Router<T>` (or any state `T` can be taken
 /// from with `FromRef`), one with only stateless extractors on any router.
 ///
-/// ```text
+/// ```
 /// use axum::extract::{Path, State};
 /// use axum::Json;
 /// use timebox::config::Config;
@@ -100,7 +101,7 @@ pub fn get(args: TokenStream, item: TokenStream) -> TokenStream {
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
-/// ```text
+/// ```
 /// use axum::Json;
 /// use timebox::post;
 ///
@@ -122,7 +123,7 @@ pub fn post(args: TokenStream, item: TokenStream) -> TokenStream {
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
-/// ```text
+/// ```
 /// use axum::extract::Path;
 /// use timebox::put;
 ///
@@ -144,7 +145,7 @@ pub fn put(args: TokenStream, item: TokenStream) -> TokenStream {
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
-/// ```text
+/// ```
 /// use axum::extract::Path;
 /// use axum::http::StatusCode;
 /// use timebox::delete;
@@ -167,7 +168,7 @@ pub fn delete(args: TokenStream, item: TokenStream) -> TokenStream {
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
-/// ```text
+/// ```
 /// use axum::extract::Path;
 /// use timebox::patch;
 ///
@@ -189,7 +190,7 @@ pub fn patch(args: TokenStream, item: TokenStream) -> TokenStream {
 /// already answers `HEAD` (with the `GET` deadline); use `#[head]` to answer
 /// it differently. See `get` for the rules and the responses.
 ///
-/// ```text
+/// ```
 /// use axum::http::StatusCode;
 /// use timebox::head;
 ///
@@ -211,7 +212,7 @@ pub fn head(args: TokenStream, item: TokenStream) -> TokenStream {
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
-/// ```text
+/// ```
 /// use axum::http::header::{HeaderMap, HeaderValue, ALLOW};
 /// use timebox::options;
 ///

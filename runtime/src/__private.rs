@@ -7,10 +7,16 @@ pub use crate::sim::runner as sim;
 /// For the route macros.
 #[cfg(feature = "server")]
 pub mod server {
-    pub use crate::server::respond::{Respond, ViaDeadlineError, ViaIntoResponse};
+    pub use crate::server::respond::{DeadlineAwareKind, PlainKind};
+    pub use crate::server::{Route, RouteTimeout};
     pub use axum::extract::{FromRequest, FromRequestParts};
     pub use axum::response::Response;
     pub use http::Method;
+
+    /// Holds when a handler's future is `Send`, as axum needs: a handler
+    /// whose future is not fails here, with rustc's account of the value
+    /// held across an `.await`.
+    pub fn assert_send<F: core::future::Future + Send>(_future: &F) {}
 
     /// Implemented by the hidden companion of every route handler, for every
     /// state `S` its extractors accept; `M` is axum's marker of the last

@@ -6,7 +6,8 @@
 //! `timebox::routes![handler]` finds it by the handler's path. The struct
 //! implements `RouteDef<S>`, whose `route()` wraps the handler in a fn that
 //! maps its output to a response (a deadline error becomes a 504) and
-//! registers that fn with the method, path and timeout.
+//! registers that fn with the method, path and timeout. Everything it names
+//! of the runtime is under `::timebox::__private`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -72,16 +73,22 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
         ReturnType::Default => name.span(),
     };
     let respond = quote_spanned! {output_span=>
-        (&::timebox::__private::server::Respond::new(output)).timebox_respond()
+        (&output).timebox_kind().respond(output)
     };
 
-    // An argument that is not an extractor, or a future that is not `Send`,
-    // fails here: point at the handler's name.
+    // axum serves handlers whose future is `Send`; say so at the handler's
+    // name, with rustc's account of what is held across which `.await`.
+    let assert_send = quote_spanned! {name.span()=>
+        ::timebox::__private::server::assert_send(&future);
+    };
+
+    // An argument that is not an extractor fails here: point at the
+    // handler's name.
     let method = syn::Ident::new(route.method.constant(), Span::call_site());
     let path = &route.path;
     let timeout = timeout(&route.timeout);
     let register = quote_spanned! {name.span()=>
-        ::timebox::server::Route::new(
+        ::timebox::__private::server::Route::new(
             ::timebox::__private::server::Method::#method,
             #path,
             #timeout,
@@ -115,13 +122,15 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
                 + 'static,
             #extractor_bounds
         {
-            fn route() -> ::timebox::server::Route<__TimeboxState> {
+            fn route() -> ::timebox::__private::server::Route<__TimeboxState> {
                 async fn __timebox_handler(#(#params),*) -> ::timebox::__private::server::Response {
-                    use ::timebox::__private::server::{ViaDeadlineError as _, ViaIntoResponse as _};
+                    use ::timebox::__private::server::{DeadlineAwareKind as _, PlainKind as _};
                     // Taken as a value, as in axum's `get(handler)`, so
                     // clippy's `unused_async` treats it as a handler.
                     let handler = #name;
-                    let output = handler(#(#arg_names),*).await;
+                    let future = handler(#(#arg_names),*);
+                    #assert_send
+                    let output = future.await;
                     #respond
                 }
                 #register
@@ -132,12 +141,43 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
 
 fn timeout(timeout: &Timeout) -> TokenStream {
     match timeout {
-        Timeout::Inherit => quote!(::timebox::server::RouteTimeout::Inherit),
+        Timeout::Inherit => quote!(::timebox::__private::server::RouteTimeout::Inherit),
         Timeout::Millis(millis) => quote! {
-            ::timebox::server::RouteTimeout::Override(
+            ::timebox::__private::server::RouteTimeout::Override(
                 ::core::time::Duration::from_millis(#millis)
             )
         },
-        Timeout::Off => quote!(::timebox::server::RouteTimeout::Off),
+        Timeout::Off => quote!(::timebox::__private::server::RouteTimeout::Off),
+    }
+}
+
+/// The companion of a handler whose attribute did not validate: it lets
+/// `routes![..]` type-check, so the attribute's own error is the only one.
+/// It is never run: the `compile_error!` beside it fails the build.
+pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
+    let vis = &function.vis;
+    let name = &function.sig.ident;
+    quote! {
+        #[doc(hidden)]
+        #[allow(
+            dead_code,
+            non_camel_case_types,
+            missing_docs,
+            missing_debug_implementations,
+            unreachable_pub
+        )]
+        #vis struct #name {}
+
+        impl<__TimeboxState> ::timebox::__private::server::RouteDef<__TimeboxState, ()> for #name
+        where
+            __TimeboxState: ::core::clone::Clone
+                + ::core::marker::Send
+                + ::core::marker::Sync
+                + 'static,
+        {
+            fn route() -> ::timebox::__private::server::Route<__TimeboxState> {
+                ::core::panic!("the route attribute of this handler did not compile")
+            }
+        }
     }
 }

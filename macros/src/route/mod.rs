@@ -77,6 +77,16 @@ pub(crate) fn route(method: Method, args: TokenStream, item: TokenStream) -> Tok
     let attr = syn::parse::Parser::parse2(attr::Attr::parse, args);
     match valid::validate(method, attr, &function) {
         Ok(route) => expand::expand(&route, &function),
-        Err(err) => with_item(err, function.into_token_stream()),
+        Err(err) => {
+            let mut tokens = with_item(err, function.to_token_stream());
+            // A companion all the same, so `routes![..]` naming the handler
+            // does not fail a second time; another route attribute on the
+            // handler defines it when it expands, and a method (`self`) sits
+            // in an `impl`, where no struct can go.
+            if !valid::has_route_attribute(&function) && function.sig.receiver().is_none() {
+                tokens.extend(expand::fallback(&function));
+            }
+            tokens
+        }
     }
 }

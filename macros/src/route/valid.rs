@@ -284,6 +284,15 @@ fn impl_trait(ty: &Type) -> Option<&Type> {
     }
 }
 
+/// Whether the handler carries another route attribute, which defines its
+/// companion when it expands.
+pub(super) fn has_route_attribute(function: &syn::ItemFn) -> bool {
+    function
+        .attrs
+        .iter()
+        .any(|attr| route_attribute(attr).is_some())
+}
+
 /// The method of another route attribute on the same handler, which would
 /// define a second companion with the same name: `get` or `timebox::get`.
 fn route_attribute(attr: &syn::Attribute) -> Option<Method> {

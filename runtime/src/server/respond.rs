@@ -1,59 +1,61 @@
-//! S6: a handler's deadline error becomes a 504, whatever its own
+//! A handler's deadline error becomes a 504, whatever its own
 //! `IntoResponse` says.
 //!
-//! The route macros wrap each handler's output in [`Respond`] and call
-//! `timebox_respond` on a reference to it. Method lookup tries
-//! [`ViaDeadlineError`] (implemented for `Respond<Result<T, E>>` with
-//! `E: Error`) before [`ViaIntoResponse`] (implemented for `&Respond<T>`), so
-//! a `Result` whose error is an `Error` is checked with
-//! [`is_deadline_exceeded`], and every other output converts as usual. The
-//! check runs only on the error path.
+//! The route macros turn each handler's output into a response with
+//! `(&output).timebox_kind().respond(output)`. Method lookup finds
+//! [`DeadlineAwareKind`] (implemented for `Result<T, E>` with `E: Error`)
+//! before [`PlainKind`] (implemented for `&T`, one autoref further), so a
+//! `Result` whose error is an `Error` goes through [`DeadlineAware`], which
+//! checks the error with [`is_deadline_exceeded`], and every other output
+//! through [`Plain`]. Choosing the kind asks nothing of the output, so an
+//! output that is not a response fails at `respond`'s `IntoResponse`
+//! bound: the error names the handler's return type and `IntoResponse`.
+//! The check runs only on the error path.
 
-use std::cell::Cell;
 use std::error::Error;
 
 use axum::response::{IntoResponse, Response};
 
 use crate::deadline::is_deadline_exceeded;
-
 use crate::problem;
 
-/// A handler's output, on its way to a response.
-pub struct Respond<T>(Cell<Option<T>>);
+/// The kind of a `Result` whose error is an `Error`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeadlineAware;
 
-impl<T> std::fmt::Debug for Respond<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Respond").finish_non_exhaustive()
+/// The kind of every other handler output.
+#[derive(Debug, Clone, Copy)]
+pub struct Plain;
+
+/// Chosen for `Result<T, E>` where `E` is an `Error`.
+pub trait DeadlineAwareKind {
+    /// The kind of the output.
+    fn timebox_kind(&self) -> DeadlineAware {
+        DeadlineAware
     }
 }
 
-impl<T> Respond<T> {
-    /// Wraps a handler's output.
-    pub fn new(output: T) -> Self {
-        Self(Cell::new(Some(output)))
-    }
+impl<T, E: Error + 'static> DeadlineAwareKind for Result<T, E> {}
 
-    fn take(&self) -> T {
-        self.0
-            .take()
-            .expect("a handler's output is turned into a response once")
+/// Chosen for every other output.
+pub trait PlainKind {
+    /// The kind of the output.
+    fn timebox_kind(&self) -> Plain {
+        Plain
     }
 }
 
-/// Chosen for `Result<T, E>` where `E` is an `Error`: a deadline error
-/// anywhere in its `source()` chain answers 504.
-pub trait ViaDeadlineError {
-    /// The response for the handler's output.
-    fn timebox_respond(&self) -> Response;
-}
+impl<T> PlainKind for &T {}
 
-impl<T, E> ViaDeadlineError for Respond<Result<T, E>>
-where
-    T: IntoResponse,
-    E: IntoResponse + Error + 'static,
-{
-    fn timebox_respond(&self) -> Response {
-        match self.take() {
+impl DeadlineAware {
+    /// The response: a deadline error anywhere in the error's `source()`
+    /// chain answers 504.
+    pub fn respond<T, E>(self, output: Result<T, E>) -> Response
+    where
+        T: IntoResponse,
+        E: IntoResponse + Error + 'static,
+    {
+        match output {
             Ok(output) => output.into_response(),
             Err(err) if is_deadline_exceeded(&err) => problem::deadline_error(),
             Err(err) => err.into_response(),
@@ -61,14 +63,9 @@ where
     }
 }
 
-/// Chosen for every other output: its own `IntoResponse`.
-pub trait ViaIntoResponse {
-    /// The response for the handler's output.
-    fn timebox_respond(&self) -> Response;
-}
-
-impl<T: IntoResponse> ViaIntoResponse for &Respond<T> {
-    fn timebox_respond(&self) -> Response {
-        self.take().into_response()
+impl Plain {
+    /// The response: the output's own.
+    pub fn respond<T: IntoResponse>(self, output: T) -> Response {
+        output.into_response()
     }
 }
