@@ -50,6 +50,7 @@ impl<T> PlainKind for &T {}
 impl DeadlineAware {
     /// The response: a deadline error anywhere in the error's `source()`
     /// chain answers 504.
+    #[allow(clippy::unused_self)] // the receiver is the tag method lookup chose
     pub fn respond<T, E>(self, output: Result<T, E>) -> Response
     where
         T: IntoResponse,
@@ -65,6 +66,7 @@ impl DeadlineAware {
 
 impl Plain {
     /// The response: the output's own.
+    #[allow(clippy::unused_self)] // the receiver is the tag method lookup chose
     pub fn respond<T: IntoResponse>(self, output: T) -> Response {
         output.into_response()
     }

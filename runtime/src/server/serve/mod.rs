@@ -1,23 +1,4 @@
 //! [`serve`]: run a router until shutdown, with every connection bounded.
-//!
-//! `serve` drives hyper's HTTP/1 and HTTP/2 server (through hyper-util, on
-//! tokio's timer) itself rather than through `axum::serve`, so that no
-//! client can hold a connection for as long as it likes (S13):
-//!
-//! | what the client does | what bounds it | config key (default) |
-//! |---|---|---|
-//! | connects and sends nothing, or half a request head | the header bound, from the accept | `server.header_read_timeout_ms` (30000) |
-//! | starts a later head on a keep-alive connection and stalls | the header bound, from its first byte | `server.header_read_timeout_ms` |
-//! | keeps a connection open between requests | the idle bound | `server.keep_alive_timeout_secs` (75) |
-//! | trickles a request body | the route's deadline (extractors run under it, S4); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
-//! | reads the response slowly | the route's deadline up to the response head; a streaming body has its own watchdog (§7) | |
-//!
-//! A bound that passes closes the connection; `0` turns one off. Both come
-//! from the [`Config`](crate::config::Config) the [`Shutdown`] was made
-//! with. From phase 1 of the shutdown every HTTP/1 response carries
-//! `Connection: close` and HTTP/2 connections get a GOAWAY, so keep-alive
-//! clients move to another instance, and connections idle at that moment
-//! close at once.
 
 mod accept;
 mod clock;
@@ -49,11 +30,28 @@ use connection::Connections;
 /// bound passed, whichever is first, closing the connections still open. It
 /// never waits without a bound.
 ///
-/// Every connection is bounded by `server.header_read_timeout_ms` and
-/// `server.keep_alive_timeout_secs` of the config `shutdown` was made with;
-/// the [module docs](self) say what bounds what. When the process runs out
-/// of file descriptors, accepting waits (logging a rate-limited warning)
-/// until a connection closes, and resumes at once.
+/// # Connections
+///
+/// `serve` drives hyper's HTTP/1 and HTTP/2 server (through hyper-util, on
+/// tokio's timer) itself rather than through `axum::serve`, so that no
+/// client can hold a connection for as long as it likes:
+///
+/// | what the client does | what bounds it | config key (default) |
+/// |---|---|---|
+/// | connects and sends nothing, or half a request head | the header bound, from the accept | `server.header_read_timeout_ms` (30000) |
+/// | starts a later head on a keep-alive connection and stalls | the header bound, from its first byte | `server.header_read_timeout_ms` |
+/// | keeps a connection open between requests | the idle bound | `server.keep_alive_timeout_secs` (75) |
+/// | trickles a request body | the route's deadline (extractors run under it); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
+/// | reads the response slowly | the route's deadline up to the response head; a streaming body has its own watchdog | |
+///
+/// A bound that passes closes the connection; `0` turns one off. Both come
+/// from the [`Config`](crate::config::Config) `shutdown` was made with.
+/// From phase 1 of the shutdown every HTTP/1 response carries
+/// `Connection: close` and HTTP/2 connections get a GOAWAY, so keep-alive
+/// clients move to another instance, and connections idle at that moment
+/// close at once. When the process runs out of file descriptors, accepting
+/// waits (logging a rate-limited warning) until a connection closes, and
+/// resumes at once.
 ///
 /// Signals are not listened for implicitly: call
 /// [`Shutdown::listen_for_signals`] in `main`.
