@@ -1,11 +1,12 @@
 //! [`CircuitBreaker`]: the shared handle callers acquire permits from.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use super::error::Open;
 use super::permit::Permit;
+use super::shared::Shared;
 use super::state::{BreakerState, Machine};
 use super::window::CallCounts;
 use crate::config::BreakerConfig;
@@ -58,36 +59,6 @@ pub struct CircuitBreaker {
     shared: Arc<Shared>,
 }
 
-/// The state every clone and every permit of one breaker share.
-#[derive(Debug)]
-pub(super) struct Shared {
-    machine: Mutex<Machine>,
-    /// The host the logs name.
-    host: Box<str>,
-}
-
-impl Shared {
-    /// The state, also after a panic elsewhere poisoned the lock: no code
-    /// panics while holding it, so the state is never half-updated.
-    fn lock(&self) -> MutexGuard<'_, Machine> {
-        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `step` on the state, then logs the change of state it made, if
-    /// any, once the lock is released.
-    pub(super) fn run<R>(&self, step: impl FnOnce(&mut Machine) -> R) -> R {
-        let (result, transition) = {
-            let mut machine = self.lock();
-            let result = step(&mut machine);
-            (result, machine.take_transition())
-        };
-        if let Some(transition) = transition {
-            transition.log(&self.host);
-        }
-        result
-    }
-}
-
 impl CircuitBreaker {
     /// A closed breaker with an empty window.
     ///
@@ -106,10 +77,7 @@ impl CircuitBreaker {
     #[must_use]
     pub fn for_host(host: &str, config: &BreakerConfig) -> Self {
         Self {
-            shared: Arc::new(Shared {
-                machine: Mutex::new(Machine::new(config, Instant::now())),
-                host: host.into(),
-            }),
+            shared: Arc::new(Shared::new(Machine::new(config, Instant::now()), host)),
         }
     }
 

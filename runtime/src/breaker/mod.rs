@@ -84,6 +84,7 @@
 mod circuit;
 mod error;
 mod permit;
+mod shared;
 mod state;
 mod transition;
 mod window;

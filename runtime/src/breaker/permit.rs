@@ -5,7 +5,7 @@ use std::sync::Arc;
 use http::StatusCode;
 use tokio::time::Instant;
 
-use super::circuit::Shared;
+use super::shared::Shared;
 use super::state::Outcome;
 
 /// Permission for one call through a [`CircuitBreaker`](super::CircuitBreaker),

@@ -11,8 +11,14 @@ use figment::providers::{Format, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Provider, Source};
 
-use super::load::ENV_PREFIX;
 use super::{Config, ConfigError, Profile};
+
+/// The prefix of every environment variable timebox reads.
+///
+/// Only variables whose name goes on with a key path holding `__` are config
+/// keys (`TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS`), so `TIMEBOX_PROFILE` and
+/// `TIMEBOX_SIM_SEED` never are.
+pub const ENV_PREFIX: &str = "TIMEBOX_";
 
 /// Name of the environment layer's metadata; errors look it up to say
 /// "in environment variable `..`".

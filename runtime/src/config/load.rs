@@ -4,18 +4,11 @@ use std::path::PathBuf;
 
 use figment::Figment;
 
-use super::layers::{self, Layer};
+use super::layers::{self, Layer, ENV_PREFIX};
 use super::{Config, ConfigError, Profile};
 
 /// The file [`Config::load`] reads from the current directory, if present.
 pub const CONFIG_FILE: &str = "timebox.toml";
-
-/// The prefix of every environment variable timebox reads.
-///
-/// Only variables whose name goes on with a key path holding `__` are config
-/// keys (`TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS`), so `TIMEBOX_PROFILE` and
-/// `TIMEBOX_SIM_SEED` never are.
-pub const ENV_PREFIX: &str = "TIMEBOX_";
 
 /// The environment variable that selects a [`Profile`]: `dev` or `prod`.
 pub const PROFILE_ENV: &str = "TIMEBOX_PROFILE";
