@@ -25,7 +25,7 @@ pub(crate) fn retry_after_secs(entropy: &Entropy) -> u64 {
     entropy.uniform(1..=3)
 }
 
-/// 503 for a request that ran out of its `deadline` (S5).
+/// 503 for a request that ran out of its `deadline`.
 pub(crate) fn deadline_timeout(deadline: Duration, entropy: &Entropy) -> Response {
     let detail = format!(
         "the request did not finish within its deadline of {} ms",
@@ -37,7 +37,7 @@ pub(crate) fn deadline_timeout(deadline: Duration, entropy: &Entropy) -> Respons
     response
 }
 
-/// 504 for a handler whose work stopped at its deadline (S6).
+/// 504 for a handler whose work stopped at its deadline.
 pub(crate) fn deadline_error() -> Response {
     let mut response = problem(
         StatusCode::GATEWAY_TIMEOUT,

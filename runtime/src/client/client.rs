@@ -104,7 +104,7 @@ impl Client {
     }
 
     /// The circuit breaker of `host` (a `host:port` key), made on first use;
-    /// `None` with `breaker.enabled = false` (B7).
+    /// `None` with `breaker.enabled = false`.
     pub(super) fn breaker(&self, host: &str) -> Option<CircuitBreaker> {
         if !self.shared.breaker_config.enabled {
             return None;

@@ -1,5 +1,5 @@
 //! The call engine: one outbound call as a state machine of attempts and
-//! the decision after each (C1–C7, B1–B7).
+//! the decision after each.
 //!
 //! A [`Call`] knows the rules and keeps the state (the deadline, the retry
 //! allowance, the hosts it refilled, the tokens it holds); it never sends
@@ -33,7 +33,7 @@ use super::transport::{ResponseBody, TransportError};
 use super::{Client, ClientError, RequestBuilder};
 
 /// A retry must leave at least this much of the deadline after its wait,
-/// or it is not started (C6).
+/// or it is not started.
 const RETRY_MARGIN: Duration = Duration::from_millis(10);
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -52,13 +52,13 @@ pub(super) struct Call {
     max_retries: u32,
     retries_made: u32,
     hops: u32,
-    /// The hosts whose bucket this request has refilled, once each (B2).
+    /// The hosts whose bucket this request has refilled, once each.
     refilled: Vec<String>,
     /// The tokens the pending retry holds.
     charge: Option<Charge>,
     attempt_timeout: Duration,
     /// When the current attempt times out: one timeout covers its whole
-    /// chain of hops (C7).
+    /// chain of hops.
     attempt_ends: Deadline,
     /// Whether the next [`Call::start`] begins an attempt (not a hop), and
     /// so starts its timeout.
@@ -273,7 +273,7 @@ impl Call {
         self.retry_or_return(result, &host, breaker.as_ref(), budget)
     }
 
-    /// C7: a redirect is followed under the same rules, as a hop.
+    /// A redirect is followed under the same rules, as a hop.
     fn follow(&mut self, response: &http::Response<ResponseBody>) -> Option<Next> {
         let hop = redirect::next_hop(
             response.status(),
@@ -293,7 +293,7 @@ impl Call {
         Some(Next::Follow)
     }
 
-    /// C4–C6 and B2: whether the last result is worth another attempt that
+    /// Whether the last result is worth another attempt that
     /// fits the time left and the host's budget.
     fn retry_or_return(
         &mut self,
@@ -377,7 +377,7 @@ impl Call {
     }
 
     /// The last attempt's result as the call's; a retry that ended in
-    /// success gives its tokens back (B2).
+    /// success gives its tokens back.
     fn finish(&mut self, result: Result<http::Response<ResponseBody>, ClientError>) -> Next {
         if let Ok(response) = &result {
             if response.status().as_u16() < 400 {
@@ -447,7 +447,7 @@ impl Drop for Charge {
     }
 }
 
-/// The call's deadline (C3), and the caller's own header value when it set
+/// The call's deadline, and the caller's own header value when it set
 /// the deadline.
 struct Pinned {
     deadline: Option<Deadline>,
@@ -457,7 +457,7 @@ struct Pinned {
 }
 
 /// The call's deadline: the task's, shortened by a deadline header the
-/// caller set (C3). The caller's header is removed; the client sends one
+/// caller set. The caller's header is removed; the client sends one
 /// value itself on every attempt, so exactly one goes out.
 fn pinned_deadline(headers: &mut HeaderMap, send_header: bool) -> Pinned {
     let task = Deadline::current();

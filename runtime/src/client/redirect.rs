@@ -1,4 +1,4 @@
-//! Following a redirect (C7): where the next hop goes and what it carries.
+//! Following a redirect: where the next hop goes and what it carries.
 
 use bytes::Bytes;
 use http::header::{

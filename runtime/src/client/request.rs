@@ -78,7 +78,7 @@ impl RequestBuilder {
     }
 
     /// Sends the request: attempts, retries and redirects within the
-    /// current deadline (DESIGN §4).
+    /// current deadline.
     ///
     /// # Errors
     ///

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{BreakerConfig, BudgetConfig, Config, ConfigError, ServerConfig};
 
 /// Margin `server.shutdown_timeout_secs` should keep over the longest request
-/// deadline (G4), so a request admitted just before shutdown can finish.
+/// deadline, so a request admitted just before shutdown can finish.
 const SHUTDOWN_MARGIN: Duration = Duration::from_secs(5);
 
 /// A setting that is allowed but probably not what was meant.
@@ -60,7 +60,7 @@ impl Config {
     /// Checks the values, knowing the longest per-route deadline override.
     ///
     /// A server layer that knows its routes passes the longest `timeout_ms`
-    /// override, so the shutdown warning (G4) covers it too; routes without a
+    /// override, so the shutdown warning covers it too; routes without a
     /// deadline are not counted.
     ///
     /// Warnings:

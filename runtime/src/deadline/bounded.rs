@@ -210,7 +210,7 @@ impl Gate {
     }
 }
 
-/// D5: work may run only while the deadline is still ahead.
+/// Work may run only while the deadline is still ahead.
 fn open_at(deadline: Deadline, now: Instant) -> Result<(), DeadlineExceeded> {
     if now >= deadline.instant() {
         Err(DeadlineExceeded::new())

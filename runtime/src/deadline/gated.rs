@@ -1,8 +1,8 @@
 //! [`Gated`]: a scope and its gate in one future, for the deadline of a
 //! request.
 //!
-//! `Gated::new(start, future)` behaves as `deadline.scope(bounded(future))`
-//! (D3 and D5). Fused, the two share the clock reading of the first poll: a
+//! `Gated::new(start, future)` behaves as `deadline.scope(bounded(future))`:
+//! the deadline current, and checked before every poll. Fused, the two share the clock reading of the first poll: a
 //! deadline that starts at the first poll is computed from the same reading
 //! the gate checks, so a request pays for one clock read before its handler
 //! first runs rather than two.

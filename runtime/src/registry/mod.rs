@@ -20,7 +20,7 @@
 //! # Ending a cancelled request
 //!
 //! The reason decides what happens after the cancel
-//! ([`CancelReason::end_steps`], DESIGN R3): after a timeout the remote side
+//! ([`CancelReason::end_steps`]): after a timeout the remote side
 //! is told, pooled connections are evicted, and the client gets an error
 //! event and `[DONE]`; after a disconnect nothing is written; at shutdown
 //! `[DONE]` goes first. The stream layer performs those steps; this module

@@ -70,7 +70,7 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// How long the server's hint adds to the backoff before retrying after a
-/// response with `status` (DESIGN C5), or `None` when it adds nothing.
+/// response with `status`, or `None` when it adds nothing.
 ///
 /// - `429 Too Many Requests`: the [`retry_after`] hint, or
 ///   [`DEFAULT_THROTTLING_HINT`] (1 s) when there is none;

@@ -1,4 +1,4 @@
-//! [`ShutdownToken`] and [`DrainToken`] as axum extractors (S10).
+//! [`ShutdownToken`] and [`DrainToken`] as axum extractors.
 
 use std::convert::Infallible;
 

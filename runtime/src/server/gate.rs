@@ -45,7 +45,7 @@ impl<S> Layer<S> for ShutdownGateLayer {
     }
 }
 
-/// The gate of a server during a shutdown (G1, G3).
+/// The gate of a server during a shutdown.
 ///
 /// - Once phase 1 has begun, a new request is answered `503`
 ///   (problem+json, jittered `Retry-After`) without reaching the router.

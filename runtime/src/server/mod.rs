@@ -55,7 +55,7 @@
 //! Only the time to the response head is bounded: a streaming body keeps
 //! going after the handler returned. A route with no deadline reads no clock.
 //!
-//! Below all of this, [`serve`] bounds each connection (S13): a request head
+//! Below all of this, [`serve`] bounds each connection: a request head
 //! must arrive within `server.header_read_timeout_ms`, and an idle
 //! keep-alive connection closes after `server.keep_alive_timeout_secs`. A
 //! request *body* that trickles in is bounded by the route's deadline, since

@@ -10,7 +10,7 @@ use crate::problem;
 use crate::shutdown::Shutdown;
 
 /// A `GET` route that answers `200 ready` until `shutdown` is triggered and
-/// `503` (problem+json, with `Retry-After`) from then on (G2): the first step
+/// `503` (problem+json, with `Retry-After`) from then on: the first step
 /// of the sequence, so load balancers stop routing here before the server
 /// stops accepting.
 ///
@@ -18,7 +18,7 @@ use crate::shutdown::Shutdown;
 /// the pre-stop grace it still serves requests (that is what the grace is
 /// for), from phase 1 on it accepts none. `Retry-After` is 1, 2 or 3 seconds
 /// drawn from the request's [`Entropy`] extension when it has one (as under
-/// `Sim::app`, so the sequence replays, G5), else from one OS-seeded source.
+/// `Sim::app`, so the sequence replays), else from one OS-seeded source.
 ///
 /// ```
 /// use timebox::config::Config;

@@ -147,7 +147,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// Logs a `warn!` for each warning of
     /// [`Config::validate_with_route_deadline`] given the longest route
     /// override (a shutdown grace shorter than the longest request deadline
-    /// plus 5 s, G4).
+    /// plus 5 s).
     ///
     /// # Panics
     ///

@@ -1,4 +1,4 @@
-//! S7: the session changes of a cancelled handler are not saved.
+//! The session changes of a cancelled handler are not saved.
 
 use std::future::Future;
 use std::pin::Pin;

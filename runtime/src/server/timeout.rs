@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-/// How one route's deadline is chosen (S2).
+/// How one route's deadline is chosen.
 ///
 /// The route macros produce it from their keys: no key is `Inherit`,
 /// `timeout_ms = N` is `Override`, `timeout = "off"` is `Off`.

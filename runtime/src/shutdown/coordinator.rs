@@ -9,7 +9,7 @@ use crate::config::Config;
 
 use super::{DrainToken, InFlight, ShutdownToken};
 
-/// Coordinates a graceful shutdown (G1, G2).
+/// Coordinates a graceful shutdown.
 ///
 /// After [`trigger`](Shutdown::trigger) (or SIGTERM / SIGINT, see
 /// [`listen_for_signals`](Shutdown::listen_for_signals)),
@@ -72,8 +72,8 @@ struct Shared {
     connections: ConnectionBounds,
 }
 
-/// The bounds [`serve`](crate::server::serve) puts on every connection
-/// (S13), from `config.server`; they travel with the [`Shutdown`] so that
+/// The bounds [`serve`](crate::server::serve) puts on every connection,
+/// from `config.server`; they travel with the [`Shutdown`] so that
 /// `serve` keeps its three arguments.
 #[cfg(feature = "server")]
 #[derive(Debug, Clone, Copy)]

@@ -1,4 +1,4 @@
-//! [`RouteDeadlineLayer`]: one route's deadline around its handler (S2–S5).
+//! [`RouteDeadlineLayer`]: one route's deadline around its handler.
 
 mod claim;
 mod future;

@@ -1,5 +1,5 @@
-//! [`ConnectionClock`]: what one connection is doing, and which of the S13
-//! bounds applies to it now.
+//! [`ConnectionClock`]: what one connection is doing, and which of the
+//! connection bounds applies to it now.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;

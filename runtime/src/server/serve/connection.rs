@@ -1,5 +1,5 @@
 //! [`Connections`]: every connection `serve` accepted, each driven by its
-//! own task under the S13 bounds.
+//! own task under the connection bounds.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,4 +1,5 @@
-//! The task that drives a guarded SSE stream and ends it in the order of R3.
+//! The task that drives a guarded SSE stream and ends it in the order of
+//! `CancelReason::end_steps`.
 
 use std::fmt;
 use std::future::poll_fn;

@@ -1,4 +1,4 @@
-//! Server-sent events that cannot hang (R3, R5).
+//! Server-sent events that cannot hang.
 //!
 //! [`SseStream`] turns a stream of events into an axum SSE response driven by
 //! a task of its own, under a [`Watchdog`](crate::watchdog::Watchdog), the

@@ -15,7 +15,7 @@ use crate::watchdog::{Watchdog, WatchdogExt, WatchdogHandle, Watched};
 
 use super::driver::{Driver, Hooks, Step};
 
-/// Default interval of heartbeat comments (R5).
+/// Default interval of heartbeat comments.
 const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// A stream of events on its way to becoming an SSE response (see the
