@@ -91,7 +91,7 @@ async fn acquire_stops_at_the_current_deadline_with_a_deadline_error() {
         .await
         .unwrap_err();
     assert_within_a_tick(start.elapsed(), Duration::from_millis(150));
-    assert!(matches!(err, PoolWaitError::Deadline(_)));
+    assert!(matches!(err, PoolWaitError::DeadlineExceeded(_)));
     assert!(is_deadline_exceeded(&err));
     let response = axum::response::IntoResponse::into_response(err);
     assert_eq!(response.status(), 503);

@@ -90,6 +90,7 @@ impl Entropy {
     ///
     /// Panics if the range is empty (`start > end`).
     #[must_use]
+    #[track_caller]
     pub fn uniform(&self, range: RangeInclusive<u64>) -> u64 {
         assert!(
             range.start() <= range.end(),

@@ -67,9 +67,10 @@ impl Client {
     }
 
     /// A client that sends through `transport` and draws its backoff jitter
-    /// and idempotency keys from `entropy`.
+    /// and idempotency keys from `entropy` (what [`ClientBuilder::build`]
+    /// and the simulation make).
     #[must_use]
-    pub fn with_transport(
+    pub(crate) fn with_transport(
         config: &Config,
         transport: Arc<dyn Transport>,
         entropy: Entropy,

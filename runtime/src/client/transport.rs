@@ -49,6 +49,23 @@ pub enum TransportError {
     Other(BoxError),
 }
 
+impl std::fmt::Display for TransportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connect(_) => f.write_str("connection failed"),
+            Self::Other(_) => f.write_str("request failed after it was sent"),
+        }
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Connect(err) | Self::Other(err) => Some(&**err),
+        }
+    }
+}
+
 /// The future a [`Transport`] returns.
 pub type TransportFuture =
     Pin<Box<dyn Future<Output = Result<http::Response<ResponseBody>, TransportError>> + Send>>;

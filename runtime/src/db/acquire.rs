@@ -30,7 +30,7 @@ pub async fn acquire<DB: Database>(pool: &Pool<DB>) -> Result<PoolConnection<DB>
     match bounded(pool.acquire()).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(err)) => Err(PoolWaitError::Pool(err)),
-        Err(deadline) => Err(PoolWaitError::Deadline(deadline)),
+        Err(deadline) => Err(PoolWaitError::DeadlineExceeded(deadline)),
     }
 }
 
@@ -39,7 +39,7 @@ pub async fn acquire<DB: Database>(pool: &Pool<DB>) -> Result<PoolConnection<DB>
 #[non_exhaustive]
 pub enum PoolWaitError {
     /// The deadline passed while waiting.
-    Deadline(DeadlineExceeded),
+    DeadlineExceeded(DeadlineExceeded),
     /// The pool or the database failed.
     Pool(sqlx::Error),
 }
@@ -47,7 +47,7 @@ pub enum PoolWaitError {
 impl fmt::Display for PoolWaitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PoolWaitError::Deadline(_) => {
+            PoolWaitError::DeadlineExceeded(_) => {
                 f.write_str("deadline exceeded while waiting for a database connection")
             }
             PoolWaitError::Pool(_) => f.write_str("database error"),
@@ -58,7 +58,7 @@ impl fmt::Display for PoolWaitError {
 impl Error for PoolWaitError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
-            PoolWaitError::Deadline(err) => Some(err),
+            PoolWaitError::DeadlineExceeded(err) => Some(err),
             PoolWaitError::Pool(err) => Some(err),
         }
     }
@@ -77,7 +77,7 @@ impl IntoResponse for PoolWaitError {
     /// logged, not sent.
     fn into_response(self) -> Response {
         match self {
-            PoolWaitError::Deadline(_) => {
+            PoolWaitError::DeadlineExceeded(_) => {
                 problem::wait_cancelled("a database connection", &problem::fallback_entropy())
             }
             PoolWaitError::Pool(err) => {

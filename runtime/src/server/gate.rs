@@ -76,7 +76,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = GateFuture<S::Future>;
+    type Future = ShutdownGateFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -90,7 +90,7 @@ where
                 .get::<Entropy>()
                 .cloned()
                 .unwrap_or_else(problem::fallback_entropy);
-            return GateFuture {
+            return ShutdownGateFuture {
                 state: State::Refused(Some(problem::shutting_down(&entropy))),
             };
         }
@@ -98,7 +98,7 @@ where
         let extensions = req.extensions_mut();
         extensions.insert(token);
         extensions.insert(self.shutdown.drain_token());
-        GateFuture {
+        ShutdownGateFuture {
             state: State::Admitted {
                 future: self.inner.call(req),
                 guard: Some(guard),
@@ -111,7 +111,7 @@ where
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
-pub struct GateFuture<F> {
+pub struct ShutdownGateFuture<F> {
     #[pin]
     state: State<F>,
 }
@@ -128,7 +128,7 @@ enum State<F> {
     Refused(Option<Response>),
 }
 
-impl<F, E> Future for GateFuture<F>
+impl<F, E> Future for ShutdownGateFuture<F>
 where
     F: Future<Output = Result<Response, E>>,
 {
@@ -145,7 +145,7 @@ where
             }
             StateProj::Refused(response) => Poll::Ready(Ok(response
                 .take()
-                .expect("GateFuture polled after completion"))),
+                .expect("ShutdownGateFuture polled after completion"))),
         }
     }
 }

@@ -93,6 +93,7 @@
 
 mod context;
 mod extract;
+pub mod future;
 mod gate;
 mod guarded_body;
 mod readiness;
@@ -107,14 +108,14 @@ mod timeout;
 
 pub use crate::problem::DeadlineCancelled;
 pub use crate::shutdown::ShutdownToken;
-pub use gate::{GateFuture, ShutdownGate, ShutdownGateLayer};
+pub use gate::{ShutdownGate, ShutdownGateLayer};
 pub use readiness::readiness;
 use route_deadline::{DeadlineHandler, RouteSettings};
-pub use route_deadline::{ResponseFuture, RouteDeadline, RouteDeadlineLayer};
+pub use route_deadline::{RouteDeadline, RouteDeadlineLayer};
 pub use routes::{Route, Routes};
 pub use serve::serve;
-pub use session::{MapResponse, MapStatus, SaveSessionUnlessCancelledLayer};
-pub use timebox_layer::{TimeboxFuture, TimeboxLayer, TimeboxService};
+pub use session::{MapStatus, SaveSessionUnlessCancelledLayer};
+pub use timebox_layer::{TimeboxLayer, TimeboxService};
 pub use timeout::RouteTimeout;
 
 /// Collects handlers annotated with the route macros into

@@ -34,6 +34,7 @@ impl<S: Clone + Send + Sync + 'static> Route<S> {
     ///
     /// When `method` is not one axum can route (GET, POST, PUT, DELETE,
     /// PATCH, HEAD, OPTIONS, TRACE, CONNECT).
+    #[track_caller]
     pub fn new<H, T>(method: Method, path: &'static str, timeout: RouteTimeout, handler: H) -> Self
     where
         H: Handler<T, S>,
@@ -152,6 +153,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// # Panics
     ///
     /// When two routes have the same method and path, as axum does.
+    #[track_caller]
     pub fn into_router(self, config: &Config) -> Router<S> {
         // G4: a shutdown grace shorter than the longest deadline cuts
         // requests off; say so at startup.
@@ -180,10 +182,12 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             };
             by_path.insert(route.path, merged);
         }
-        by_path
-            .into_iter()
-            .fold(Router::new(), |router, (path, method_router)| {
-                router.route(path, method_router)
-            })
+        // A loop rather than a fold, so axum's panic on a clash points at
+        // the caller.
+        let mut router = Router::new();
+        for (path, method_router) in by_path {
+            router = router.route(path, method_router);
+        }
+        router
     }
 }

@@ -88,14 +88,14 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = MapResponse<S::Future>;
+    type Future = MapStatusFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        MapResponse {
+        MapStatusFuture {
             future: self.inner.call(req),
             map: self.map,
         }
@@ -122,13 +122,13 @@ fn restore_status(mut response: Response) -> Response {
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
-pub struct MapResponse<F> {
+pub struct MapStatusFuture<F> {
     #[pin]
     future: F,
     map: fn(Response) -> Response,
 }
 
-impl<F, E> Future for MapResponse<F>
+impl<F, E> Future for MapStatusFuture<F>
 where
     F: Future<Output = Result<Response, E>>,
 {

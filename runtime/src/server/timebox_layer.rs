@@ -90,7 +90,7 @@ impl TimeboxLayer {
 
     /// Draws `Retry-After` values from `entropy` instead of a fresh source.
     #[must_use]
-    pub fn with_entropy(self, entropy: Entropy) -> Self {
+    pub fn entropy(self, entropy: Entropy) -> Self {
         self.map(|settings| settings.entropy = entropy)
     }
 

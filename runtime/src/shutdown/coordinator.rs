@@ -246,6 +246,7 @@ impl Shutdown {
     /// # Panics
     ///
     /// Outside a tokio runtime.
+    #[track_caller]
     pub fn listen_for_signals(&self) -> std::io::Result<()> {
         let signals = Signals::new()?;
         let shutdown = self.clone();

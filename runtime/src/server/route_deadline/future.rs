@@ -1,4 +1,4 @@
-//! [`ResponseFuture`]: the handler's future under its route deadline.
+//! [`RouteDeadlineFuture`]: the handler's future under its route deadline.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,14 +21,14 @@ use super::RouteClaim;
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
-pub struct ResponseFuture<F> {
+pub struct RouteDeadlineFuture<F> {
     #[pin]
     state: State<F>,
     claim: Option<RouteClaim>,
 }
 
 /// A future under a route deadline, whatever it answers with: the state of
-/// [`ResponseFuture`] and of a deadline handler's future.
+/// [`RouteDeadlineFuture`] and of a deadline handler's future.
 #[pin_project(project = StateProj)]
 #[derive(Debug)]
 pub(crate) enum State<F> {
@@ -147,13 +147,13 @@ impl<F: Future> State<F> {
     }
 }
 
-impl<F> ResponseFuture<F> {
+impl<F> RouteDeadlineFuture<F> {
     pub(super) fn new(state: State<F>, claim: Option<RouteClaim>) -> Self {
         Self { state, claim }
     }
 }
 
-impl<F, E> Future for ResponseFuture<F>
+impl<F, E> Future for RouteDeadlineFuture<F>
 where
     F: Future<Output = Result<Response, E>>,
 {

@@ -19,7 +19,7 @@ use super::context::RequestContext;
 use super::RouteTimeout;
 
 pub(crate) use claim::RouteClaim;
-pub use future::ResponseFuture;
+pub use future::RouteDeadlineFuture;
 pub(crate) use future::{Answer, Expiry, RouteName, State};
 pub(crate) use handler::{DeadlineHandler, RouteSettings};
 
@@ -106,7 +106,7 @@ where
 {
     type Response = Response;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future>;
+    type Future = RouteDeadlineFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -117,7 +117,7 @@ where
         // Under a `TimeboxLayer`, this route's rule replaces the global one.
         let claim = context.and_then(RequestContext::take_over);
         let Some(timeout) = self.timeout.resolve(context.and_then(|c| c.global)) else {
-            return ResponseFuture::new(State::passthrough(self.inner.call(req)), claim);
+            return RouteDeadlineFuture::new(State::passthrough(self.inner.call(req)), claim);
         };
         // S3: an inbound header can only shorten a route that has a deadline.
         let budget = match context.and_then(|c| c.inbound) {
@@ -137,10 +137,10 @@ where
         // the inner service and without reading the clock; any other passed
         // deadline is caught by the gate before the first poll.
         if budget.is_zero() {
-            return ResponseFuture::new(State::expired(expiry), claim);
+            return RouteDeadlineFuture::new(State::expired(expiry), claim);
         }
         let future = deadline.sync_scope(|| self.inner.call(req));
-        ResponseFuture::new(
+        RouteDeadlineFuture::new(
             State::bounded(Gated::new(Start::At(deadline), future), expiry),
             claim,
         )

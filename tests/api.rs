@@ -1,0 +1,73 @@
+//! What the public types promise to the compiler: which can cross threads,
+//! which can be shared, and which need no pinning.
+
+use std::future::Ready;
+
+use timebox::breaker::{CircuitBreaker, Open, Permit};
+use timebox::client::{Client, ClientError, RequestBuilder, Response};
+use timebox::config::{Config, ConfigError, Warning};
+use timebox::deadline::{Bounded, Deadline, DeadlineExceeded, Scope, Unscoped};
+use timebox::entropy::Entropy;
+use timebox::registry::{CancelReason, Registry, RequestGuard, ToolCalls};
+use timebox::retry::{RetryBudget, RetryBudgets};
+use timebox::server::{RouteDeadlineLayer, Routes, ShutdownGateLayer, TimeboxLayer};
+use timebox::shutdown::{DrainToken, InFlight, InFlightGuard, Shutdown, ShutdownToken};
+use timebox::sim::{Sim, SimNet};
+use timebox::watchdog::{StreamTimeout, Suspension, Watchdog, WatchdogHandle};
+
+fn send_sync<T: Send + Sync>() {}
+fn send<T: Send>() {}
+fn unpin<T: Unpin>() {}
+
+#[test]
+fn handles_errors_and_settings_are_send_and_sync() {
+    send_sync::<Deadline>();
+    send_sync::<DeadlineExceeded>();
+    send_sync::<Config>();
+    send_sync::<ConfigError>();
+    send_sync::<Warning>();
+    send_sync::<Entropy>();
+    send_sync::<Client>();
+    send_sync::<ClientError>();
+    send_sync::<RetryBudget>();
+    send_sync::<RetryBudgets>();
+    send_sync::<CircuitBreaker>();
+    send_sync::<Permit>();
+    send_sync::<Open>();
+    send_sync::<Shutdown>();
+    send_sync::<ShutdownToken>();
+    send_sync::<DrainToken>();
+    send_sync::<InFlight>();
+    send_sync::<InFlightGuard>();
+    send_sync::<Watchdog>();
+    send_sync::<WatchdogHandle>();
+    send_sync::<Suspension>();
+    send_sync::<StreamTimeout>();
+    send_sync::<Registry>();
+    send_sync::<CancelReason>();
+    send_sync::<ToolCalls>();
+    send_sync::<TimeboxLayer>();
+    send_sync::<RouteDeadlineLayer>();
+    send_sync::<ShutdownGateLayer>();
+    send_sync::<Sim>();
+    send_sync::<SimNet>();
+}
+
+/// These own boxed closures or a body stream that need not be `Sync`:
+/// they move between threads, one owner at a time.
+#[test]
+fn builders_bodies_guards_and_route_sets_can_move_to_another_thread() {
+    send::<RequestBuilder>();
+    send::<Response>();
+    send::<RequestGuard>();
+    send::<Routes<()>>();
+}
+
+#[test]
+fn the_deadline_futures_are_send_and_need_no_pinning_around_unpin_work() {
+    send::<Bounded<Ready<()>>>();
+    send::<Scope<Ready<()>>>();
+    send::<Unscoped<Ready<()>>>();
+    unpin::<Scope<Ready<()>>>();
+    unpin::<Unscoped<Ready<()>>>();
+}
