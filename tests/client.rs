@@ -16,10 +16,8 @@ use timebox::{get, routes, sim_test};
 use tokio::time::{sleep, Instant};
 
 use support::http::request;
+use support::time::{MS, SECS};
 use support::upstream::{recording, Recorder};
-
-const MS: fn(u64) -> Duration = Duration::from_millis;
-const SECS: fn(u64) -> Duration = Duration::from_secs;
 
 fn hanging(recorder: &Recorder) -> axum::Router {
     recording(recorder, |_| async {

@@ -8,7 +8,6 @@ use std::convert::Infallible;
 use std::future::{pending, Future};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request};
@@ -25,10 +24,8 @@ use timebox::deadline::Deadline;
 use tokio::net::TcpListener;
 use tokio::time::{sleep, Instant};
 
+use support::time::{MS, SECS};
 use support::upstream::{recording, Recorder};
-
-const MS: fn(u64) -> Duration = Duration::from_millis;
-const SECS: fn(u64) -> Duration = Duration::from_secs;
 
 /// Serves `router` on a fresh port of 127.0.0.1 until the test ends.
 async fn serve(router: Router) -> SocketAddr {

@@ -17,8 +17,7 @@ use timebox::{get, post, routes};
 use tokio::time::{sleep, Instant};
 
 use support::http::{get_with_deadline_header, request, send, text};
-
-const MS: fn(u64) -> Duration = Duration::from_millis;
+use support::time::MS;
 
 fn config_with_global(ms: Option<u64>) -> Config {
     let mut config = Config::default();

@@ -13,8 +13,7 @@ use timebox::{get, routes};
 use tokio::time::{sleep, Instant};
 
 use support::http::{request, text};
-
-const SECS: fn(u64) -> Duration = Duration::from_secs;
+use support::time::SECS;
 
 fn config(prestop: u64, grace: u64, drain_force: u64) -> Config {
     let mut config = Config::default();

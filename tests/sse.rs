@@ -21,8 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::{sleep, Instant};
 
 use support::http::{request, send};
-
-const SECS: fn(u64) -> Duration = Duration::from_secs;
+use support::time::SECS;
 
 /// The steps a stream took, in order, as their names.
 #[derive(Clone, Default)]

@@ -7,6 +7,7 @@ pub mod child;
 pub mod http;
 pub mod logs;
 pub mod raw;
+pub mod time;
 pub mod upstream;
 
 /// A current-thread runtime on a paused clock, for tests that cannot be

@@ -1,0 +1,79 @@
+//! D4: `tokio::spawn` does not carry the deadline; `deadline.scope(..)` carries
+//! it on purpose; `unscoped` runs with none.
+
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn a_task_spawned_inside_a_scope_sees_no_deadline() {
+    let one = Deadline::after(ONE);
+    let (in_scope, in_task) = one
+        .scope(async {
+            let task = tokio::spawn(async { Deadline::current() });
+            (
+                Deadline::current(),
+                task.await.expect("the task does not panic"),
+            )
+        })
+        .await;
+    assert_eq!(in_scope, Some(one));
+    assert_eq!(in_task, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_spawned_task_wrapped_in_the_scope_sees_the_deadline() {
+    let one = Deadline::after(ONE);
+    let in_task = one
+        .scope(async {
+            let deadline = Deadline::current().expect("inside the scope");
+            tokio::spawn(deadline.scope(async { Deadline::current() }))
+                .await
+                .expect("the task does not panic")
+        })
+        .await;
+    assert_eq!(in_task, Some(one));
+}
+
+#[tokio::test(start_paused = true)]
+async fn bounded_work_in_a_task_spawned_inside_a_scope_is_not_stopped_by_it() {
+    let start = Instant::now();
+    let result = Deadline::after(ONE)
+        .scope(async {
+            tokio::spawn(bounded(async {
+                sleep(Duration::from_secs(3)).await;
+                7
+            }))
+            .await
+            .expect("the task does not panic")
+        })
+        .await;
+    assert_eq!(result, Ok(7));
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+}
+
+#[tokio::test(start_paused = true)]
+async fn unscoped_work_inside_a_scope_sees_no_deadline() {
+    let one = Deadline::after(ONE);
+    let (in_scope, in_unscoped) = one
+        .scope(async {
+            (
+                Deadline::current(),
+                unscoped(async { Deadline::current() }).await,
+            )
+        })
+        .await;
+    assert_eq!(in_scope, Some(one));
+    assert_eq!(in_unscoped, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn bounded_work_inside_unscoped_runs_to_completion_past_the_outer_deadline() {
+    let start = Instant::now();
+    let result = Deadline::after(ONE)
+        .scope(unscoped(bounded(async {
+            sleep(Duration::from_secs(3)).await;
+            7
+        })))
+        .await;
+    assert_eq!(result, Ok(7));
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+}
