@@ -14,9 +14,14 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use timebox::deadline::{bounded, Deadline};
 use tokio::runtime::Runtime;
+
+#[path = "support/rounds.rs"]
+mod rounds;
+
+use rounds::Variant;
 
 /// Far enough away that no run reaches it: the cost measured is the gate's.
 const FAR: Duration = Duration::from_secs(3600);
@@ -112,5 +117,62 @@ fn current(c: &mut Criterion) {
     group.finish();
 }
 
+/// One variant of `bench_wrappers` as a function of the operation count.
+fn wrapper<'a>(rt: &'a Runtime, name: &'static str, pends: u32) -> Variant<'a> {
+    Variant::new(name, move |iters| match name {
+        "bare" => rt.block_on(async {
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(PendN(black_box(pends)).await);
+            }
+            start.elapsed()
+        }),
+        "tokio_timeout" => rt.block_on(async {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let _ = black_box(tokio::time::timeout(FAR, PendN(black_box(pends))).await);
+            }
+            start.elapsed()
+        }),
+        "scoped_bare" => rt.block_on(Deadline::after(FAR).scope(async {
+            let start = Instant::now();
+            for _ in 0..iters {
+                black_box(PendN(black_box(pends)).await);
+            }
+            start.elapsed()
+        })),
+        _ => rt.block_on(Deadline::after(FAR).scope(async {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let _ = black_box(bounded(PendN(black_box(pends))).await);
+            }
+            start.elapsed()
+        })),
+    })
+}
+
+/// `ready` and `pend10` again, in interleaved rounds (see
+/// `support/rounds.rs`): time ratios to `tokio::time::timeout`.
+fn interleaved() {
+    let rt = runtime();
+    for (group, pends, iters) in [
+        ("deadline_overhead/ready", 0, 200_000),
+        ("deadline_overhead/pend10", 10, 20_000),
+    ] {
+        let mut variants: Vec<Variant<'_>> = ["bare", "tokio_timeout", "scoped_bare", "bounded"]
+            .into_iter()
+            .map(|name| wrapper(&rt, name, pends))
+            .collect();
+        rounds::run(group, "tokio_timeout", false, &mut variants, 40, iters);
+    }
+}
+
 criterion_group!(benches, ready, pend10, current);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    if rounds::wanted() {
+        interleaved();
+    }
+}

@@ -9,6 +9,12 @@ means faster than the baseline.
     python3 benches/ratios.py deadline_overhead [--baseline tokio_timeout]
     python3 benches/ratios.py server_overhead --baseline bare --throughput
     python3 benches/ratios.py --summary    # the README's table, every goal
+
+For the groups that also ran in interleaved rounds (target/bench-rounds/,
+written by server_overhead and deadline_overhead), --summary reads the
+ratios from the rounds: the median of the per-round ratios, with the
+spread from the 10th to the 90th percentile, and the median time per
+operation of each variant.
 """
 import argparse
 import json
@@ -37,25 +43,52 @@ SUMMARY = [
     ("server_overhead/tcp", "timebox_no_deadline", "bare", True, ">= 0.98"),
     ("server_overhead/tcp", "timebox_route_deadline", "bare", True, ">= 0.95"),
     ("server_overhead/tcp", "timebox_route_deadline", "tower_http_timeout", True, ">= 1"),
+    ("server_overhead/tcp", "timebox_serve", "bare", True, "-"),
     ("retry_budget/1_thread", "timebox", "tower_tps", True, ">= 2"),
     ("retry_budget/2_threads", "timebox", "tower_tps", True, ">= 2"),
 ]
 
 
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round((len(ordered) - 1) * p))]
+
+
+def rounds(group: str):
+    """The per-operation times of each variant, round by round, if the group
+    ran in interleaved rounds."""
+    path = pathlib.Path("target/bench-rounds") / (group.replace("/", "__") + ".json")
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())["per_op_ns"]
+
+
 def summary(root: pathlib.Path) -> int:
     found = {(g, f): m for g, f, m in medians(root, "")}
-    print("| benchmark | ours | peer | ours (ns) | peer (ns) | ratio | goal |")
-    print("|---|---|---|---:|---:|---:|---|")
+    print("| benchmark | ours | peer | ours (ns) | peer (ns) | ratio | spread (p10–p90) | goal |")
+    print("|---|---|---|---:|---:|---:|---|---|")
     missing = 0
     for group, ours, peer, throughput, goal in SUMMARY:
+        kind = "throughput" if throughput else "time"
+        per_round = rounds(group)
+        if per_round and ours in per_round and peer in per_round:
+            a = percentile(per_round[ours], 0.5)
+            b = percentile(per_round[peer], 0.5)
+            ratios = [
+                (p / o if throughput else o / p)
+                for o, p in zip(per_round[ours], per_round[peer])
+            ]
+            ratio = percentile(ratios, 0.5)
+            spread = f"{percentile(ratios, 0.1):.3f}–{percentile(ratios, 0.9):.3f}"
+            print(f"| {group} | {ours} | {peer} | {a:.1f} | {b:.1f} | {ratio:.3f} ({kind}) | {spread} | {goal} |")
+            continue
         if (group, ours) not in found or (group, peer) not in found:
-            print(f"| {group} | {ours} | {peer} | - | - | not run | {goal} |")
+            print(f"| {group} | {ours} | {peer} | - | - | not run | - | {goal} |")
             missing += 1
             continue
         a, b = found[(group, ours)], found[(group, peer)]
         ratio = b / a if throughput else a / b
-        kind = "throughput" if throughput else "time"
-        print(f"| {group} | {ours} | {peer} | {a:.1f} | {b:.1f} | {ratio:.3f} ({kind}) | {goal} |")
+        print(f"| {group} | {ours} | {peer} | {a:.1f} | {b:.1f} | {ratio:.3f} ({kind}) | - | {goal} |")
     # What the gate adds to the scope it runs in, against what tokio's timer
     # adds to a bare await: the part of pend10 each wrapper is responsible for.
     pend = {
@@ -68,11 +101,11 @@ def summary(root: pathlib.Path) -> int:
         print(
             "| deadline_overhead/pend10 | gate alone (bounded - scoped_bare)"
             " | tokio's timer (tokio_timeout - bare)"
-            f" | {gate:.1f} | {timer:.1f} | {gate / timer:.3f} (time) | - |"
+            f" | {gate:.1f} | {timer:.1f} | {gate / timer:.3f} (time) | - | - |"
         )
     current = found.get(("deadline_overhead/current", "in_scope"))
     if current is not None:
-        print(f"| deadline_overhead/current | in_scope | - | {current:.2f} | - | - | < 5 ns |")
+        print(f"| deadline_overhead/current | in_scope | - | {current:.2f} | - | - | - | < 5 ns |")
     return 1 if missing else 0
 
 

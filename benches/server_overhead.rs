@@ -28,6 +28,12 @@
 //! differences of a few percent are within run-to-run noise on a small
 //! shared machine: compare runs made on an idle one.
 //!
+//! After criterion's groups the binary runs the same variants in
+//! interleaved rounds (`support/rounds.rs`), whose median per-round ratios
+//! and spread are the figures to read; over TCP the rounds add
+//! `timebox_serve`, the route-deadline app under `timebox::server::serve`
+//! (hyper-util with its connection bounds) instead of `axum::serve`.
+//!
 //! Goals, in throughput: timebox with a route deadline at least 0.95 of bare
 //! axum and at least tower-http's `TimeoutLayer`; timebox with no deadline at
 //! least 0.98 of bare axum.
@@ -44,7 +50,7 @@ use axum::http::{Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
 use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkGroup, Criterion, Throughput};
 use http_body_util::BodyExt;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -54,6 +60,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tower::ServiceExt;
 use tower_http::timeout::TimeoutLayer;
+
+#[path = "support/rounds.rs"]
+mod rounds;
+
+use rounds::Variant;
 
 /// The deadline of the deadline variants: far enough that no request meets it.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -211,5 +222,90 @@ async fn get_hello(addr: SocketAddr, iters: u64) -> Duration {
     elapsed
 }
 
+/// The same variants in interleaved rounds (see `support/rounds.rs`), in
+/// process and over TCP; over TCP also timebox's own `serve` (with a route
+/// deadline) beside `axum::serve`.
+fn interleaved() {
+    let rt = current_thread();
+    let mut in_process: Vec<Variant<'_>> = variants()
+        .into_iter()
+        .map(|(name, app)| {
+            let rt = &rt;
+            Variant::new(name, move |iters| {
+                rt.block_on(async {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let response = app
+                            .clone()
+                            .oneshot(hello_request())
+                            .await
+                            .expect("routers are infallible");
+                        black_box(response.status());
+                    }
+                    start.elapsed()
+                })
+            })
+        })
+        .collect();
+    rounds::run(
+        "server_overhead/in_process",
+        "bare",
+        true,
+        &mut in_process,
+        40,
+        20_000,
+    );
+
+    let mut servers: Vec<(&'static str, SocketAddr)> = variants()
+        .into_iter()
+        .map(|(name, app)| (name, rt.block_on(serve_with_axum(&rt, app))))
+        .collect();
+    let routed = routes![hello_route_deadline].into_router(&Config::default());
+    servers.push((
+        "timebox_serve",
+        rt.block_on(serve_with_timebox(&rt, routed)),
+    ));
+    let mut tcp: Vec<Variant<'_>> = servers
+        .into_iter()
+        .map(|(name, addr)| {
+            let rt = &rt;
+            Variant::new(name, move |iters| rt.block_on(get_hello(addr, iters)))
+        })
+        .collect();
+    rounds::run("server_overhead/tcp", "bare", true, &mut tcp, 30, 2_000);
+}
+
+async fn bind() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port binds")
+}
+
+async fn serve_with_axum(rt: &Runtime, app: Router) -> SocketAddr {
+    let listener = bind().await;
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    rt.spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+async fn serve_with_timebox(rt: &Runtime, app: Router) -> SocketAddr {
+    let listener = bind().await;
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    let shutdown = timebox::shutdown::Shutdown::new(&Config::default());
+    rt.spawn(timebox::server::serve(listener, app, shutdown));
+    addr
+}
+
 criterion_group!(benches, in_process, tcp);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    if rounds::wanted() {
+        interleaved();
+    }
+}
