@@ -140,23 +140,24 @@ fn in_process(c: &mut Criterion) {
             "{name} answers GET /hello"
         );
         group.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        let response = app
-                            .clone()
-                            .oneshot(hello_request())
-                            .await
-                            .expect("routers are infallible");
-                        black_box(response.status());
-                    }
-                    start.elapsed()
-                })
-            });
+            b.iter_custom(|iters| rt.block_on(call_hello(&app, iters)));
         });
     }
     group.finish();
+}
+
+/// Sends `iters` requests through `app` in process and times them.
+async fn call_hello(app: &Router, iters: u64) -> Duration {
+    let start = Instant::now();
+    for _ in 0..iters {
+        let response = app
+            .clone()
+            .oneshot(hello_request())
+            .await
+            .expect("routers are infallible");
+        black_box(response.status());
+    }
+    start.elapsed()
 }
 
 /// Each request a GET over a kept-alive loopback connection to `axum::serve`.
@@ -231,20 +232,7 @@ fn interleaved() {
         .into_iter()
         .map(|(name, app)| {
             let rt = &rt;
-            Variant::new(name, move |iters| {
-                rt.block_on(async {
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        let response = app
-                            .clone()
-                            .oneshot(hello_request())
-                            .await
-                            .expect("routers are infallible");
-                        black_box(response.status());
-                    }
-                    start.elapsed()
-                })
-            })
+            Variant::new(name, move |iters| rt.block_on(call_hello(&app, iters)))
         })
         .collect();
     rounds::run(

@@ -96,20 +96,13 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
         )
     };
 
+    let companion = companion(vis, name);
     quote! {
         #function
 
         #shared_attrs
         #(#deprecated)*
-        #[doc(hidden)]
-        #[allow(
-            dead_code,
-            non_camel_case_types,
-            missing_docs,
-            missing_debug_implementations,
-            unreachable_pub
-        )]
-        #vis struct #name {}
+        #companion
 
         #shared_attrs
         #[allow(deprecated)]
@@ -155,18 +148,10 @@ fn timeout(timeout: &Timeout) -> TokenStream {
 /// `routes![..]` type-check, so the attribute's own error is the only one.
 /// It is never run: the `compile_error!` beside it fails the build.
 pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
-    let vis = &function.vis;
     let name = &function.sig.ident;
+    let companion = companion(&function.vis, name);
     quote! {
-        #[doc(hidden)]
-        #[allow(
-            dead_code,
-            non_camel_case_types,
-            missing_docs,
-            missing_debug_implementations,
-            unreachable_pub
-        )]
-        #vis struct #name {}
+        #companion
 
         impl<__TimeboxState> ::timebox::__private::server::RouteDef<__TimeboxState, ()> for #name
         where
@@ -179,5 +164,21 @@ pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
                 ::core::panic!("the route attribute of this handler did not compile")
             }
         }
+    }
+}
+
+/// The hidden companion struct: a braced struct lives only in the type
+/// namespace, so it sits beside the handler fn of the same name.
+fn companion(vis: &syn::Visibility, name: &syn::Ident) -> TokenStream {
+    quote! {
+        #[doc(hidden)]
+        #[allow(
+            dead_code,
+            non_camel_case_types,
+            missing_docs,
+            missing_debug_implementations,
+            unreachable_pub
+        )]
+        #vis struct #name {}
     }
 }
