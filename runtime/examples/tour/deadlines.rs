@@ -1,0 +1,220 @@
+//! Deadlines: scopes that only shorten, poll gating, spawned tasks, the
+//! header that carries a deadline to the next service, and jitter that
+//! replays from a seed.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderValue};
+use timebox::config::Config;
+use timebox::deadline::header::{self, DEADLINE_HEADER};
+use timebox::deadline::{bounded, Deadline};
+use timebox::entropy::Entropy;
+use tokio::time::Instant;
+
+use crate::table::{Row, Section};
+
+pub(crate) async fn section() -> Section {
+    let mut rows = scope_rows().await;
+    rows.extend(header_rows());
+    rows.extend(config_and_entropy_rows());
+    Section {
+        title: "Deadlines",
+        intro: &[
+            "A deadline is a point on tokio's clock that the code below a scope reads without",
+            "being passed it. Scopes only shorten it, `bounded` stops work at it before every",
+            "poll, and it travels to the next service as the milliseconds left.",
+        ],
+        rows,
+    }
+}
+
+async fn scope_rows() -> Vec<Row> {
+    let secs = Duration::from_secs;
+    let mut rows = Vec::new();
+
+    let seen = Deadline::after(secs(1))
+        .scope(Deadline::after(secs(5)).scope(async { remaining_ms() }))
+        .await;
+    rows.push(Row::new(
+        "nested scopes: outer 1 s, inner 5 s",
+        "1000 ms",
+        seen,
+    ));
+
+    let seen = Deadline::after(secs(5))
+        .scope(Deadline::after(secs(1)).scope(async { remaining_ms() }))
+        .await;
+    rows.push(Row::new(
+        "nested scopes: outer 5 s, inner 1 s",
+        "1000 ms",
+        seen,
+    ));
+
+    let built_in_five = Deadline::after(secs(5)).scope(async { remaining_ms() });
+    let seen = Deadline::after(secs(1)).scope(built_in_five).await;
+    rows.push(Row::new(
+        "future built in a 5 s scope, polled in a 1 s scope",
+        "1000 ms",
+        seen,
+    ));
+
+    let start = Instant::now();
+    let result = Deadline::after(secs(1))
+        .scope(bounded(tokio::time::sleep(secs(10))))
+        .await;
+    rows.push(Row::new(
+        "bounded(sleep 10 s) under a 1 s deadline",
+        "deadline exceeded after 1000 ms",
+        format!(
+            "{} after {} ms",
+            outcome(&result),
+            start.elapsed().as_millis()
+        ),
+    ));
+
+    let ran = Arc::new(AtomicBool::new(false));
+    let deadline = Deadline::after(secs(1));
+    let flag = Arc::clone(&ran);
+    let result = deadline
+        .scope(bounded(async move {
+            tokio::time::sleep_until(deadline.instant()).await;
+            flag.store(true, Ordering::SeqCst);
+        }))
+        .await;
+    rows.push(Row::new(
+        "poll gating: work that wakes exactly at the deadline",
+        "deadline exceeded, work never ran",
+        format!(
+            "{}, work {}",
+            outcome(&result),
+            if ran.load(Ordering::SeqCst) {
+                "ran"
+            } else {
+                "never ran"
+            }
+        ),
+    ));
+
+    let polled = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&polled);
+    let result = Deadline::after(Duration::ZERO)
+        .scope(bounded(async move { flag.store(true, Ordering::SeqCst) }))
+        .await;
+    rows.push(Row::new(
+        "poll gating: an expired deadline",
+        "deadline exceeded, never polled",
+        format!(
+            "{}, {}",
+            outcome(&result),
+            if polled.load(Ordering::SeqCst) {
+                "polled"
+            } else {
+                "never polled"
+            }
+        ),
+    ));
+
+    let seen = Deadline::after(secs(1))
+        .scope(async { tokio::spawn(async { remaining_ms() }).await })
+        .await
+        .unwrap_or_else(|err| err.to_string());
+    rows.push(Row::new("tokio::spawn inside a scope", "no deadline", seen));
+
+    let deadline = Deadline::after(secs(1));
+    let seen = deadline
+        .scope(async move { tokio::spawn(deadline.scope(async { remaining_ms() })).await })
+        .await
+        .unwrap_or_else(|err| err.to_string());
+    rows.push(Row::new(
+        "tokio::spawn of deadline.scope(task)",
+        "1000 ms",
+        seen,
+    ));
+    rows
+}
+
+fn header_rows() -> Vec<Row> {
+    let mut rows: Vec<Row> = [
+        ("1500", "1500 ms"),
+        (" 20 ", "20 ms"),
+        ("0", "0 ms"),
+        ("1.5", "ignored"),
+        ("-1", "ignored"),
+        ("5ms", "ignored"),
+        ("soon", "ignored"),
+        ("18446744073709551616", "ignored"),
+    ]
+    .into_iter()
+    .map(|(value, expected)| {
+        let parsed = header::parse(&HeaderValue::from_static(value));
+        Row::new(
+            format!("header value {value:?}"),
+            expected,
+            describe_header(parsed),
+        )
+    })
+    .collect();
+
+    let mut headers = HeaderMap::new();
+    headers.append(DEADLINE_HEADER, HeaderValue::from_static("100"));
+    headers.append(DEADLINE_HEADER, HeaderValue::from_static("200"));
+    rows.push(Row::new(
+        "header sent twice (100, 200)",
+        "ignored",
+        describe_header(header::from_headers(&headers)),
+    ));
+
+    let value = header::to_value(Duration::from_micros(2_999_999));
+    rows.push(Row::new(
+        "header for 2.999999 s left",
+        "2999",
+        value.to_str().unwrap_or("not text"),
+    ));
+    rows
+}
+
+fn config_and_entropy_rows() -> Vec<Row> {
+    let mut rows = Vec::new();
+    let config = Config::default();
+    rows.push(Row::new(
+        "default config: request timeout",
+        "none",
+        config
+            .server
+            .timeouts
+            .request_timeout()
+            .map_or("none".to_owned(), |d| format!("{} ms", d.as_millis())),
+    ));
+    let draws = |seed| {
+        let entropy = Entropy::seeded(seed);
+        (0..8)
+            .map(|_| entropy.uniform(1..=3).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    rows.push(Row::new(
+        "same seed, same Retry-After draws",
+        draws(42),
+        draws(42),
+    ));
+    rows
+}
+
+fn remaining_ms() -> String {
+    Deadline::current().map_or("no deadline".to_owned(), |deadline| {
+        format!("{} ms", deadline.remaining().as_millis())
+    })
+}
+
+fn outcome<T, E: ToString>(result: &Result<T, E>) -> String {
+    match result {
+        Ok(_) => "finished".to_owned(),
+        Err(err) => err.to_string(),
+    }
+}
+
+fn describe_header(parsed: Option<Duration>) -> String {
+    parsed.map_or("ignored".to_owned(), |d| format!("{} ms", d.as_millis()))
+}

@@ -1,0 +1,92 @@
+//! Shutdown: the two phases, bounded, and what `serve` does with them.
+
+use std::time::Duration;
+
+use timebox::config::Config;
+use timebox::server::sse::SseStream;
+use timebox::shutdown::Shutdown;
+use timebox::watchdog::Watchdog;
+use timebox::{get, routes};
+use tokio::time::{sleep, Instant};
+
+use crate::streams::{ending, fed};
+use crate::table::{Row, Section};
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+#[get("/hello")]
+async fn hello() -> &'static str {
+    "hello"
+}
+
+pub(crate) async fn section() -> Section {
+    let mut rows = Vec::new();
+    let mut config = Config::default();
+    config.server.prestop_grace_secs = 0;
+    config.server.shutdown_timeout_secs = 30;
+    let shutdown = Shutdown::new(&config);
+    let request = shutdown.in_flight().enter();
+    tokio::spawn(async move {
+        sleep(SECS(4)).await; // the last request in flight ends at 4 s
+        drop(request);
+    });
+    let start = Instant::now();
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    rows.push(Row::new(
+        "grace 30 s, last request ends at 4 s",
+        "drained at 4 s",
+        format!("drained at {} s", start.elapsed().as_secs()),
+    ));
+
+    let shutdown = Shutdown::new(&config);
+    let (_tx, events) = fed();
+    let stream = SseStream::new(events, Watchdog::new())
+        .heartbeat(None)
+        .drain(shutdown.drain_token());
+    let stream_guard = shutdown.in_flight().enter();
+    let client = tokio::spawn(async move {
+        let seen = ending(stream).await;
+        drop(stream_guard);
+        seen
+    });
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    rows.push(Row::new(
+        "a stream that outlives the 30 s grace",
+        "[DONE] at 30 s",
+        client.await.unwrap_or_else(|err| err.to_string()),
+    ));
+    rows.push(Row::new(
+        "serve, triggered with nothing in flight",
+        "returned at 0 s",
+        serve_and_stop(&config).await,
+    ));
+    Section {
+        title: "Shutdown",
+        intro: &[
+            "A shutdown flips readiness, waits the pre-stop grace, stops admitting (503), lets",
+            "requests in flight finish within the grace, tells streams to end, and never waits",
+            "without a bound. The wait ends as soon as the last request does.",
+        ],
+        rows,
+    }
+}
+
+/// Serves an app on loopback, triggers its shutdown, and says when `serve`
+/// returned.
+async fn serve_and_stop(config: &Config) -> String {
+    let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
+        return "cannot bind 127.0.0.1:0".to_owned();
+    };
+    let shutdown = Shutdown::new(config);
+    let app = routes![hello].into_router(config);
+    let server = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
+    let start = Instant::now();
+    shutdown.trigger();
+    match server.await {
+        Ok(Ok(())) => format!("returned at {} s", start.elapsed().as_secs()),
+        Ok(Err(err)) => err.to_string(),
+        Err(err) => err.to_string(),
+    }
+}
