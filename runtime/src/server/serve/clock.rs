@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use http::Version;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::shutdown::ConnectionBounds;
@@ -13,10 +12,17 @@ use crate::shutdown::ConnectionBounds;
 /// The state of one connection, shared by its socket (which reports bytes
 /// read), its service (which reports requests starting and ending) and the
 /// task that drives it (which closes it when a bound passes).
+///
+/// The driver is never woken by a change of state, so a request costs its
+/// connection no extra wake-up: it checks the state when its timer fires
+/// and re-arms the timer at the bound of the state it finds, but never
+/// later than the shortest bound from now. Any state entered later has a
+/// deadline at least that far off, so no bound is ever missed, and a
+/// connection's driver wakes at most once per shortest bound besides its
+/// own deadline.
 #[derive(Debug)]
 pub(super) struct ConnectionClock {
     state: Mutex<State>,
-    changed: Notify,
     bounds: ConnectionBounds,
 }
 
@@ -68,7 +74,6 @@ impl ConnectionClock {
                 },
                 http2: false,
             }),
-            changed: Notify::new(),
             bounds,
         })
     }
@@ -90,8 +95,6 @@ impl ConnectionClock {
                     since: Instant::now(),
                     started: true,
                 };
-                drop(state);
-                self.changed.notify_one();
             }
             Activity::Head { started, .. } => *started = true,
             Activity::Busy {
@@ -126,7 +129,6 @@ impl ConnectionClock {
             },
         };
         drop(state);
-        self.changed.notify_one();
         RequestEnd {
             clock: Arc::clone(self),
         }
@@ -156,8 +158,6 @@ impl ConnectionClock {
                 },
             };
         }
-        drop(state);
-        self.changed.notify_one();
     }
 
     /// Whether closing the connection now loses nothing: it is between
@@ -199,22 +199,27 @@ impl ConnectionClock {
     ///
     /// Safe to drop and call again: it keeps no state of its own.
     pub(super) async fn expired(&self) -> Expired {
+        let shortest = match (self.bounds.header_read, self.bounds.keep_alive) {
+            (Some(head), Some(idle)) => head.min(idle),
+            (Some(bound), None) | (None, Some(bound)) => bound,
+            (None, None) => return std::future::pending().await,
+        };
         loop {
-            let changed = self.changed.notified();
-            match self.deadline() {
-                None => changed.await,
-                Some((at, expired)) => {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(at) => {
-                            // The state may have moved on at the same instant.
-                            if self.deadline() == Some((at, expired)) {
-                                return expired;
-                            }
-                        }
-                        () = changed => {}
-                    }
+            let now = Instant::now();
+            let own = self.deadline();
+            if let Some((at, expired)) = own {
+                if at <= now {
+                    return expired;
                 }
             }
+            let soonest = now.checked_add(shortest);
+            let check = match (own, soonest) {
+                (Some((at, _)), Some(soonest)) => at.min(soonest),
+                (Some((at, _)), None) => at,
+                (None, Some(soonest)) => soonest,
+                (None, None) => return std::future::pending().await,
+            };
+            tokio::time::sleep_until(check).await;
         }
     }
 }
