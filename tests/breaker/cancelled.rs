@@ -11,10 +11,7 @@ async fn permits_dropped_without_an_outcome_count_nothing() {
     assert_eq!(breaker.state(), BreakerState::Closed);
     assert_eq!(counts(&breaker), (0, 0, 0));
 
-    fail(&breaker, 2);
-    assert_eq!(breaker.state(), BreakerState::Closed);
-    fail(&breaker, 1);
-    assert_eq!(breaker.state(), BreakerState::Open);
+    opens_on_the_third_failure(&breaker);
 }
 
 #[tokio::test(start_paused = true)]
@@ -32,11 +29,7 @@ async fn a_half_open_permit_dropped_without_an_outcome_frees_its_slot() {
 
     // The dropped trial was no success either: all three admitted now must
     // succeed to close the breaker.
-    trials.pop().unwrap().success();
-    trials.pop().unwrap().success();
-    assert_eq!(breaker.state(), BreakerState::HalfOpen);
-    trials.pop().unwrap().success();
-    assert_eq!(breaker.state(), BreakerState::Closed);
+    three_trials_succeed(&breaker, trials);
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,10 +5,7 @@ use super::*;
 #[tokio::test(start_paused = true)]
 async fn three_failures_open_the_breaker_and_the_fourth_call_is_refused() {
     let breaker = CircuitBreaker::new(&three_samples());
-    fail(&breaker, 2);
-    assert_eq!(breaker.state(), BreakerState::Closed);
-    fail(&breaker, 1);
-    assert_eq!(breaker.state(), BreakerState::Open);
+    opens_on_the_third_failure(&breaker);
     assert!(breaker.try_acquire().is_err());
 }
 

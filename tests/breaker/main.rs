@@ -56,6 +56,25 @@ fn acquire(breaker: &CircuitBreaker, calls: usize) -> Vec<Permit> {
         .collect()
 }
 
+/// Fails calls on a fresh three-sample window: two leave it closed, the
+/// third opens it.
+fn opens_on_the_third_failure(breaker: &CircuitBreaker) {
+    fail(breaker, 2);
+    assert_eq!(breaker.state(), BreakerState::Closed);
+    fail(breaker, 1);
+    assert_eq!(breaker.state(), BreakerState::Open);
+}
+
+/// Succeeds three half-open trials in turn: the breaker closes on the last.
+fn three_trials_succeed(breaker: &CircuitBreaker, mut trials: Vec<Permit>) {
+    assert_eq!(trials.len(), 3, "three trials");
+    trials.pop().unwrap().success();
+    trials.pop().unwrap().success();
+    assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    trials.pop().unwrap().success();
+    assert_eq!(breaker.state(), BreakerState::Closed);
+}
+
 /// `(calls, failures, slow)` in the window now.
 fn counts(breaker: &CircuitBreaker) -> (u64, u64, u64) {
     let CallCounts {

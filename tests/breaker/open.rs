@@ -38,18 +38,10 @@ async fn all_trials_succeeding_close_the_breaker_with_an_empty_window() {
         ..three_samples()
     };
     let breaker = half_open(&config).await;
-    let mut trials = acquire(&breaker, 3);
-    trials.pop().unwrap().success();
-    trials.pop().unwrap().success();
-    assert_eq!(breaker.state(), BreakerState::HalfOpen);
-    trials.pop().unwrap().success();
-    assert_eq!(breaker.state(), BreakerState::Closed);
+    three_trials_succeed(&breaker, acquire(&breaker, 3));
     assert_eq!(counts(&breaker), (0, 0, 0));
 
-    fail(&breaker, 2);
-    assert_eq!(breaker.state(), BreakerState::Closed);
-    fail(&breaker, 1);
-    assert_eq!(breaker.state(), BreakerState::Open);
+    opens_on_the_third_failure(&breaker);
 }
 
 #[tokio::test(start_paused = true)]
