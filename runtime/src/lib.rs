@@ -16,6 +16,10 @@
     feature = "server",
     doc = "- [`server`]: route deadlines for axum: macros, layers, timeout responses."
 )]
+#![cfg_attr(
+    feature = "grpc",
+    doc = "- [`grpc`]: gRPC deadlines for tonic, in both directions."
+)]
 //! - [`config`]: the settings, from `timebox.toml`, a profile and the
 //!   environment.
 #![cfg_attr(
@@ -52,6 +56,8 @@ pub mod config;
 pub mod db;
 pub mod deadline;
 pub mod entropy;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 #[cfg(feature = "server")]
 mod problem;
 pub mod registry;

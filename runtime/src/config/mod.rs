@@ -72,6 +72,7 @@
 mod breaker;
 mod budget;
 mod error;
+mod grpc;
 mod layers;
 mod load;
 mod profile;
@@ -81,6 +82,7 @@ mod validate;
 pub use breaker::{BreakerConfig, CancelledCallOutcome};
 pub use budget::BudgetConfig;
 pub use error::ConfigError;
+pub use grpc::{GrpcConfig, MethodTimeout};
 pub use layers::ENV_PREFIX;
 pub use load::{Loader, CONFIG_FILE, PROFILE_ENV};
 pub use profile::Profile;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BreakerConfig, BudgetConfig};
+use super::{BreakerConfig, BudgetConfig, GrpcConfig};
 
 /// Every timebox setting, one field per section of `timebox.toml`.
 ///
@@ -84,6 +84,8 @@ pub struct ServerConfig {
     /// is closed. Default 75 (nginx's); `0` turns the bound off (idle
     /// connections stay open). Applied by [`serve`](crate::server::serve).
     pub keep_alive_timeout_secs: u64,
+    /// `[server.grpc]`: the deadlines of gRPC calls.
+    pub grpc: GrpcConfig,
 }
 
 impl Default for ServerConfig {
@@ -95,6 +97,7 @@ impl Default for ServerConfig {
             drain_force_secs: 10,
             header_read_timeout_ms: 30_000,
             keep_alive_timeout_secs: 75,
+            grpc: GrpcConfig::default(),
         }
     }
 }

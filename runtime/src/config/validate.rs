@@ -3,7 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{BreakerConfig, BudgetConfig, Config, ConfigError, ServerConfig};
+use super::grpc::is_method_name;
+use super::{
+    BreakerConfig, BudgetConfig, Config, ConfigError, GrpcConfig, MethodTimeout, ServerConfig,
+};
 
 /// Margin `server.shutdown_timeout_secs` should keep over the longest request
 /// deadline, so a request admitted just before shutdown can finish.
@@ -82,7 +85,8 @@ impl Config {
     /// `failure_ratio_threshold` or `slow_call_rate_threshold` outside
     /// `(0.0, 1.0]`. In `server`: a `header_read_timeout_ms` or
     /// `keep_alive_timeout_secs` longer than a day (no bound at all; `0` is
-    /// how to turn one off).
+    /// how to turn one off); a `server.grpc.methods` name that is not
+    /// `/package.Service/Method`, or a method deadline of 0.
     pub fn validate_with_route_deadline(
         &self,
         longest_route_override: Option<Duration>,
@@ -91,6 +95,7 @@ impl Config {
         check_budget(&self.http.client.retry_budget, &mut errors);
         check_breaker(&self.breaker, &mut errors);
         check_connection_bounds(&self.server, &mut errors);
+        check_grpc_methods(&self.server.grpc, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -222,6 +227,25 @@ fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
 
 /// The longest connection bound `serve` accepts: anything longer bounds
 /// nothing and is most likely a unit mistake.
+fn check_grpc_methods(grpc: &GrpcConfig, errors: &mut ConfigError) {
+    for (name, timeout) in &grpc.methods {
+        let key = format!("server.grpc.methods.\"{name}\"");
+        if !is_method_name(name) {
+            errors.push(
+                &key,
+                format!(
+                    "`{name}` is not a full gRPC method name; write it as the call's path says it, `/package.Service/Method`"
+                ),
+            );
+        } else if *timeout == MethodTimeout::Millis(0) {
+            errors.push(
+                &key,
+                format!("`{key}` must be a positive number of milliseconds; write \"off\" for no deadline"),
+            );
+        }
+    }
+}
+
 const LONGEST_CONNECTION_BOUND: Duration = Duration::from_secs(86_400);
 
 fn check_connection_bounds(server: &ServerConfig, errors: &mut ConfigError) {

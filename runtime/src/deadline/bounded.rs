@@ -173,7 +173,7 @@ impl Gate {
     /// Arms the gate with `deadline`, checking it against `now`, a clock
     /// reading the caller has just taken for this poll (what `Gated`, the
     /// route deadline's future, does).
-    #[cfg(feature = "server")]
+    #[cfg(any(feature = "server", feature = "grpc"))]
     pub(super) fn arm(
         self: Pin<&mut Self>,
         deadline: Deadline,

@@ -24,6 +24,7 @@ pub(crate) enum Start {
     /// A deadline already known.
     At(Deadline),
     /// This long after the first poll.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // used by route deadlines only
     FirstPoll(Duration),
 }
 
@@ -58,29 +59,43 @@ impl<F> Gated<F> {
 
     /// Stops gating: from the next poll on, the inner future runs without
     /// this deadline (another takes over, see `RouteClaim`).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn release(self: Pin<&mut Self>) {
         *self.project().released = true;
     }
 
     /// When the inner future was first due to run: the clock reading of the
     /// first poll.
+    /// The inner value.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn first_poll(&self) -> Option<Instant> {
         self.started.map(|(_, at)| at)
     }
 }
 
-impl<F: Future> Future for Gated<F> {
-    type Output = Result<F::Output, DeadlineExceeded>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+impl<F> Gated<F> {
+    /// Polls the inner value with `poll`, gated and with the deadline
+    /// current: the one gate behind the future and behind a gRPC body,
+    /// whose frames are polled one after another under the same deadline.
+    /// Ready with an error once the deadline has passed, without calling
+    /// `poll` again.
+    pub(crate) fn poll_with<T>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(Pin<&mut F>, &mut Context<'_>) -> Poll<T>,
+    ) -> Poll<Result<T, DeadlineExceeded>> {
         let mut this = self.project();
         if *this.released {
-            return this.future.poll(cx).map(Ok);
+            return poll(this.future, cx).map(Ok);
         }
         let current = match *this.started {
             Some((deadline, _)) => {
                 this.gate.as_mut().check()?;
-                // As a scope: the enclosing deadline is read at every poll.
                 deadline.min_with_current()
             }
             None => {
@@ -90,17 +105,24 @@ impl<F: Future> Future for Gated<F> {
                     Start::FirstPoll(budget) => Deadline::after_start(now, budget),
                 };
                 *this.started = Some((deadline, now));
-                // As `bounded` inside the scope: the gate keeps the deadline
-                // that is current at its first poll.
                 let current = deadline.min_with_current();
                 this.gate.as_mut().arm(current, now)?;
                 current
             }
         };
-        if let Poll::Ready(output) = scope::with_current(Some(current), || this.future.poll(cx)) {
+        let future = this.future;
+        if let Poll::Ready(output) = scope::with_current(Some(current), || poll(future, cx)) {
             return Poll::Ready(Ok(output));
         }
         this.gate.poll_expired(cx).map(Err)
+    }
+}
+
+impl<F: Future> Future for Gated<F> {
+    type Output = Result<F::Output, DeadlineExceeded>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_with(cx, F::poll)
     }
 }
 

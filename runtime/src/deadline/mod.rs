@@ -42,7 +42,7 @@
 
 mod bounded;
 mod error;
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "grpc"))]
 mod gated;
 pub mod header;
 mod point;
@@ -50,7 +50,7 @@ mod scope;
 
 pub use bounded::{bounded, Bounded};
 pub use error::{is_deadline_exceeded, DeadlineExceeded};
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use gated::{Gated, Start};
 pub use point::Deadline;
 pub use scope::{unscoped, Scope, Unscoped};

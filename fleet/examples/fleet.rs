@@ -1,0 +1,63 @@
+//! Three services on loopback in one binary, and a deadline crossing them:
+//! an axum front (2 s route deadline) → a tonic relay (timebox's gRPC
+//! server and client layers) → an axum leaf (reached through timebox's
+//! HTTP client).
+//!
+//! ```text
+//! cargo run --example fleet               # every hop answers
+//! cargo run --example fleet -- --slow-leaf  # the leaf takes 10 s
+//! ```
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use timebox::config::Config;
+use timebox_fleet::Fleet;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let slow = std::env::args().any(|arg| arg == "--slow-leaf");
+    let fleet = match Fleet::start(&Config::default()).await {
+        Ok(fleet) => fleet,
+        Err(err) => {
+            eprintln!("the fleet did not start: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    fleet.leaf_state.set_slow(slow);
+    println!(
+        "front http://{}  →  relay grpc://{}  →  leaf http://{}{}",
+        fleet.front,
+        fleet.relay,
+        fleet.leaf,
+        if slow { " (slow: 10 s)" } else { "" }
+    );
+
+    let start = Instant::now();
+    let answer = get_front(fleet.front).await;
+    let elapsed = start.elapsed();
+    match answer {
+        Ok((status, body)) => {
+            println!("\nGET /front → {status} after {} ms", elapsed.as_millis());
+            for line in body.lines() {
+                println!("  {line}");
+            }
+            println!(
+                "relay handlers dropped before they finished: {}",
+                fleet.relay_state.dropped()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("GET /front failed: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `GET /front`: the status and the body as text.
+async fn get_front(front: std::net::SocketAddr) -> Result<(u16, String), reqwest::Error> {
+    let response = reqwest::get(format!("http://{front}/front")).await?;
+    let status = response.status().as_u16();
+    Ok((status, response.text().await?))
+}

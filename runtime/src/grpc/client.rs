@@ -1,0 +1,174 @@
+//! The client side: what is left of the caller's deadline goes out with
+//! the call, and the call ends when it does.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use http::{Request, Response};
+use pin_project::pin_project;
+use tonic::Status;
+use tower_service::Service;
+
+use crate::config::Config;
+use crate::deadline::{header, Deadline, Gated, Start};
+
+use super::body::{is_the_deadlines, BoxError, GrpcBody, Side};
+use super::status::{Budget, Origin};
+use super::timeout::{self, GRPC_TIMEOUT};
+
+/// What the client layer knows.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientSettings {
+    pub(crate) send_header: bool,
+}
+
+impl ClientSettings {
+    pub(crate) fn new(config: &Config) -> Self {
+        Self {
+            send_header: config.http.client.send_deadline_header,
+        }
+    }
+}
+
+/// The service of [`GrpcDeadlineLayer::client`](super::GrpcDeadlineLayer::client).
+#[derive(Debug, Clone)]
+pub struct GrpcClientDeadline<S> {
+    pub(crate) inner: S,
+    pub(crate) settings: Arc<ClientSettings>,
+}
+
+impl<S> GrpcClientDeadline<S> {
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B, R> Service<Request<B>> for GrpcClientDeadline<S>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+    S::Error: Into<BoxError>,
+{
+    type Response = Response<GrpcBody<R>>;
+    type Error = BoxError;
+    type Future = GrpcClientFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let Some(deadline) = Deadline::current() else {
+            return GrpcClientFuture {
+                state: CallState::Passthrough(self.inner.call(req)),
+            };
+        };
+        let remaining = deadline.remaining();
+        let budget = Budget {
+            length: remaining,
+            origin: Origin::Caller,
+        };
+        let Some(ours) = timeout::encode(remaining) else {
+            // Out of time: nothing is sent.
+            return GrpcClientFuture {
+                state: CallState::Failed(Some(budget.exceeded())),
+            };
+        };
+        let headers = req.headers_mut();
+        // A shorter timeout the caller set on the request is kept; either
+        // way exactly one value goes out.
+        let callers = timeout::from_headers(headers).filter(|&callers| callers <= remaining);
+        if callers.is_none() {
+            headers.insert(GRPC_TIMEOUT, ours);
+        }
+        if self.settings.send_header {
+            let left = callers.unwrap_or(remaining);
+            headers.insert(header::DEADLINE_HEADER, header::to_value(left));
+        }
+        GrpcClientFuture {
+            state: CallState::Bounded {
+                future: Gated::new(Start::At(deadline), self.inner.call(req)),
+                deadline,
+                budget: Some(budget),
+            },
+        }
+    }
+}
+
+/// Response future of [`GrpcClientDeadline`].
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct GrpcClientFuture<F> {
+    #[pin]
+    state: CallState<F>,
+}
+
+#[pin_project(project = CallStateProj)]
+#[derive(Debug)]
+enum CallState<F> {
+    /// No deadline current: the call as it is.
+    Passthrough(#[pin] F),
+    /// The call, gated by the caller's deadline.
+    Bounded {
+        #[pin]
+        future: Gated<F>,
+        deadline: Deadline,
+        budget: Option<Budget>,
+    },
+    /// Failed without sending, or after the deadline passed.
+    Failed(Option<Status>),
+}
+
+impl<F, R, E> Future for GrpcClientFuture<F>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<Response<GrpcBody<R>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let status = match this.state.as_mut().project() {
+            CallStateProj::Passthrough(future) => {
+                let response = ready!(future.poll(cx)).map_err(Into::into)?;
+                return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, None))));
+            }
+            CallStateProj::Bounded {
+                future,
+                deadline,
+                budget,
+            } => {
+                let deadline = *deadline;
+                match ready!(future.poll(cx)) {
+                    // A Trailers-Only answer that is the deadline's (see
+                    // `is_the_deadlines`) becomes timebox's deadline status.
+                    Ok(Ok(response)) if !is_the_deadlines(response.headers(), deadline) => {
+                        let budget = budget.take().expect("polled after completion");
+                        return Poll::Ready(Ok(response.map(|body| {
+                            GrpcBody::gated(body, deadline, budget, Side::Client, None)
+                        })));
+                    }
+                    // A reset stream or a dropped connection after the
+                    // deadline passed is the deadline too.
+                    Ok(Err(err)) if !deadline.is_expired() => {
+                        return Poll::Ready(Err(err.into()));
+                    }
+                    Ok(Ok(_) | Err(_)) | Err(_) => {
+                        budget.as_ref().expect("polled after completion").exceeded()
+                    }
+                }
+            }
+            CallStateProj::Failed(status) => status.take().expect("polled after completion"),
+        };
+        this.state.set(CallState::Failed(None));
+        Poll::Ready(Err(Box::new(status)))
+    }
+}

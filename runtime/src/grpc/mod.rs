@@ -1,0 +1,174 @@
+//! gRPC deadlines for tonic, both ways (feature `grpc`).
+//!
+//! tonic reads `grpc-timeout` on the server, but a handler's own outbound
+//! calls do not inherit it, and its clients do not send what is left of a
+//! deadline. [`GrpcDeadlineLayer`] closes both gaps with timebox's
+//! deadline: the one [`Deadline::current`](crate::deadline::Deadline::current)
+//! that timebox's HTTP client, route deadlines and database waits read.
+//!
+//! - **Server** ([`GrpcDeadlineLayer::server`]): a call's deadline is the
+//!   earliest of its `grpc-timeout`, its `x-timebox-deadline-ms` (when
+//!   `server.timeouts.accept_deadline_header` is on) and
+//!   [`[server.grpc]`](crate::config::GrpcConfig) (the method's entry, or
+//!   the default). The call runs poll-gated with that deadline current, its
+//!   response body included, so a handler's outbound calls get what is
+//!   left. When it passes, the handler's future is dropped and the answer is
+//!   `DEADLINE_EXCEEDED` (4), Trailers-Only, with a `grpc-message` that
+//!   names the deadline and where it came from; a streamed response that is
+//!   cut off ends with trailers that say the same.
+//! - **Client** ([`GrpcDeadlineLayer::client`]): around a tonic `Channel`,
+//!   under the generated clients unchanged. Under a current deadline each
+//!   call carries `grpc-timeout` with what is left (rounded down; a shorter
+//!   timeout set on the request is kept, and one value goes out) and
+//!   `x-timebox-deadline-ms` when `http.client.send_deadline_header` is on.
+//!   A call with no time left fails with `DEADLINE_EXCEEDED` and sends
+//!   nothing; the call, its response body included, ends with that status
+//!   when the deadline passes; a `CANCELLED` or a reset stream that arrives
+//!   after the deadline passed is reported as `DEADLINE_EXCEEDED` too.
+//!
+//! Every `DEADLINE_EXCEEDED` status the layers make carries a
+//! [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) as its source,
+//! so [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds
+//! for it, and a timebox [`ClientError`](crate::client::ClientError)
+//! converts into a `tonic::Status` for a handler's `?`.
+//!
+//! # Shutdown
+//!
+//! The server layer learns of the [`Shutdown`] from
+//! [`GrpcDeadlineLayer::shutdown`]: each call then counts in
+//! [`Shutdown::in_flight`] until its response body is done, so
+//! [`Shutdown::wait_drained`] waits for gRPC calls as for HTTP requests,
+//! and once phase 1 begins new calls get `UNAVAILABLE` (14) with
+//! `grpc-retry-pushback-ms` of 1000 to 3000. Serve with tonic's own
+//! shutdown signal set to phase 2, so that connections stay open (and say
+//! `UNAVAILABLE`) while calls drain:
+//! `serve_with_shutdown(addr, shutdown.drain_token().cancelled_owned())`.
+//!
+//! # Examples
+//!
+//! ```
+//! use timebox::config::Config;
+//! use timebox::grpc::GrpcDeadlineLayer;
+//! use timebox::shutdown::Shutdown;
+//!
+//! let config = Config::default();
+//! let shutdown = Shutdown::new(&config);
+//! // tonic::transport::Server::builder().layer(server_layer).add_service(..)
+//! let server_layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
+//! // let channel = tower::ServiceBuilder::new().layer(client_layer).service(channel);
+//! // let client = GreeterClient::new(channel);
+//! let client_layer = GrpcDeadlineLayer::client(&config);
+//! # let _ = (server_layer, client_layer);
+//! ```
+
+mod body;
+mod client;
+mod server;
+mod status;
+pub mod timeout;
+
+use std::sync::Arc;
+
+use tower_layer::Layer;
+
+use crate::config::Config;
+use crate::entropy::Entropy;
+use crate::shutdown::Shutdown;
+
+pub use body::{BoxError, GrpcBody};
+pub use client::{GrpcClientDeadline, GrpcClientFuture};
+pub use server::{GrpcServerDeadline, GrpcServerFuture};
+
+use client::ClientSettings;
+use server::ServerSettings;
+
+/// A tower layer that puts gRPC calls under timebox's deadline: on the
+/// server ([`server`](GrpcDeadlineLayer::server)) or on the client
+/// ([`client`](GrpcDeadlineLayer::client)). See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct GrpcDeadlineLayer<Side = Inbound> {
+    side: Side,
+}
+
+/// The server side of [`GrpcDeadlineLayer`]: calls that come in.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    settings: Arc<ServerSettings>,
+}
+
+/// The client side of [`GrpcDeadlineLayer`]: calls that go out.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    settings: Arc<ClientSettings>,
+}
+
+impl GrpcDeadlineLayer {
+    /// The server layer for `config`: deadlines from the call's headers and
+    /// `[server.grpc]`, no shutdown until [`shutdown`](Self::shutdown), a
+    /// random source seeded by the operating system. Give it a config that
+    /// passed [`Config::validate`], which rejects method names that no call
+    /// could match.
+    #[must_use]
+    pub fn server(config: &Config) -> Self {
+        Self {
+            side: Inbound {
+                settings: Arc::new(ServerSettings::new(config)),
+            },
+        }
+    }
+
+    /// The client layer for `config`.
+    #[must_use]
+    pub fn client(config: &Config) -> GrpcDeadlineLayer<Outbound> {
+        GrpcDeadlineLayer {
+            side: Outbound {
+                settings: Arc::new(ClientSettings::new(config)),
+            },
+        }
+    }
+
+    /// Counts calls in `shutdown`'s in-flight count and refuses new ones
+    /// once its phase 1 begins (see [Shutdown](self#shutdown)).
+    #[must_use]
+    pub fn shutdown(self, shutdown: &Shutdown) -> Self {
+        self.map(|settings| settings.shutdown = Some(shutdown.clone()))
+    }
+
+    /// Draws the retry pushback from `entropy` instead of a fresh source.
+    #[must_use]
+    pub fn entropy(self, entropy: Entropy) -> Self {
+        self.map(|settings| settings.entropy = entropy)
+    }
+
+    fn map(self, change: impl FnOnce(&mut ServerSettings)) -> Self {
+        let mut settings = Arc::unwrap_or_clone(self.side.settings);
+        change(&mut settings);
+        Self {
+            side: Inbound {
+                settings: Arc::new(settings),
+            },
+        }
+    }
+}
+
+impl<S> Layer<S> for GrpcDeadlineLayer<Inbound> {
+    type Service = GrpcServerDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcServerDeadline {
+            inner,
+            settings: Arc::clone(&self.side.settings),
+        }
+    }
+}
+
+impl<S> Layer<S> for GrpcDeadlineLayer<Outbound> {
+    type Service = GrpcClientDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcClientDeadline {
+            inner,
+            settings: Arc::clone(&self.side.settings),
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The server side: every call under its deadline, and shutdown's refusal.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use http::{HeaderMap, Request, Response, Uri};
+use pin_project::pin_project;
+use tokio::time::Instant;
+use tonic::Status;
+use tower_service::Service;
+
+use crate::config::{Config, MethodTimeout};
+use crate::deadline::{header, Deadline, Gated, Start};
+use crate::entropy::Entropy;
+use crate::shutdown::{InFlightGuard, Shutdown};
+
+use super::body::{GrpcBody, Side};
+use super::status::{self, Budget, Origin};
+use super::timeout;
+
+/// What the server layer knows: the deadlines of `[server.grpc]` and the
+/// shutdown it answers for.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerSettings {
+    pub(crate) default: Option<Duration>,
+    pub(crate) methods: HashMap<Box<str>, MethodRule>,
+    pub(crate) accept_header: bool,
+    pub(crate) shutdown: Option<Shutdown>,
+    pub(crate) entropy: Entropy,
+}
+
+/// A method's own rule.
+#[derive(Debug, Clone)]
+pub(crate) enum MethodRule {
+    Timeout(Duration, Arc<str>),
+    Off,
+}
+
+impl ServerSettings {
+    pub(crate) fn new(config: &Config) -> Self {
+        let grpc = &config.server.grpc;
+        let methods = grpc
+            .methods
+            .iter()
+            .map(|(name, timeout)| {
+                let rule = match *timeout {
+                    MethodTimeout::Millis(ms) => {
+                        MethodRule::Timeout(Duration::from_millis(ms), Arc::from(name.as_str()))
+                    }
+                    MethodTimeout::Off => MethodRule::Off,
+                };
+                (Box::from(name.as_str()), rule)
+            })
+            .collect();
+        Self {
+            default: grpc.default_timeout(),
+            methods,
+            accept_header: config.server.timeouts.accept_deadline_header,
+            shutdown: None,
+            entropy: Entropy::from_os(),
+        }
+    }
+
+    /// The call's deadline: the earliest of what its headers and the
+    /// config say; `None` when nothing does.
+    fn budget(&self, path: &str, headers: &HeaderMap) -> Option<Budget> {
+        let configured = match self.methods.get(path) {
+            Some(MethodRule::Timeout(length, name)) => {
+                Some((*length, Origin::Method(Arc::clone(name))))
+            }
+            Some(MethodRule::Off) => None,
+            None => self.default.map(|length| (length, Origin::Default)),
+        };
+        let inbound = timeout::from_headers(headers).map(|length| (length, Origin::GrpcTimeout));
+        let header = self
+            .accept_header
+            .then(|| header::from_headers(headers))
+            .flatten()
+            .map(|length| (length, Origin::DeadlineHeader));
+        [inbound, header, configured]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(length, _)| *length)
+            .map(|(length, origin)| Budget { length, origin })
+    }
+}
+
+/// The service of [`GrpcDeadlineLayer::server`](super::GrpcDeadlineLayer::server).
+#[derive(Debug, Clone)]
+pub struct GrpcServerDeadline<S> {
+    pub(crate) inner: S,
+    pub(crate) settings: Arc<ServerSettings>,
+}
+
+impl<S> GrpcServerDeadline<S> {
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B, R> Service<Request<B>> for GrpcServerDeadline<S>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+{
+    type Response = Response<GrpcBody<R>>;
+    type Error = S::Error;
+    type Future = GrpcServerFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let settings = &*self.settings;
+        let guard = match &settings.shutdown {
+            Some(shutdown) if shutdown.token().is_cancelled() => {
+                return GrpcServerFuture::answered(status::shutting_down(&settings.entropy), None);
+            }
+            Some(shutdown) => {
+                let extensions = req.extensions_mut();
+                extensions.insert(shutdown.token());
+                extensions.insert(shutdown.drain_token());
+                Some(shutdown.in_flight().enter())
+            }
+            None => None,
+        };
+        let Some(budget) = settings.budget(req.uri().path(), req.headers()) else {
+            return GrpcServerFuture {
+                state: CallState::Passthrough(self.inner.call(req)),
+                guard,
+            };
+        };
+        if budget.length.is_zero() {
+            // Out of time on arrival: the handler never runs.
+            let status = expired(req.uri(), &budget);
+            return GrpcServerFuture::answered(status, guard);
+        }
+        let deadline = Deadline::after_start(Instant::now(), budget.length);
+        let uri = req.uri().clone();
+        let future = deadline.sync_scope(|| self.inner.call(req));
+        GrpcServerFuture {
+            state: CallState::Bounded {
+                future: Gated::new(Start::At(deadline), future),
+                deadline,
+                budget: Some(budget),
+                uri,
+            },
+            guard,
+        }
+    }
+}
+
+/// Response future of [`GrpcServerDeadline`].
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct GrpcServerFuture<F> {
+    #[pin]
+    state: CallState<F>,
+    guard: Option<InFlightGuard>,
+}
+
+#[pin_project(project = CallStateProj)]
+#[derive(Debug)]
+enum CallState<F> {
+    /// No deadline: the call as it is.
+    Passthrough(#[pin] F),
+    /// The call, gated by its deadline.
+    Bounded {
+        #[pin]
+        future: Gated<F>,
+        deadline: Deadline,
+        budget: Option<Budget>,
+        uri: Uri,
+    },
+    /// Answered without the inner service, or after dropping it.
+    Answered(Option<Status>),
+}
+
+impl<F> GrpcServerFuture<F> {
+    fn answered(status: Status, guard: Option<InFlightGuard>) -> Self {
+        Self {
+            state: CallState::Answered(Some(status)),
+            guard,
+        }
+    }
+}
+
+impl<F, R, E> Future for GrpcServerFuture<F>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+{
+    type Output = Result<Response<GrpcBody<R>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let status = match this.state.as_mut().project() {
+            CallStateProj::Passthrough(future) => {
+                let response = ready!(future.poll(cx))?;
+                let guard = this.guard.take();
+                return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, guard))));
+            }
+            CallStateProj::Bounded {
+                future,
+                deadline,
+                budget,
+                uri,
+            } => match ready!(future.poll(cx)) {
+                Ok(result) => {
+                    let response = result?;
+                    let budget = budget.take().expect("polled after completion");
+                    let (deadline, guard) = (*deadline, this.guard.take());
+                    return Poll::Ready(Ok(response.map(|body| {
+                        GrpcBody::gated(body, deadline, budget, Side::Server, guard)
+                    })));
+                }
+                Err(_) => expired(uri, budget.as_ref().expect("polled after completion")),
+            },
+            CallStateProj::Answered(status) => status.take().expect("polled after completion"),
+        };
+        // The handler's future (its guards, its outbound calls) is dropped
+        // before the answer leaves.
+        this.state.set(CallState::Answered(None));
+        let guard = this.guard.take();
+        Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(guard))))
+    }
+}
+
+/// `DEADLINE_EXCEEDED` for the call to `uri`, said in the log.
+fn expired(uri: &Uri, budget: &Budget) -> Status {
+    tracing::warn!(
+        method = uri.path(),
+        deadline_ms = budget.length.as_millis(),
+        origin = %budget.origin,
+        "grpc deadline exceeded",
+    );
+    budget.exceeded()
+}

@@ -1,0 +1,159 @@
+//! The statuses the layers answer with, and how an outbound call's error
+//! becomes one.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::metadata::MetadataValue;
+use tonic::Status;
+
+use crate::deadline::DeadlineExceeded;
+use crate::entropy::Entropy;
+
+/// Where a call's deadline came from: said in the `grpc-message` and the
+/// log line when it passes.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// The inbound `grpc-timeout` header.
+    GrpcTimeout,
+    /// The inbound `x-timebox-deadline-ms` header.
+    DeadlineHeader,
+    /// `server.grpc.methods."<method>"`.
+    Method(Arc<str>),
+    /// `server.grpc.default_timeout_ms`.
+    Default,
+    /// The deadline current where the outbound call was made.
+    Caller,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::GrpcTimeout => f.write_str("the grpc-timeout header"),
+            Self::DeadlineHeader => f.write_str("the x-timebox-deadline-ms header"),
+            Self::Method(method) => write!(f, "server.grpc.methods.\"{method}\""),
+            Self::Default => f.write_str("server.grpc.default_timeout_ms"),
+            Self::Caller => f.write_str("the caller's deadline"),
+        }
+    }
+}
+
+/// A call's deadline: how long it was and where it came from.
+#[derive(Debug, Clone)]
+pub(crate) struct Budget {
+    pub(crate) length: Duration,
+    pub(crate) origin: Origin,
+}
+
+impl Budget {
+    /// `DEADLINE_EXCEEDED`, naming this deadline, with a
+    /// [`DeadlineExceeded`] as its source.
+    pub(crate) fn exceeded(&self) -> Status {
+        let message = format!(
+            "deadline of {} ms from {} exceeded",
+            self.length.as_millis(),
+            self.origin
+        );
+        deadline_status(message)
+    }
+}
+
+/// `DEADLINE_EXCEEDED` with `message` and a [`DeadlineExceeded`] as its
+/// source, so that [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded)
+/// holds for it and for every error that wraps it.
+pub(crate) fn deadline_status(message: String) -> Status {
+    let mut status = Status::deadline_exceeded(message);
+    status.set_source(Arc::new(DeadlineExceeded::new()));
+    status
+}
+
+/// `grpc-retry-pushback-ms`: when a client told `UNAVAILABLE` may retry.
+const RETRY_PUSHBACK: &str = "grpc-retry-pushback-ms";
+
+/// `UNAVAILABLE` for a call that arrived after shutdown began, with a
+/// retry pushback of 1000 to 3000 ms drawn from `entropy`, so that the
+/// clients turned away do not all come back in the same millisecond.
+pub(crate) fn shutting_down(entropy: &Entropy) -> Status {
+    let pushback = entropy.uniform(1000..=3000);
+    let mut status = Status::unavailable("the server is shutting down");
+    status
+        .metadata_mut()
+        .insert(RETRY_PUSHBACK, MetadataValue::from(pushback));
+    status
+}
+
+/// A timebox client call's error as a gRPC status, for a tonic handler
+/// that calls out with timebox's [`Client`](crate::client::Client) and
+/// answers with `?`.
+///
+/// | error | code |
+/// |---|---|
+/// | `DeadlineExceeded` | `DEADLINE_EXCEEDED` (4) |
+/// | `CircuitBreakerOpen`, `Timeout`, `Connect`, `Transport` | `UNAVAILABLE` (14) |
+/// | `TooManyRedirects`, `InvalidRequest` | `INTERNAL` (13) |
+///
+/// The status's source is the error, so its chain is kept: for a
+/// deadline, [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded)
+/// holds for the status.
+#[cfg(feature = "client")]
+impl From<crate::client::ClientError> for Status {
+    fn from(err: crate::client::ClientError) -> Self {
+        use crate::client::ClientError;
+        use tonic::Code;
+
+        let code = match &err {
+            ClientError::DeadlineExceeded(_) => Code::DeadlineExceeded,
+            ClientError::CircuitBreakerOpen { .. }
+            | ClientError::Timeout
+            | ClientError::Connect(_)
+            | ClientError::Transport(_) => Code::Unavailable,
+            ClientError::TooManyRedirects | ClientError::InvalidRequest(_) => Code::Internal,
+        };
+        let mut status = Status::new(code, err.to_string());
+        status.set_source(Arc::new(err));
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tonic::Code;
+
+    use super::{shutting_down, Budget, Origin};
+    use crate::deadline::is_deadline_exceeded;
+    use crate::entropy::Entropy;
+
+    #[test]
+    fn an_exceeded_budget_says_how_long_and_from_where() {
+        let status = Budget {
+            length: Duration::from_millis(300),
+            origin: Origin::Method("/fleet.Relay/Forward".into()),
+        }
+        .exceeded();
+        assert_eq!(status.code(), Code::DeadlineExceeded);
+        assert_eq!(
+            status.message(),
+            "deadline of 300 ms from server.grpc.methods.\"/fleet.Relay/Forward\" exceeded"
+        );
+        assert!(is_deadline_exceeded(&status));
+    }
+
+    #[test]
+    fn the_pushback_is_between_one_and_three_seconds() {
+        let entropy = Entropy::seeded(7);
+        for _ in 0..100 {
+            let status = shutting_down(&entropy);
+            assert_eq!(status.code(), Code::Unavailable);
+            let pushback: u64 = status
+                .metadata()
+                .get("grpc-retry-pushback-ms")
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.parse().ok())
+                .expect("a pushback in whole milliseconds");
+            assert!((1000..=3000).contains(&pushback), "{pushback}");
+        }
+    }
+}
