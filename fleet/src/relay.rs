@@ -1,9 +1,11 @@
 //! The relay: a tonic service that calls the leaf with timebox's client.
 
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::Stream;
 use timebox::client::Client;
 use timebox::config::Config;
 use tonic::{Request, Response, Status};
@@ -69,7 +71,24 @@ impl relay_server::Relay for Relay {
         unfinished.finish();
         Ok(Response::new(WaitReply { deadline_ms }))
     }
+
+    type TicksStream = Ticks;
+
+    async fn ticks(&self, request: Request<WaitRequest>) -> Result<Response<Ticks>, Status> {
+        let every = Duration::from_millis(request.get_ref().millis.max(1));
+        let ticks = futures_util::stream::unfold((), move |()| async move {
+            tokio::time::sleep(every).await;
+            let reply = WaitReply {
+                deadline_ms: remaining_ms(),
+            };
+            Some((Ok(reply), ()))
+        });
+        Ok(Response::new(Box::pin(ticks)))
+    }
 }
+
+/// The stream of [`Relay::ticks`](relay_server::Relay::ticks).
+pub type Ticks = Pin<Box<dyn Stream<Item = Result<WaitReply, Status>> + Send>>;
 
 /// Counts a handler dropped before it called [`finish`](Self::finish).
 struct Unfinished<'a> {

@@ -44,7 +44,6 @@ enum State<B> {
     Gated {
         #[pin]
         body: Gated<B>,
-        deadline: Deadline,
         budget: Budget,
         side: Side,
     },
@@ -58,8 +57,17 @@ enum State<B> {
 pub(crate) enum Side {
     /// Written to the network by a server.
     Server,
-    /// Read by a client.
-    Client,
+    /// Read by a client that sent a `grpc-timeout` ending at `sent`: an
+    /// error or a `CANCELLED` from then on is the deadline's (tonic's
+    /// channel enforces the header itself, with `CANCELLED`).
+    Client { sent: Deadline },
+}
+
+impl Side {
+    /// Whether a failure now is the deadline's, on the client.
+    pub(crate) fn client_past_sent(self) -> bool {
+        matches!(self, Self::Client { sent } if sent.is_expired())
+    }
 }
 
 impl<B> GrpcBody<B> {
@@ -82,7 +90,6 @@ impl<B> GrpcBody<B> {
         Self {
             state: State::Gated {
                 body: Gated::new(Start::At(deadline), body),
-                deadline,
                 budget,
                 side,
             },
@@ -117,27 +124,21 @@ where
         let outcome = match state.as_mut().project() {
             StateProj::Plain(body) => return body.poll_frame(cx).map_err(Into::into),
             StateProj::Empty => return Poll::Ready(None),
-            StateProj::Gated {
-                body,
-                deadline,
-                budget,
-                side,
-            } => match ready!(body.poll_with(cx, |body, cx| body.poll_frame(cx))) {
-                Ok(Some(Ok(frame)))
-                    if *side == Side::Client
-                        && frame
+            StateProj::Gated { body, budget, side } => {
+                match ready!(body.poll_with(cx, |body, cx| body.poll_frame(cx))) {
+                    Ok(Some(Ok(frame)))
+                        if frame
                             .trailers_ref()
-                            .is_some_and(|trailers| is_the_deadlines(trailers, *deadline)) =>
-                {
-                    Expired::Fail(budget.exceeded())
+                            .is_some_and(|trailers| is_the_deadlines(trailers, *side)) =>
+                    {
+                        Expired::Fail(budget.exceeded())
+                    }
+                    Ok(Some(Err(_))) if side.client_past_sent() => Expired::Fail(budget.exceeded()),
+                    Ok(frame) => return Poll::Ready(frame.map(|frame| frame.map_err(Into::into))),
+                    Err(_) if *side == Side::Server => Expired::End(budget.exceeded()),
+                    Err(_) => Expired::Fail(budget.exceeded()),
                 }
-                Ok(Some(Err(_))) if *side == Side::Client && deadline.is_expired() => {
-                    Expired::Fail(budget.exceeded())
-                }
-                Ok(frame) => return Poll::Ready(frame.map(|frame| frame.map_err(Into::into))),
-                Err(_) if *side == Side::Server => Expired::End(budget.exceeded()),
-                Err(_) => Expired::Fail(budget.exceeded()),
-            },
+            }
         };
         // The deadline passed: drop the inner body before saying so.
         match outcome {
@@ -188,16 +189,19 @@ enum Expired {
 
 /// Client side: whether the status in `headers` (a Trailers-Only head,
 /// or trailers) is the deadline's: `DEADLINE_EXCEEDED` from the peer, or a
-/// `CANCELLED` that came after the deadline passed. Either is reported as
+/// `CANCELLED` that came once the `grpc-timeout` sent had run out. Either is reported as
 /// timebox's own deadline status, whose source makes
 /// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) hold.
-pub(crate) fn is_the_deadlines(headers: &HeaderMap, deadline: Deadline) -> bool {
+pub(crate) fn is_the_deadlines(headers: &HeaderMap, side: Side) -> bool {
+    if side == Side::Server {
+        return false;
+    }
     let Some(code) = headers.get(Status::GRPC_STATUS) else {
         return false;
     };
     match Code::from_bytes(code.as_bytes()) {
         Code::DeadlineExceeded => true,
-        Code::Cancelled => deadline.is_expired(),
+        Code::Cancelled => side.client_past_sent(),
         _ => false,
     }
 }

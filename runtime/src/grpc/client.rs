@@ -84,18 +84,25 @@ where
         let headers = req.headers_mut();
         // A shorter timeout the caller set on the request is kept; either
         // way exactly one value goes out.
-        let callers = timeout::from_headers(headers).filter(|&callers| callers <= remaining);
-        if callers.is_none() {
-            headers.insert(GRPC_TIMEOUT, ours);
-        }
+        let sent = match timeout::from_headers(headers).filter(|&callers| callers <= remaining) {
+            Some(callers) => callers,
+            None => {
+                let sent = timeout::parse(&ours).unwrap_or(remaining);
+                headers.insert(GRPC_TIMEOUT, ours);
+                sent
+            }
+        };
         if self.settings.send_header {
-            let left = callers.unwrap_or(remaining);
-            headers.insert(header::DEADLINE_HEADER, header::to_value(left));
+            headers.insert(header::DEADLINE_HEADER, header::to_value(sent));
         }
+        let side = Side::Client {
+            sent: Deadline::after(sent),
+        };
         GrpcClientFuture {
             state: CallState::Bounded {
                 future: Gated::new(Start::At(deadline), self.inner.call(req)),
                 deadline,
+                side,
                 budget: Some(budget),
             },
         }
@@ -121,6 +128,7 @@ enum CallState<F> {
         #[pin]
         future: Gated<F>,
         deadline: Deadline,
+        side: Side,
         budget: Option<Budget>,
     },
     /// Failed without sending, or after the deadline passed.
@@ -144,21 +152,22 @@ where
             CallStateProj::Bounded {
                 future,
                 deadline,
+                side,
                 budget,
             } => {
-                let deadline = *deadline;
+                let (deadline, side) = (*deadline, *side);
                 match ready!(future.poll(cx)) {
                     // A Trailers-Only answer that is the deadline's (see
                     // `is_the_deadlines`) becomes timebox's deadline status.
-                    Ok(Ok(response)) if !is_the_deadlines(response.headers(), deadline) => {
+                    Ok(Ok(response)) if !is_the_deadlines(response.headers(), side) => {
                         let budget = budget.take().expect("polled after completion");
-                        return Poll::Ready(Ok(response.map(|body| {
-                            GrpcBody::gated(body, deadline, budget, Side::Client, None)
-                        })));
+                        return Poll::Ready(Ok(response
+                            .map(|body| GrpcBody::gated(body, deadline, budget, side, None))));
                     }
-                    // A reset stream or a dropped connection after the
-                    // deadline passed is the deadline too.
-                    Ok(Err(err)) if !deadline.is_expired() => {
+                    // A reset stream, a dropped connection or tonic's own
+                    // timeout once the time sent has run out is the
+                    // deadline too.
+                    Ok(Err(err)) if !side.client_past_sent() => {
                         return Poll::Ready(Err(err.into()));
                     }
                     Ok(Ok(_) | Err(_)) | Err(_) => {

@@ -1,0 +1,405 @@
+//! The gRPC layers in process: tonic over an in-memory connection, on the
+//! paused clock.
+
+mod support;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use timebox::config::{Config, MethodTimeout};
+use timebox::deadline::{is_deadline_exceeded, Deadline};
+use timebox::grpc::GrpcDeadlineLayer;
+use timebox::shutdown::Shutdown;
+use timebox_fleet::pb::relay_client::RelayClient;
+use timebox_fleet::pb::{ForwardRequest, WaitRequest};
+use tokio::time::Instant;
+use tonic::{Code, Request, Status};
+
+use support::{client, raw_call, serve, serve_io, Probe, HOP};
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn wait(millis: u64) -> WaitRequest {
+    WaitRequest { millis }
+}
+
+fn with_method(method: &str, timeout: MethodTimeout) -> Config {
+    let mut config = Config::default();
+    config
+        .server
+        .grpc
+        .methods
+        .insert(method.to_owned(), timeout);
+    config.validate().expect("a valid config");
+    config
+}
+
+/// The `grpc-status` and `grpc-message` of a Trailers-Only answer.
+fn trailers_only(response: &http::Response<hyper::body::Incoming>) -> (&str, &str) {
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .map_or("", |value| value.to_str().unwrap())
+    };
+    (header("grpc-status"), header("grpc-message"))
+}
+
+// tonic's own channel enforces a `grpc-timeout` it sends, so the server's
+// answer is checked with a client that enforces nothing.
+#[tokio::test(start_paused = true)]
+async fn a_call_past_its_grpc_timeout_gets_deadline_exceeded_and_its_handler_is_dropped() {
+    let probe = Probe::default();
+    let io = serve_io(
+        probe.clone(),
+        Some(GrpcDeadlineLayer::server(&Config::default())),
+    );
+    let start = Instant::now();
+    let response = raw_call(
+        io,
+        "/fleet.Relay/Wait",
+        &[("grpc-timeout", "300m")],
+        wait(2000),
+    )
+    .await;
+    assert_eq!(start.elapsed(), MS(300));
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        trailers_only(&response),
+        (
+            "4",
+            "deadline%20of%20300%20ms%20from%20the%20grpc-timeout%20header%20exceeded"
+        )
+    );
+    assert_eq!(probe.dropped(), 1, "the handler was dropped");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grpc_timeout_of_zero_is_answered_without_running_the_handler() {
+    let probe = Probe::default();
+    let io = serve_io(
+        probe.clone(),
+        Some(GrpcDeadlineLayer::server(&Config::default())),
+    );
+    let response = raw_call(io, "/fleet.Relay/Wait", &[("grpc-timeout", "0n")], wait(0)).await;
+    assert_eq!(trailers_only(&response).0, "4");
+    assert_eq!(probe.calls(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_accepted_deadline_header_shortens_the_call_and_is_named() {
+    let mut config = Config::default();
+    config.server.timeouts.accept_deadline_header = true;
+    let io = serve_io(Probe::default(), Some(GrpcDeadlineLayer::server(&config)));
+    let start = Instant::now();
+    let headers = [("grpc-timeout", "5S"), ("x-timebox-deadline-ms", "120")];
+    let response = raw_call(io, "/fleet.Relay/Wait", &headers, wait(2000)).await;
+    assert_eq!(start.elapsed(), MS(120));
+    assert!(trailers_only(&response).1.contains("x-timebox-deadline-ms"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_method_deadline_from_the_config_applies_without_a_header() {
+    let config = with_method("/fleet.Relay/Wait", MethodTimeout::Millis(250));
+    let probe = Probe::default();
+    let channel = serve(probe.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let start = Instant::now();
+    let status = RelayClient::new(channel)
+        .wait(wait(2000))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert_eq!(start.elapsed(), MS(250));
+    assert!(
+        status
+            .message()
+            .contains(r#"server.grpc.methods."/fleet.Relay/Wait""#),
+        "{status:?}"
+    );
+    assert_eq!(probe.dropped(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_applies_to_other_methods_and_off_turns_it_off() {
+    let mut config = with_method("/fleet.Relay/Wait", MethodTimeout::Off);
+    config.server.grpc.default_timeout_ms = Some(400);
+    let probe = Probe::default();
+    let channel = serve(probe.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let mut relay = RelayClient::new(channel);
+
+    let reply = relay.wait(wait(1000)).await.expect("no deadline on Wait");
+    assert_eq!(reply.into_inner().deadline_ms, -1);
+
+    let start = Instant::now();
+    let mut ticks = relay
+        .ticks(wait(100))
+        .await
+        .expect("the stream opens")
+        .into_inner();
+    while let Some(Ok(_)) = ticks.next().await {}
+    assert_eq!(start.elapsed(), MS(400), "the default covers the stream");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_callers_grpc_timeout_still_counts_under_off() {
+    let config = with_method("/fleet.Relay/Wait", MethodTimeout::Off);
+    let io = serve_io(Probe::default(), Some(GrpcDeadlineLayer::server(&config)));
+    let start = Instant::now();
+    let response = raw_call(
+        io,
+        "/fleet.Relay/Wait",
+        &[("grpc-timeout", "200m")],
+        wait(1000),
+    )
+    .await;
+    assert_eq!(start.elapsed(), MS(200));
+    assert_eq!(trailers_only(&response).0, "4");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streamed_response_ends_with_deadline_exceeded_in_its_trailers() {
+    let channel = serve(
+        Probe::default(),
+        Some(GrpcDeadlineLayer::server(&Config::default())),
+    )
+    .await;
+    let mut request = Request::new(wait(300));
+    request.set_timeout(MS(1000));
+    let mut ticks = RelayClient::new(channel)
+        .ticks(request)
+        .await
+        .expect("the stream opens")
+        .into_inner();
+    let mut received = 0;
+    let end = loop {
+        match ticks.next().await {
+            Some(Ok(_)) => received += 1,
+            Some(Err(status)) => break status,
+            None => panic!("the stream ended without a status"),
+        }
+    };
+    assert_eq!(received, 3, "ticks at 300, 600 and 900 ms");
+    assert_eq!(end.code(), Code::DeadlineExceeded, "{end:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_shrinks_at_every_hop() {
+    let config = Config::default();
+    let leaf = Probe::default();
+    let leaf_channel = serve(leaf.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let relay = Probe {
+        next: Some(client(&config, leaf_channel)),
+        ..Probe::default()
+    };
+    let relay_channel = serve(relay.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let mut front = client(&config, relay_channel);
+
+    let deadline = Deadline::after(MS(1500));
+    let reply = deadline
+        .scope(async {
+            tokio::time::sleep(HOP).await;
+            front.forward(ForwardRequest {}).await
+        })
+        .await
+        .expect("every hop has time")
+        .into_inner();
+    assert_eq!(reply.relay_deadline_ms, 1400, "the front spent {HOP:?}");
+    assert_eq!(reply.leaf_deadline_ms, 1300, "the relay spent {HOP:?}");
+    let seen = &relay.seen.lock().unwrap()[0];
+    assert_eq!(seen.grpc_timeout, ["1400m"], "one value");
+    assert_eq!(seen.deadline_ms, ["1400"], "one value");
+    let seen = &leaf.seen.lock().unwrap()[0];
+    assert_eq!(seen.grpc_timeout, ["1300m"]);
+    assert_eq!(seen.deadline_ms, ["1300"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shorter_timeout_the_caller_set_is_kept_and_sent_once() {
+    let config = Config::default();
+    let probe = Probe::default();
+    let mut relay = client(&config, serve(probe.clone(), None).await);
+    let mut request = Request::new(wait(0));
+    request.set_timeout(MS(200));
+    Deadline::after(MS(1500))
+        .scope(relay.wait(request))
+        .await
+        .expect("the call succeeds");
+    let seen = &probe.seen.lock().unwrap()[0];
+    assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
+    assert_eq!(
+        timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
+        Some(MS(200)),
+        "{seen:?}"
+    );
+    assert_eq!(seen.deadline_ms, ["200"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_deadline_sends_nothing() {
+    let probe = Probe::default();
+    let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
+    let deadline = Deadline::after(MS(100));
+    tokio::time::sleep(MS(100)).await;
+    let status = deadline.scope(relay.wait(wait(0))).await.unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert!(is_deadline_exceeded(&status), "{status:?}");
+    assert_eq!(probe.calls(), 0, "nothing was sent");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_client_ends_the_call_at_the_callers_deadline() {
+    let probe = Probe::default();
+    let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
+    let start = Instant::now();
+    let status = Deadline::after(MS(700))
+        .scope(relay.wait(wait(5000)))
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), MS(700));
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert!(is_deadline_exceeded(&status), "{status:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_that_comes_after_the_deadline_is_reported_as_deadline_exceeded() {
+    let probe = Probe {
+        wait_answer: Some(|| Status::cancelled("the peer gave up")),
+        ..Probe::default()
+    };
+    let mut relay = client(&Config::default(), serve(probe, None).await);
+    let status = Deadline::after(MS(1000))
+        .scope(relay.wait(wait(1000)))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(is_deadline_exceeded(&status));
+}
+
+#[tokio::test(start_paused = true)]
+async fn tonics_own_cancelled_at_the_timeout_sent_is_reported_as_deadline_exceeded() {
+    // tonic's channel ends a call at the `grpc-timeout` it sends, with
+    // CANCELLED "Timeout expired"; that is the caller's deadline too.
+    let mut relay = client(&Config::default(), serve(Probe::default(), None).await);
+    let mut request = Request::new(wait(5000));
+    request.set_timeout(MS(300));
+    let start = Instant::now();
+    let status = Deadline::after(MS(1000))
+        .scope(relay.wait(request))
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), MS(300));
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(is_deadline_exceeded(&status));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_exceeded_from_the_peer_carries_timeboxs_source() {
+    let probe = Probe {
+        wait_answer: Some(|| Status::deadline_exceeded("the peer's own deadline")),
+        ..Probe::default()
+    };
+    let mut relay = client(&Config::default(), serve(probe, None).await);
+    let status = Deadline::after(MS(1000))
+        .scope(relay.wait(wait(10)))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert!(is_deadline_exceeded(&status), "{status:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_deadline_the_client_sends_no_timeout() {
+    let probe = Probe::default();
+    let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
+    relay.wait(wait(10)).await.expect("the call succeeds");
+    let seen = &probe.seen.lock().unwrap()[0];
+    assert!(
+        seen.grpc_timeout.is_empty() && seen.deadline_ms.is_empty(),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_count_in_flight_and_phase_one_refuses_new_ones() {
+    let mut config = Config::default();
+    config.server.prestop_grace_secs = 0;
+    let shutdown = Shutdown::new(&config);
+    let layer = GrpcDeadlineLayer::server(&config)
+        .shutdown(&shutdown)
+        .entropy(timebox::entropy::Entropy::seeded(3));
+    let mut relay = RelayClient::new(serve(Probe::default(), Some(layer)).await);
+
+    let mut in_flight = relay.clone();
+    let call = tokio::spawn(async move { in_flight.wait(wait(1000)).await });
+    tokio::time::sleep(MS(10)).await;
+    assert_eq!(shutdown.in_flight().count(), 1, "the call counts");
+
+    shutdown.trigger();
+    let drained = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    shutdown.token().cancelled().await;
+    let status = relay.wait(wait(0)).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let pushback: u64 = status
+        .metadata()
+        .get("grpc-retry-pushback-ms")
+        .and_then(|value| value.to_str().ok()?.parse().ok())
+        .expect("a pushback");
+    assert!((1000..=3000).contains(&pushback), "{pushback}");
+
+    call.await.unwrap().expect("the call in flight finishes");
+    drained.await.unwrap();
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+#[test]
+fn a_method_name_of_another_shape_is_an_error_that_names_the_key() {
+    let mut config = Config::default();
+    config
+        .server
+        .grpc
+        .methods
+        .insert("fleet.Relay.Wait".to_owned(), MethodTimeout::Millis(100));
+    config
+        .server
+        .grpc
+        .methods
+        .insert("/fleet.Relay/Forward".to_owned(), MethodTimeout::Millis(0));
+    let err = config.validate().unwrap_err();
+    let keys: Vec<_> = err.keys().collect();
+    assert_eq!(
+        keys,
+        [
+            r#"server.grpc.methods."/fleet.Relay/Forward""#,
+            r#"server.grpc.methods."fleet.Relay.Wait""#
+        ]
+    );
+    assert!(err.to_string().contains("/package.Service/Method"), "{err}");
+}
+
+#[test]
+fn method_deadlines_load_from_toml_as_milliseconds_or_off() {
+    let config = timebox::config::Loader::new()
+        .toml_str(
+            r#"
+            [server.grpc]
+            default_timeout_ms = 5000
+            [server.grpc.methods]
+            "/fleet.Relay/Forward" = 1500
+            "/fleet.Relay/Ticks" = "off"
+            "#,
+        )
+        .load()
+        .expect("the config loads");
+    let methods = &config.server.grpc.methods;
+    assert_eq!(methods["/fleet.Relay/Forward"], MethodTimeout::Millis(1500));
+    assert_eq!(methods["/fleet.Relay/Ticks"], MethodTimeout::Off);
+
+    let err = timebox::config::Loader::new()
+        .toml_str("[server.grpc.methods]\n\"/fleet.Relay/Wait\" = \"never\"\n")
+        .load()
+        .unwrap_err();
+    assert!(err.to_string().contains("\"off\""), "{err}");
+}
