@@ -186,48 +186,20 @@ impl Drop for Gateway {
     }
 }
 
+#[path = "../../../tests/support/venv.rs"]
+mod venv;
+
 /// The Python interpreter of a virtual environment with the pinned `openai`
 /// package, made (and the package installed from PyPI) on first use.
 pub fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("openai-venv");
-        let python = venv.join("bin").join("python");
-        let requirements =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/requirements.txt");
-        let installed = pip_install(&python, &requirements)
-            .status()
-            .is_ok_and(|status| status.success());
-        if !installed {
-            let system = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-            run(Command::new(&system).args(["-m", "venv"]).arg(&venv));
-            run(&mut pip_install(&python, &requirements));
-        }
-        python
+        venv::venv_python(
+            Path::new(env!("CARGO_TARGET_TMPDIR")),
+            "openai-venv",
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/requirements.txt"),
+        )
     })
-}
-
-/// `python -m pip install -r requirements`, quietly.
-fn pip_install(python: &Path, requirements: &Path) -> Command {
-    let mut command = Command::new(python);
-    command
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(requirements);
-    command
-}
-
-fn run(command: &mut Command) {
-    let status = command
-        .status()
-        .unwrap_or_else(|err| panic!("cannot run {command:?}: {err}"));
-    assert!(status.success(), "{command:?} failed: {status}");
 }
 
 /// Runs one check of `python/client_checks.py` against `gateway`; what it

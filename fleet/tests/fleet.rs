@@ -1,0 +1,65 @@
+//! The fleet example's three hops over real loopback sockets.
+
+use std::time::{Duration, Instant};
+
+use timebox::config::Config;
+use timebox_fleet::Fleet;
+
+/// Room above the front's 2 s deadline for a busy machine.
+const ROOM: Duration = Duration::from_millis(1500);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_hop_answers_and_each_is_given_less_time_than_the_one_before() {
+    let fleet = Fleet::start(&Config::default())
+        .await
+        .expect("the fleet starts");
+    let response = reqwest::get(format!("http://{}/front", fleet.front))
+        .await
+        .expect("the front answers");
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
+    let ms: Vec<i64> = body
+        .lines()
+        .map(|line| {
+            line.split_whitespace()
+                .nth(1)
+                .and_then(|ms| ms.parse().ok())
+                .unwrap_or_else(|| panic!("a hop's milliseconds in {line:?}"))
+        })
+        .collect();
+    let [front, relay, leaf] = ms[..] else {
+        panic!("three hops in {body:?}");
+    };
+    assert!(front <= 2000 && front > 1000, "{body}");
+    assert!(
+        relay < front,
+        "the relay is called with the front's reserve kept: {body}"
+    );
+    assert!(leaf <= relay && leaf > 0, "{body}");
+    assert!(body.contains("(HTTP 200)"), "{body}");
+    assert_eq!(fleet.relay_state.dropped(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_leaf_makes_the_front_answer_504_in_time_and_the_relay_drops_its_handler() {
+    let fleet = Fleet::start(&Config::default())
+        .await
+        .expect("the fleet starts");
+    fleet.leaf_state.set_slow(true);
+    let start = Instant::now();
+    let response = reqwest::get(format!("http://{}/front", fleet.front))
+        .await
+        .expect("the front answers");
+    let elapsed = start.elapsed();
+    assert_eq!(response.status(), 504, "{:?}", response.text().await);
+    assert!(elapsed < Duration::from_secs(2) + ROOM, "{elapsed:?}");
+    let start = Instant::now();
+    while fleet.relay_state.dropped() == 0 && start.elapsed() < ROOM {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        fleet.relay_state.dropped(),
+        1,
+        "the relay's handler was dropped"
+    );
+}
