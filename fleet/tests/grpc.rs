@@ -403,3 +403,28 @@ fn method_deadlines_load_from_toml_as_milliseconds_or_off() {
         .unwrap_err();
     assert!(err.to_string().contains("\"off\""), "{err}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn client_errors_become_statuses_that_keep_their_chain() {
+    use timebox::client::ClientError;
+
+    let exceeded = Deadline::after(Duration::ZERO)
+        .scope(timebox::deadline::bounded(std::future::pending::<()>()))
+        .await
+        .unwrap_err();
+    let status = Status::from(ClientError::DeadlineExceeded(exceeded));
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert!(is_deadline_exceeded(&status), "{status:?}");
+    for (err, code) in [
+        (ClientError::Timeout, Code::Unavailable),
+        (ClientError::TooManyRedirects, Code::Internal),
+        (
+            ClientError::InvalidRequest("no host".to_owned()),
+            Code::Internal,
+        ),
+    ] {
+        let status = Status::from(err);
+        assert_eq!(status.code(), code, "{status:?}");
+        assert!(!is_deadline_exceeded(&status));
+    }
+}
