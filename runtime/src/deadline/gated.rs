@@ -72,6 +72,22 @@ impl<F> Gated<F> {
         &self.future
     }
 
+    /// Gates `next` by the same deadline, from the same start, with the
+    /// same gate: what comes after this future (a response body after its
+    /// head) goes on with the timer this one already set, instead of a
+    /// second one. This future is left ungated; it is done.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn hand_over<G>(self: Pin<&mut Self>, next: G) -> Gated<G> {
+        let this = self.project();
+        Gated {
+            start: *this.start,
+            started: *this.started,
+            released: *this.released,
+            gate: std::mem::replace(this.gate.get_mut(), Gate::new()),
+            future: next,
+        }
+    }
+
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn first_poll(&self) -> Option<Instant> {
         self.started.map(|(_, at)| at)

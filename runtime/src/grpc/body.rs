@@ -9,7 +9,7 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project::pin_project;
 use tonic::{Code, Status};
 
-use crate::deadline::{Deadline, Gated, Start};
+use crate::deadline::{Deadline, Gated};
 use crate::shutdown::InFlightGuard;
 
 use super::status::Budget;
@@ -79,20 +79,15 @@ impl<B> GrpcBody<B> {
         }
     }
 
-    /// `body`, gated by `deadline`.
+    /// `body`, gated as the call's head was (see [`Gated::hand_over`]).
     pub(crate) fn gated(
-        body: B,
-        deadline: Deadline,
+        body: Gated<B>,
         budget: Budget,
         side: Side,
         guard: Option<InFlightGuard>,
     ) -> Self {
         Self {
-            state: State::Gated {
-                body: Gated::new(Start::At(deadline), body),
-                budget,
-                side,
-            },
+            state: State::Gated { body, budget, side },
             guard,
         }
     }

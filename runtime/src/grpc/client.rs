@@ -101,7 +101,6 @@ where
         GrpcClientFuture {
             state: CallState::Bounded {
                 future: Gated::new(Start::At(deadline), self.inner.call(req)),
-                deadline,
                 side,
                 budget: Some(budget),
             },
@@ -120,6 +119,8 @@ pub struct GrpcClientFuture<F> {
 
 #[pin_project(project = CallStateProj)]
 #[derive(Debug)]
+// The large variants hold the inner future; boxing it would allocate per call.
+#[allow(clippy::large_enum_variant)]
 enum CallState<F> {
     /// No deadline current: the call as it is.
     Passthrough(#[pin] F),
@@ -127,7 +128,6 @@ enum CallState<F> {
     Bounded {
         #[pin]
         future: Gated<F>,
-        deadline: Deadline,
         side: Side,
         budget: Option<Budget>,
     },
@@ -150,19 +150,19 @@ where
                 return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, None))));
             }
             CallStateProj::Bounded {
-                future,
-                deadline,
+                mut future,
                 side,
                 budget,
             } => {
-                let (deadline, side) = (*deadline, *side);
-                match ready!(future.poll(cx)) {
+                let side = *side;
+                match ready!(future.as_mut().poll(cx)) {
                     // A Trailers-Only answer that is the deadline's (see
                     // `is_the_deadlines`) becomes timebox's deadline status.
                     Ok(Ok(response)) if !is_the_deadlines(response.headers(), side) => {
                         let budget = budget.take().expect("polled after completion");
-                        return Poll::Ready(Ok(response
-                            .map(|body| GrpcBody::gated(body, deadline, budget, side, None))));
+                        let (parts, body) = response.into_parts();
+                        let body = GrpcBody::gated(future.hand_over(body), budget, side, None);
+                        return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
                     // A reset stream, a dropped connection or tonic's own
                     // timeout once the time sent has run out is the

@@ -151,7 +151,6 @@ where
         GrpcServerFuture {
             state: CallState::Bounded {
                 future: Gated::new(Start::At(deadline), future),
-                deadline,
                 budget: Some(budget),
                 uri,
             },
@@ -172,6 +171,8 @@ pub struct GrpcServerFuture<F> {
 
 #[pin_project(project = CallStateProj)]
 #[derive(Debug)]
+// The large variants hold the inner future; boxing it would allocate per call.
+#[allow(clippy::large_enum_variant)]
 enum CallState<F> {
     /// No deadline: the call as it is.
     Passthrough(#[pin] F),
@@ -179,7 +180,6 @@ enum CallState<F> {
     Bounded {
         #[pin]
         future: Gated<F>,
-        deadline: Deadline,
         budget: Option<Budget>,
         uri: Uri,
     },
@@ -211,18 +211,16 @@ where
                 return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, guard))));
             }
             CallStateProj::Bounded {
-                future,
-                deadline,
+                mut future,
                 budget,
                 uri,
-            } => match ready!(future.poll(cx)) {
+            } => match ready!(future.as_mut().poll(cx)) {
                 Ok(result) => {
-                    let response = result?;
+                    let (parts, body) = result?.into_parts();
                     let budget = budget.take().expect("polled after completion");
-                    let (deadline, guard) = (*deadline, this.guard.take());
-                    return Poll::Ready(Ok(response.map(|body| {
-                        GrpcBody::gated(body, deadline, budget, Side::Server, guard)
-                    })));
+                    let body = future.hand_over(body);
+                    let body = GrpcBody::gated(body, budget, Side::Server, this.guard.take());
+                    return Poll::Ready(Ok(Response::from_parts(parts, body)));
                 }
                 Err(_) => expired(uri, budget.as_ref().expect("polled after completion")),
             },
