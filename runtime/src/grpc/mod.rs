@@ -23,8 +23,11 @@
 //!   `x-timebox-deadline-ms` when `http.client.send_deadline_header` is on.
 //!   A call with no time left fails with `DEADLINE_EXCEEDED` and sends
 //!   nothing; the call, its response body included, ends with that status
-//!   when the deadline passes; a `CANCELLED` or a reset stream that arrives
-//!   after the deadline passed is reported as `DEADLINE_EXCEEDED` too.
+//!   when the deadline passes. A `DEADLINE_EXCEEDED` from the peer, and a
+//!   `CANCELLED`, a reset stream or a transport error once the time sent
+//!   has run out (tonic's channel itself ends a call at the `grpc-timeout`
+//!   it carries, with `CANCELLED`), are reported as timebox's
+//!   `DEADLINE_EXCEEDED`.
 //!
 //! Every `DEADLINE_EXCEEDED` status the layers make carries a
 //! [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) as its source,
