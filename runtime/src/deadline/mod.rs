@@ -44,6 +44,9 @@ mod bounded;
 mod error;
 #[cfg(any(feature = "server", feature = "grpc"))]
 mod gated;
+// Public as `grpc::timeout`; without that feature nothing reads it yet.
+#[cfg_attr(not(feature = "grpc"), allow(dead_code, unreachable_pub))]
+pub(crate) mod grpc_timeout;
 pub mod header;
 mod point;
 mod scope;
