@@ -71,3 +71,21 @@ fn the_deadline_futures_are_send_and_need_no_pinning_around_unpin_work() {
     unpin::<Scope<Ready<()>>>();
     unpin::<Unscoped<Ready<()>>>();
 }
+
+#[test]
+fn the_grpc_layers_services_and_bodies_cross_threads() {
+    use http_body_util::Full;
+    use timebox::grpc::{
+        GrpcBody, GrpcClientDeadline, GrpcClientFuture, GrpcDeadlineLayer, GrpcServerDeadline,
+        GrpcServerFuture, Outbound,
+    };
+
+    type Answer = Ready<Result<http::Response<Full<bytes::Bytes>>, std::io::Error>>;
+    send_sync::<GrpcDeadlineLayer>();
+    send_sync::<GrpcDeadlineLayer<Outbound>>();
+    send_sync::<GrpcServerDeadline<()>>();
+    send_sync::<GrpcClientDeadline<()>>();
+    send::<GrpcServerFuture<Answer>>();
+    send::<GrpcClientFuture<Answer>>();
+    send::<GrpcBody<Full<bytes::Bytes>>>();
+}

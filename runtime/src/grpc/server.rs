@@ -124,7 +124,12 @@ where
         let settings = &*self.settings;
         let guard = match &settings.shutdown {
             Some(shutdown) if shutdown.token().is_cancelled() => {
-                return GrpcServerFuture::answered(status::shutting_down(&settings.entropy), None);
+                // A simulation's app puts its own random source on requests.
+                let entropy = req
+                    .extensions()
+                    .get::<Entropy>()
+                    .unwrap_or(&settings.entropy);
+                return GrpcServerFuture::answered(status::shutting_down(entropy), None);
             }
             Some(shutdown) => {
                 let extensions = req.extensions_mut();
