@@ -79,6 +79,13 @@ pub(crate) async fn section() -> Section {
     let mut config = Config::default();
     config.server.timeouts.request_timeout_ms = Some(1_000);
     config.server.timeouts.accept_deadline_header = true;
+    config.server.timeouts.deadline_headers = [
+        "x-timebox-deadline-ms",
+        "grpc-timeout",
+        "x-envoy-expected-rq-timeout-ms",
+    ]
+    .map(str::to_owned)
+    .into();
     let app = routes![report, upload, export, lookup].into_router(&config);
     let plain = Router::new()
         .route("/report", get(plain_report))
@@ -102,7 +109,22 @@ pub(crate) async fn section() -> Section {
         Row::new(
             "same route, caller's deadline header 500",
             "503 at 0.5 s, Retry-After 1..=3, problem+json",
-            ask(&app, "/export", Some("500")).await,
+            ask(&app, "/export", Some((DEADLINE_HEADER.as_str(), "500"))).await,
+        ),
+        Row::new(
+            "3 s handler, Envoy's expected timeout 300",
+            "503 at 0.3 s, Retry-After 1..=3, problem+json",
+            ask(
+                &app,
+                "/report",
+                Some(("x-envoy-expected-rq-timeout-ms", "300")),
+            )
+            .await,
+        ),
+        Row::new(
+            "3 s handler, grpc-timeout 8S (longer)",
+            "503 at 1 s, Retry-After 1..=3, problem+json",
+            ask(&app, "/report", Some(("grpc-timeout", "8S"))).await,
         ),
         Row::new(
             "handler returns a deadline error",
@@ -125,17 +147,19 @@ pub(crate) async fn section() -> Section {
         intro: &[
             "Each route's deadline comes from its attribute or the global one, counts from",
             "before extraction, and drops the handler when it passes: the client gets a 503",
-            "that says so, with a jittered Retry-After. The clock is paused: seconds take none.",
+            "that says so, with a jittered Retry-After. A caller's deadline header (timebox's,",
+            "gRPC's or Envoy's, as configured) can only shorten it. The clock is paused.",
         ],
         rows,
     }
 }
 
-/// Asks `app` in process, as a server would, and says what came back when.
-async fn ask(app: &Router, path: &str, deadline_header: Option<&str>) -> String {
+/// Asks `app` in process, as a server would, with one deadline header if
+/// given, and says what came back when.
+async fn ask(app: &Router, path: &str, deadline_header: Option<(&str, &str)>) -> String {
     let mut request = Request::get(path);
-    if let Some(value) = deadline_header {
-        request = request.header(DEADLINE_HEADER, value);
+    if let Some((name, value)) = deadline_header {
+        request = request.header(name, value);
     }
     let Ok(request) = request.body(Body::empty()) else {
         return "the request does not build".to_owned();

@@ -7,6 +7,7 @@ use http::Method;
 
 use crate::breaker::CircuitBreaker;
 use crate::config::{BreakerConfig, ClientConfig, Config};
+use crate::deadline::Formats;
 use crate::entropy::Entropy;
 use crate::retry::{Backoff, RetryBudgets};
 
@@ -29,6 +30,8 @@ pub(super) struct Shared {
     pub(super) budgets: RetryBudgets,
     pub(super) backoff: Backoff,
     pub(super) entropy: Entropy,
+    /// The deadline headers each attempt writes.
+    pub(super) deadline_headers: Formats,
     breaker_config: BreakerConfig,
     breakers: Mutex<HashMap<String, CircuitBreaker>>,
 }
@@ -83,6 +86,7 @@ impl Client {
                 backoff: Backoff::from_config(client),
                 config: client.clone(),
                 entropy,
+                deadline_headers: Formats::written(client),
                 breaker_config: config.breaker.clone(),
                 breakers: Mutex::new(HashMap::new()),
             }),

@@ -26,6 +26,7 @@ use url::Url;
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
 use crate::deadline::header::{self, DEADLINE_HEADER};
 use crate::deadline::Deadline;
+use crate::deadline::Format;
 use crate::retry::{classify_status, hint_wait, host_key, is_idempotent, RetryBudget, RetryKind};
 
 use super::redirect::{self, MAX_HOPS};
@@ -206,16 +207,17 @@ impl Call {
             self.attempt_ends = Deadline::after(self.attempt_timeout);
         }
         let mut headers = self.headers.clone();
-        if let (Some(deadline), true) = (
-            self.deadline,
-            self.client.shared.config.send_deadline_header,
-        ) {
+        if let Some(deadline) = self.deadline {
+            let written = self.client.shared.deadline_headers;
+            written.write(deadline.remaining(), &mut headers);
             // The first attempt sends a caller's shorter value as it was set.
-            let value = self
+            if let Some(value) = self
                 .as_set
                 .take()
-                .unwrap_or_else(|| header::to_value(deadline.remaining()));
-            headers.insert(DEADLINE_HEADER, value);
+                .filter(|_| written.contains(Format::Timebox))
+            {
+                headers.insert(DEADLINE_HEADER, value);
+            }
         }
         let mut request = http::Request::new(self.body.clone());
         *request.method_mut() = self.method.clone();

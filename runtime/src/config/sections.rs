@@ -132,7 +132,7 @@ impl ServerConfig {
 }
 
 /// `[server.timeouts]`: the deadline every route gets unless it overrides it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TimeoutsConfig {
     /// The request deadline of routes without an override, in milliseconds.
@@ -141,10 +141,30 @@ pub struct TimeoutsConfig {
     /// deadline (TOML has no null, so `0` is how a file unsets a preset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_timeout_ms: Option<u64>,
-    /// Whether an inbound `x-timebox-deadline-ms` header may shorten a route's
-    /// deadline. Default `false`.
+    /// Whether an inbound deadline header may shorten a route's deadline.
+    /// Default `false`.
     pub accept_deadline_header: bool,
+    /// The inbound deadline headers `accept_deadline_header` trusts, from
+    /// `x-timebox-deadline-ms`, `grpc-timeout`,
+    /// `x-envoy-expected-rq-timeout-ms` (what Envoy gives the request) and
+    /// `connect-timeout-ms` (the Connect protocol). Each is parsed strictly;
+    /// when several are present the earliest wins, and none ever lengthens
+    /// a deadline. Default `["x-timebox-deadline-ms"]`.
+    pub deadline_headers: Vec<String>,
 }
+
+impl Default for TimeoutsConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout_ms: None,
+            accept_deadline_header: false,
+            deadline_headers: vec![DEADLINE_HEADER_NAME.to_owned()],
+        }
+    }
+}
+
+/// The default of both deadline header lists.
+const DEADLINE_HEADER_NAME: &str = "x-timebox-deadline-ms";
 
 impl TimeoutsConfig {
     /// The request deadline as a duration; `None` when unset or `0`.
@@ -259,9 +279,14 @@ pub struct ClientConfig {
     pub max_backoff_ms: u64,
     /// Cap of a server's `Retry-After` hint, in seconds. Default 10.
     pub max_retry_after_secs: u64,
-    /// Whether every attempt sends the time left in `x-timebox-deadline-ms`.
-    /// Default `true`.
+    /// Whether every attempt sends the time left in the headers of
+    /// `deadline_headers`. Default `true`.
     pub send_deadline_header: bool,
+    /// The deadline headers every attempt writes, from
+    /// `x-timebox-deadline-ms`, `x-envoy-upstream-rq-timeout-ms` (an egress
+    /// Envoy then times the hop by what is left) and `grpc-timeout`, each
+    /// rounded down. Default `["x-timebox-deadline-ms"]`.
+    pub deadline_headers: Vec<String>,
     /// `[http.client.retry_budget]`: the per-host retry token bucket.
     pub retry_budget: BudgetConfig,
 }
@@ -274,6 +299,7 @@ impl Default for ClientConfig {
             max_backoff_ms: 20_000,
             max_retry_after_secs: 10,
             send_deadline_header: true,
+            deadline_headers: vec![DEADLINE_HEADER_NAME.to_owned()],
             retry_budget: BudgetConfig::default(),
         }
     }

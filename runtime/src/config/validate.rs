@@ -7,6 +7,7 @@ use super::grpc::is_method_name;
 use super::{
     BreakerConfig, BudgetConfig, Config, ConfigError, GrpcConfig, MethodTimeout, ServerConfig,
 };
+use crate::deadline::Format;
 
 /// Margin `server.shutdown_timeout_secs` should keep over the longest request
 /// deadline, so a request admitted just before shutdown can finish.
@@ -86,7 +87,9 @@ impl Config {
     /// `(0.0, 1.0]`. In `server`: a `header_read_timeout_ms` or
     /// `keep_alive_timeout_secs` longer than a day (no bound at all; `0` is
     /// how to turn one off); a `server.grpc.methods` name that is not
-    /// `/package.Service/Method`, or a method deadline of 0.
+    /// `/package.Service/Method`, or a method deadline of 0; a name in
+    /// `server.timeouts.deadline_headers` or `http.client.deadline_headers`
+    /// that is not a deadline header of that direction.
     pub fn validate_with_route_deadline(
         &self,
         longest_route_override: Option<Duration>,
@@ -96,6 +99,18 @@ impl Config {
         check_breaker(&self.breaker, &mut errors);
         check_connection_bounds(&self.server, &mut errors);
         check_grpc_methods(&self.server.grpc, &mut errors);
+        check_deadline_headers(
+            "server.timeouts.deadline_headers",
+            &self.server.timeouts.deadline_headers,
+            Format::is_inbound,
+            &mut errors,
+        );
+        check_deadline_headers(
+            "http.client.deadline_headers",
+            &self.http.client.deadline_headers,
+            Format::is_outbound,
+            &mut errors,
+        );
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -227,6 +242,30 @@ fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
 
 /// The longest connection bound `serve` accepts: anything longer bounds
 /// nothing and is most likely a unit mistake.
+fn check_deadline_headers(
+    key: &str,
+    names: &[String],
+    allowed: fn(Format) -> bool,
+    errors: &mut ConfigError,
+) {
+    let known: Vec<String> = Format::ALL
+        .into_iter()
+        .filter(|&format| allowed(format))
+        .map(|format| format!("`{format}`"))
+        .collect();
+    for name in names {
+        if !Format::from_name(name).is_some_and(allowed) {
+            errors.push(
+                key,
+                format!(
+                    "`{key}` names `{name}`, which is not a deadline header this side knows; use {}",
+                    known.join(", ")
+                ),
+            );
+        }
+    }
+}
+
 fn check_grpc_methods(grpc: &GrpcConfig, errors: &mut ConfigError) {
     for (name, timeout) in &grpc.methods {
         let key = format!("server.grpc.methods.\"{name}\"");

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use super::Format;
+
 /// `grpc-timeout`.
 pub const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 
@@ -47,12 +49,7 @@ pub fn parse(value: impl AsRef<[u8]>) -> Option<Duration> {
 /// several (a call that says two things is trusted on neither).
 #[must_use]
 pub fn from_headers(headers: &HeaderMap) -> Option<Duration> {
-    let mut values = headers.get_all(&GRPC_TIMEOUT).iter();
-    let first = values.next()?;
-    if values.next().is_some() {
-        return None;
-    }
-    parse(first)
+    Format::GrpcTimeout.from_headers(headers)
 }
 
 /// The `grpc-timeout` value for `remaining`, rounded down: whole

@@ -50,12 +50,7 @@ pub fn parse(value: &HeaderValue) -> Option<Duration> {
 /// things is trusted on neither).
 #[must_use]
 pub fn from_headers(headers: &HeaderMap) -> Option<Duration> {
-    let mut values = headers.get_all(&DEADLINE_HEADER).iter();
-    let first = values.next()?;
-    if values.next().is_some() {
-        return None;
-    }
-    parse(first)
+    super::Format::Timebox.from_headers(headers)
 }
 
 /// The header value for `remaining`: whole milliseconds, rounded down (never

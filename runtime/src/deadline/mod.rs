@@ -42,9 +42,10 @@
 
 mod bounded;
 mod error;
+mod formats;
 #[cfg(any(feature = "server", feature = "grpc"))]
 mod gated;
-// Public as `grpc::timeout`; without that feature nothing reads it yet.
+// Public as `grpc::timeout`; the HTTP side reads it as a mesh header.
 #[cfg_attr(not(feature = "grpc"), allow(dead_code, unreachable_pub))]
 pub(crate) mod grpc_timeout;
 pub mod header;
@@ -53,6 +54,12 @@ mod scope;
 
 pub use bounded::{bounded, Bounded};
 pub use error::{is_deadline_exceeded, DeadlineExceeded};
+pub use formats::Format;
+#[cfg_attr(
+    not(any(feature = "server", feature = "client", feature = "grpc")),
+    allow(unused_imports)
+)]
+pub(crate) use formats::Formats;
 #[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use gated::{Gated, Start};
 pub use point::Deadline;

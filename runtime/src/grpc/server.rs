@@ -14,7 +14,7 @@ use tonic::Status;
 use tower_service::Service;
 
 use crate::config::{Config, MethodTimeout};
-use crate::deadline::{header, Deadline, Gated, Start};
+use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::shutdown::{InFlightGuard, Shutdown};
 
@@ -28,7 +28,8 @@ use super::timeout;
 pub(crate) struct ServerSettings {
     pub(crate) default: Option<Duration>,
     pub(crate) methods: HashMap<Box<str>, MethodRule>,
-    pub(crate) accept_header: bool,
+    /// The HTTP deadline headers trusted besides `grpc-timeout`.
+    pub(crate) inbound: Formats,
     pub(crate) shutdown: Option<Shutdown>,
     pub(crate) entropy: Entropy,
 }
@@ -59,7 +60,7 @@ impl ServerSettings {
         Self {
             default: grpc.default_timeout(),
             methods,
-            accept_header: config.server.timeouts.accept_deadline_header,
+            inbound: Formats::trusted(&config.server.timeouts).without(Format::GrpcTimeout),
             shutdown: None,
             entropy: Entropy::from_os(),
         }
@@ -77,10 +78,9 @@ impl ServerSettings {
         };
         let inbound = timeout::from_headers(headers).map(|length| (length, Origin::GrpcTimeout));
         let header = self
-            .accept_header
-            .then(|| header::from_headers(headers))
-            .flatten()
-            .map(|length| (length, Origin::DeadlineHeader));
+            .inbound
+            .earliest(headers)
+            .map(|(length, format)| (length, Origin::Header(format)));
         [inbound, header, configured]
             .into_iter()
             .flatten()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tonic::metadata::MetadataValue;
 use tonic::Status;
 
-use crate::deadline::DeadlineExceeded;
+use crate::deadline::{DeadlineExceeded, Format};
 use crate::entropy::Entropy;
 
 /// Where a call's deadline came from: said in the `grpc-message` and the
@@ -17,8 +17,9 @@ use crate::entropy::Entropy;
 pub(crate) enum Origin {
     /// The inbound `grpc-timeout` header.
     GrpcTimeout,
-    /// The inbound `x-timebox-deadline-ms` header.
-    DeadlineHeader,
+    /// A trusted inbound deadline header
+    /// (`server.timeouts.deadline_headers`).
+    Header(Format),
     /// `server.grpc.methods."<method>"`.
     Method(Arc<str>),
     /// `server.grpc.default_timeout_ms`.
@@ -31,7 +32,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::GrpcTimeout => f.write_str("the grpc-timeout header"),
-            Self::DeadlineHeader => f.write_str("the x-timebox-deadline-ms header"),
+            Self::Header(format) => write!(f, "the {format} header"),
             Self::Method(method) => write!(f, "server.grpc.methods.\"{method}\""),
             Self::Default => f.write_str("server.grpc.default_timeout_ms"),
             Self::Caller => f.write_str("the caller's deadline"),

@@ -36,7 +36,9 @@
 //!    override, else the global `request_timeout_ms`, else none. It counts
 //!    from the first poll of the handler's future, before extraction; an
 //!    inbound deadline header, accepted when
-//!    `server.timeouts.accept_deadline_header` is on, can only shorten it.
+//!    `server.timeouts.accept_deadline_header` is on (in the formats of
+//!    `server.timeouts.deadline_headers`, the earliest winning), can only
+//!    shorten it.
 //! 3. The handler, extractors included, runs poll-gated under the deadline
 //!    (see [`bounded`](crate::deadline::bounded)) with the deadline current,
 //!    so outbound calls and pool waits below it see it too.

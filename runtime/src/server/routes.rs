@@ -10,6 +10,7 @@ use axum::Router;
 use http::Method;
 
 use crate::config::Config;
+use crate::deadline::Formats;
 
 use super::{DeadlineHandler, RouteSettings, RouteTimeout};
 
@@ -163,7 +164,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             }
         }
         let global = config.server.timeouts.request_timeout();
-        let accept_header = config.server.timeouts.accept_deadline_header;
+        let inbound = Formats::trusted(&config.server.timeouts);
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
         for route in self.routes {
             let budget = route.timeout.resolve(global);
@@ -172,7 +173,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             // no deadline anywhere a route is mounted as it is.
             let settings = (budget.is_some() || global.is_some()).then_some(RouteSettings {
                 budget,
-                accept_header,
+                inbound,
                 path: route.path,
             });
             let routed = (route.mount)(settings);

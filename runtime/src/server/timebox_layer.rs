@@ -15,7 +15,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::config::Config;
-use crate::deadline::{header, Deadline, Gated, Start};
+use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 
 use super::context::RequestContext;
@@ -69,7 +69,7 @@ pub struct TimeboxLayer {
 #[derive(Debug, Clone)]
 struct Settings {
     global: Option<Duration>,
-    accept_header: bool,
+    inbound: Formats,
     entropy: Entropy,
 }
 
@@ -82,7 +82,7 @@ impl TimeboxLayer {
         Self {
             settings: Arc::new(Settings {
                 global,
-                accept_header: config.server.timeouts.accept_deadline_header,
+                inbound: Formats::trusted(&config.server.timeouts),
                 entropy: Entropy::from_os(),
             }),
         }
@@ -137,9 +137,9 @@ where
         let settings = &*self.settings;
         let start = Instant::now();
         let inbound = settings
-            .accept_header
-            .then(|| header::from_headers(req.headers()))
-            .flatten();
+            .inbound
+            .earliest(req.headers())
+            .map(|(left, _)| left);
         let entropy = req
             .extensions()
             .get::<Entropy>()

@@ -17,7 +17,7 @@ use axum::handler::Handler;
 use axum::response::Response;
 use pin_project::pin_project;
 
-use crate::deadline::{header, Deadline, Gated, Start};
+use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::server::context::RequestContext;
 
@@ -33,8 +33,9 @@ pub(crate) struct RouteSettings {
     /// a route whose rule is `off` under a global deadline (it only keeps an
     /// outer `TimeboxLayer` from gating it).
     pub(crate) budget: Option<Duration>,
-    /// `server.timeouts.accept_deadline_header`.
-    pub(crate) accept_header: bool,
+    /// The inbound deadline headers it trusts (none unless
+    /// `server.timeouts.accept_deadline_header` is on).
+    pub(crate) inbound: Formats,
     /// The route's path, for the timeout log line.
     pub(crate) path: &'static str,
 }
@@ -69,9 +70,9 @@ where
         let inbound = match context {
             Some(context) => context.inbound,
             None => settings
-                .accept_header
-                .then(|| header::from_headers(req.headers()))
-                .flatten(),
+                .inbound
+                .earliest(req.headers())
+                .map(|(left, _)| left),
         };
         let budget = inbound.map_or(route_budget, |inbound| route_budget.min(inbound));
         let expiry = Expiry {

@@ -1,0 +1,311 @@
+//! The deadline header formats of a fleet: timebox's own, gRPC's, Envoy's
+//! and the Connect protocol's, and the sets of them a server trusts and a
+//! client writes.
+
+// Each door (server, client, gRPC) uses its part of the sets.
+#![cfg_attr(
+    not(all(feature = "server", feature = "client", feature = "grpc")),
+    allow(dead_code)
+)]
+
+use std::fmt;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::config::{ClientConfig, TimeoutsConfig};
+
+use super::grpc_timeout;
+use super::header::{self, DEADLINE_HEADER};
+
+/// A header that carries how long a request may take.
+///
+/// Inbound, a server trusts the formats listed in
+/// `server.timeouts.deadline_headers` (when `accept_deadline_header` is on);
+/// outbound, a client writes those in `http.client.deadline_headers`. Each
+/// is parsed strictly, and a request that carries one several times uses
+/// none of its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// `x-timebox-deadline-ms`: the time left in whole milliseconds.
+    Timebox,
+    /// `grpc-timeout`: gRPC's, digits and a unit (see
+    /// `timebox::grpc::timeout`).
+    GrpcTimeout,
+    /// `x-envoy-expected-rq-timeout-ms`: the time Envoy gives the request,
+    /// in whole milliseconds, as Envoy sends it to the service behind it.
+    /// Inbound only.
+    EnvoyExpected,
+    /// `connect-timeout-ms`: the Connect protocol's, 1 to 10 digits of
+    /// milliseconds. Inbound only.
+    ConnectTimeout,
+    /// `x-envoy-upstream-rq-timeout-ms`: tells an egress Envoy how long to
+    /// give the next hop, in whole milliseconds (at least 1: to Envoy, 0
+    /// means no timeout at all). Outbound only.
+    EnvoyUpstream,
+}
+
+impl Format {
+    /// Every format, in the order they are tried.
+    pub const ALL: [Self; 5] = [
+        Self::Timebox,
+        Self::GrpcTimeout,
+        Self::EnvoyExpected,
+        Self::ConnectTimeout,
+        Self::EnvoyUpstream,
+    ];
+
+    /// The header's name.
+    #[must_use]
+    pub const fn name(self) -> HeaderName {
+        match self {
+            Self::Timebox => DEADLINE_HEADER,
+            Self::GrpcTimeout => grpc_timeout::GRPC_TIMEOUT,
+            Self::EnvoyExpected => HeaderName::from_static("x-envoy-expected-rq-timeout-ms"),
+            Self::ConnectTimeout => HeaderName::from_static("connect-timeout-ms"),
+            Self::EnvoyUpstream => HeaderName::from_static("x-envoy-upstream-rq-timeout-ms"),
+        }
+    }
+
+    /// The format whose header is called `name` (lowercase, as in config).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|format| format.name().as_str() == name)
+    }
+
+    /// Whether a server may trust this format on a request.
+    #[must_use]
+    pub const fn is_inbound(self) -> bool {
+        !matches!(self, Self::EnvoyUpstream)
+    }
+
+    /// Whether a client may write this format on a request.
+    #[must_use]
+    pub const fn is_outbound(self) -> bool {
+        matches!(
+            self,
+            Self::Timebox | Self::GrpcTimeout | Self::EnvoyUpstream
+        )
+    }
+
+    /// The time one value of this format grants; `None` when it does not
+    /// parse.
+    #[must_use]
+    pub fn parse(self, value: &HeaderValue) -> Option<Duration> {
+        match self {
+            Self::Timebox | Self::EnvoyExpected | Self::EnvoyUpstream => header::parse(value),
+            Self::GrpcTimeout => grpc_timeout::parse(value),
+            Self::ConnectTimeout => {
+                let digits = value.as_bytes().trim_ascii();
+                if digits.len() > 10 {
+                    return None;
+                }
+                header::parse(value)
+            }
+        }
+    }
+
+    /// The time `headers` grant in this format: `None` when the header is
+    /// absent, does not parse, or is there more than once.
+    #[must_use]
+    pub fn from_headers(self, headers: &HeaderMap) -> Option<Duration> {
+        let mut values = headers.get_all(self.name()).iter();
+        let first = values.next()?;
+        if values.next().is_some() {
+            return None;
+        }
+        self.parse(first)
+    }
+
+    /// This format's value for `remaining`, rounded down; `None` when it
+    /// has none (`grpc-timeout` for zero).
+    #[must_use]
+    pub fn to_value(self, remaining: Duration) -> Option<HeaderValue> {
+        match self {
+            Self::GrpcTimeout => grpc_timeout::encode(remaining),
+            Self::EnvoyUpstream => Some(header::to_value(remaining.max(Duration::from_millis(1)))),
+            Self::Timebox | Self::EnvoyExpected | Self::ConnectTimeout => {
+                Some(header::to_value(remaining))
+            }
+        }
+    }
+
+    const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name().as_str())
+    }
+}
+
+/// A set of formats: the ones a server trusts, or a client writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Formats(u8);
+
+impl Formats {
+    /// The formats named in `names`; names of no format, or of one that
+    /// does not go this way, are left out ([`Config::validate`] rejects
+    /// them).
+    ///
+    /// [`Config::validate`]: crate::config::Config::validate
+    pub(crate) fn named<'a>(
+        names: impl IntoIterator<Item = &'a String>,
+        allowed: fn(Format) -> bool,
+    ) -> Self {
+        names
+            .into_iter()
+            .filter_map(|name| Format::from_name(name))
+            .filter(|&format| allowed(format))
+            .fold(Self(0), |set, format| Self(set.0 | format.bit()))
+    }
+
+    /// What a server trusts: `deadline_headers` when
+    /// `accept_deadline_header` is on, else nothing.
+    pub(crate) fn trusted(timeouts: &TimeoutsConfig) -> Self {
+        if !timeouts.accept_deadline_header {
+            return Self::default();
+        }
+        Self::named(&timeouts.deadline_headers, Format::is_inbound)
+    }
+
+    /// What a client writes: `deadline_headers` when `send_deadline_header`
+    /// is on, else nothing.
+    pub(crate) fn written(client: &ClientConfig) -> Self {
+        if !client.send_deadline_header {
+            return Self::default();
+        }
+        Self::named(&client.deadline_headers, Format::is_outbound)
+    }
+
+    /// Whether the set is empty.
+    pub(crate) const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether `format` is in the set.
+    pub(crate) const fn contains(self, format: Format) -> bool {
+        self.0 & format.bit() != 0
+    }
+
+    /// Without `format`.
+    pub(crate) const fn without(self, format: Format) -> Self {
+        Self(self.0 & !format.bit())
+    }
+
+    fn iter(self) -> impl Iterator<Item = Format> {
+        Format::ALL
+            .into_iter()
+            .filter(move |format| self.0 & format.bit() != 0)
+    }
+
+    /// The earliest time any trusted format in `headers` grants, and which.
+    pub(crate) fn earliest(self, headers: &HeaderMap) -> Option<(Duration, Format)> {
+        if self.is_empty() || headers.is_empty() {
+            return None;
+        }
+        self.iter()
+            .filter_map(|format| Some((format.from_headers(headers)?, format)))
+            .min_by_key(|(left, _)| *left)
+    }
+
+    /// Writes every format of the set for `remaining` into `headers`,
+    /// replacing what was there.
+    pub(crate) fn write(self, remaining: Duration, headers: &mut HeaderMap) {
+        for format in self.iter() {
+            match format.to_value(remaining) {
+                Some(value) => headers.insert(format.name(), value),
+                None => headers.remove(format.name()),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::{HeaderMap, HeaderValue};
+
+    use super::{Format, Formats};
+
+    fn value(text: &'static str) -> HeaderValue {
+        HeaderValue::from_static(text)
+    }
+
+    #[test]
+    fn each_inbound_format_parses_strictly() {
+        let ms = Duration::from_millis;
+        for (format, text, expected) in [
+            (Format::Timebox, "1500", Some(ms(1500))),
+            (Format::Timebox, "1.5", None),
+            (Format::GrpcTimeout, "1500m", Some(ms(1500))),
+            (Format::GrpcTimeout, "1500", None),
+            (Format::EnvoyExpected, " 250 ", Some(ms(250))),
+            (Format::EnvoyExpected, "250ms", None),
+            (Format::EnvoyExpected, "-1", None),
+            (
+                Format::ConnectTimeout,
+                "9999999999",
+                Some(ms(9_999_999_999)),
+            ),
+            (Format::ConnectTimeout, "10000000000", None),
+            (Format::ConnectTimeout, "", None),
+        ] {
+            assert_eq!(format.parse(&value(text)), expected, "{format} {text:?}");
+        }
+    }
+
+    #[test]
+    fn the_earliest_trusted_value_wins_and_a_repeated_header_is_no_value() {
+        let names = [
+            "grpc-timeout".to_owned(),
+            "x-envoy-expected-rq-timeout-ms".to_owned(),
+        ];
+        let trusted = Formats::named(&names, Format::is_inbound);
+        let mut headers = HeaderMap::new();
+        headers.insert("grpc-timeout", value("2S"));
+        headers.insert("x-envoy-expected-rq-timeout-ms", value("700"));
+        headers.insert("x-timebox-deadline-ms", value("10"));
+        assert_eq!(
+            trusted.earliest(&headers),
+            Some((Duration::from_millis(700), Format::EnvoyExpected)),
+            "the untrusted 10 ms is ignored"
+        );
+        headers.append("x-envoy-expected-rq-timeout-ms", value("700"));
+        assert_eq!(
+            trusted.earliest(&headers),
+            Some((Duration::from_secs(2), Format::GrpcTimeout))
+        );
+    }
+
+    #[test]
+    fn names_of_the_wrong_direction_are_left_out() {
+        let names = ["x-envoy-upstream-rq-timeout-ms".to_owned()];
+        assert!(Formats::named(&names, Format::is_inbound).is_empty());
+        assert!(!Formats::named(&names, Format::is_outbound).is_empty());
+    }
+
+    #[test]
+    fn writing_rounds_down_and_never_tells_envoy_zero() {
+        let names = [
+            "x-timebox-deadline-ms".to_owned(),
+            "grpc-timeout".to_owned(),
+            "x-envoy-upstream-rq-timeout-ms".to_owned(),
+        ];
+        let mut headers = HeaderMap::new();
+        Formats::named(&names, Format::is_outbound)
+            .write(Duration::from_micros(1_500_900), &mut headers);
+        assert_eq!(headers["x-timebox-deadline-ms"], "1500");
+        assert_eq!(headers["grpc-timeout"], "1500m");
+        assert_eq!(headers["x-envoy-upstream-rq-timeout-ms"], "1500");
+        Formats::named(&names, Format::is_outbound).write(Duration::from_micros(400), &mut headers);
+        assert_eq!(headers["x-envoy-upstream-rq-timeout-ms"], "1");
+        assert_eq!(headers["grpc-timeout"], "400u");
+    }
+}

@@ -1,0 +1,183 @@
+//! The deadline headers of a mesh (DESIGN I5): which inbound formats a
+//! server trusts, and which a client writes on every attempt.
+
+mod support;
+
+use std::time::Duration;
+
+use http::StatusCode;
+use timebox::config::Config;
+use timebox::deadline::Deadline;
+use timebox::sim::Sim;
+use timebox::{get, routes, sim_test};
+use tokio::time::{sleep, Instant};
+
+use support::http::{request, send};
+use support::time::{MS, SECS};
+use support::upstream::{recording, Recorder};
+
+#[get("/slow")]
+async fn slow() -> &'static str {
+    sleep(SECS(10)).await;
+    "finished"
+}
+
+/// A 2 s global deadline that trusts `formats`.
+fn trusting(formats: &[&str]) -> Config {
+    let mut config = Config::default();
+    config.server.timeouts.request_timeout_ms = Some(2000);
+    config.server.timeouts.accept_deadline_header = true;
+    config.server.timeouts.deadline_headers = formats.iter().map(|&f| f.to_owned()).collect();
+    config.validate().expect("a valid config");
+    config
+}
+
+/// When `GET /slow` with `headers` is answered, and with what.
+async fn answered_after(
+    config: &Config,
+    headers: &[(&'static str, &str)],
+) -> (Duration, StatusCode) {
+    let app = routes![slow].into_router(config);
+    let mut req = request("GET", "/slow");
+    for (name, value) in headers {
+        req.headers_mut().append(*name, value.parse().unwrap());
+    }
+    let start = Instant::now();
+    let response = send(&app, req).await;
+    (start.elapsed(), response.status())
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_inbound_format_shortens_the_route_deadline_and_never_lengthens_it() {
+    for (format, short, long) in [
+        ("x-timebox-deadline-ms", "300", "5000"),
+        ("grpc-timeout", "300m", "5S"),
+        ("x-envoy-expected-rq-timeout-ms", "300", "5000"),
+        ("connect-timeout-ms", "300", "5000"),
+    ] {
+        let config = trusting(&[format]);
+        let answer = answered_after(&config, &[(format, short)]).await;
+        assert_eq!(
+            answer,
+            (MS(300), StatusCode::SERVICE_UNAVAILABLE),
+            "{format}: {short}"
+        );
+        let answer = answered_after(&config, &[(format, long)]).await;
+        assert_eq!(
+            answer,
+            (SECS(2), StatusCode::SERVICE_UNAVAILABLE),
+            "{format}: {long}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_format_not_listed_is_not_trusted() {
+    let config = trusting(&["x-timebox-deadline-ms"]);
+    let answer = answered_after(&config, &[("grpc-timeout", "300m")]).await;
+    assert_eq!(answer.0, SECS(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_earliest_trusted_value_wins() {
+    let config = trusting(&["grpc-timeout", "x-envoy-expected-rq-timeout-ms"]);
+    let headers = [
+        ("grpc-timeout", "900m"),
+        ("x-envoy-expected-rq-timeout-ms", "400"),
+    ];
+    assert_eq!(answered_after(&config, &headers).await.0, MS(400));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_value_that_does_not_parse_or_comes_twice_is_no_value() {
+    let config = trusting(&["grpc-timeout", "connect-timeout-ms"]);
+    for headers in [
+        &[("grpc-timeout", "300")][..],
+        &[("grpc-timeout", "300m"), ("grpc-timeout", "300m")][..],
+        &[("connect-timeout-ms", "12345678901")][..],
+    ] {
+        assert_eq!(
+            answered_after(&config, headers).await.0,
+            SECS(2),
+            "{headers:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_is_trusted_unless_headers_are_accepted() {
+    let mut config = trusting(&["grpc-timeout"]);
+    config.server.timeouts.accept_deadline_header = false;
+    assert_eq!(
+        answered_after(&config, &[("grpc-timeout", "300m")]).await.0,
+        SECS(2)
+    );
+}
+
+#[test]
+fn a_name_that_is_no_deadline_header_of_its_direction_is_an_error_naming_it() {
+    let mut config = Config::default();
+    config.server.timeouts.deadline_headers = vec!["x-envoy-upstream-rq-timeout-ms".to_owned()];
+    config.http.client.deadline_headers = vec!["x-request-timeout".to_owned()];
+    let err = config.validate().unwrap_err();
+    let keys: Vec<_> = err.keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "server.timeouts.deadline_headers",
+            "http.client.deadline_headers"
+        ]
+    );
+    let text = err.to_string();
+    assert!(text.contains("`x-request-timeout`"), "{text}");
+    assert!(text.contains("`x-envoy-upstream-rq-timeout-ms`"), "{text}");
+}
+
+#[sim_test]
+async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |n| async move {
+            if n == 1 {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
+            }
+        }),
+    );
+    let mut config = Config::default();
+    config.http.client.deadline_headers = vec![
+        "x-timebox-deadline-ms".to_owned(),
+        "x-envoy-upstream-rq-timeout-ms".to_owned(),
+        "grpc-timeout".to_owned(),
+    ];
+    config.validate().expect("a valid config");
+    let client = sim.client_with(&config);
+    Deadline::after(SECS(5))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 2, "a retry");
+    for hit in &hits {
+        let values = |name| {
+            let values: Vec<_> = hit.headers.get_all(name).iter().collect();
+            assert_eq!(values.len(), 1, "{name}: one value");
+            values[0].to_str().unwrap().to_owned()
+        };
+        let timebox: u64 = values("x-timebox-deadline-ms").parse().unwrap();
+        assert_eq!(
+            values("x-envoy-upstream-rq-timeout-ms"),
+            timebox.to_string()
+        );
+        assert_eq!(values("grpc-timeout"), format!("{timebox}m"));
+        assert!(timebox <= 5000);
+    }
+    let first: u64 = hits[0].deadline_header.as_deref().unwrap().parse().unwrap();
+    let second: u64 = hits[1].deadline_header.as_deref().unwrap().parse().unwrap();
+    assert!(
+        second < first,
+        "the retry carries less: {first} then {second}"
+    );
+}
