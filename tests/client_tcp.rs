@@ -520,3 +520,47 @@ async fn a_callers_shorter_deadline_header_goes_out_exactly_as_set() {
         .collect();
     assert_eq!(sent, [Some("200".to_owned()), Some("200".to_owned())]);
 }
+
+/// `/from` redirects to `/to`, which answers "arrived".
+fn redirecting() -> Router {
+    Router::new()
+        .route(
+            "/from",
+            get(|| async { (StatusCode::FOUND, [(LOCATION, "/to")]) }),
+        )
+        .route("/to", get(|| async { "arrived" }))
+}
+
+#[tokio::test]
+async fn an_existing_reqwest_client_without_redirects_is_used_and_timebox_follows_them() {
+    let addr = serve(redirecting()).await;
+    let reqwest = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let client = Client::builder(&Config::default()).reqwest(reqwest).build();
+    let response = ends(client.get(format!("http://{addr}/from")).send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.text().await.unwrap(), "arrived");
+}
+
+#[tokio::test]
+async fn a_reqwest_client_that_follows_redirects_itself_is_refused_at_the_first() {
+    let addr = serve(redirecting()).await;
+    let client = Client::builder(&Config::default())
+        .reqwest(reqwest::Client::new())
+        .build();
+    let err = ends(client.get(format!("http://{addr}/from")).send())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
+    let why = std::error::Error::source(&err).unwrap();
+    assert!(why.is::<timebox::client::RedirectsOn>(), "{why:?}");
+    assert!(
+        why.to_string()
+            .contains("`.redirect(reqwest::redirect::Policy::none())`"),
+        "{why}"
+    );
+}

@@ -155,6 +155,31 @@ impl ClientBuilder {
         self
     }
 
+    /// Sends through `client`, an existing `reqwest::Client` (its TLS,
+    /// proxy, pool and default headers), instead of a new one.
+    ///
+    /// The client must not follow redirects itself: build it with
+    /// `.redirect(reqwest::redirect::Policy::none())`, and timebox follows
+    /// them hop by hop. reqwest does not say how a client was built, so one
+    /// that does follow them is refused at its first redirect: that attempt
+    /// fails with [`ClientError::Transport`] whose source is a
+    /// [`RedirectsOn`](super::RedirectsOn) saying so.
+    ///
+    /// ```
+    /// use timebox::client::Client;
+    /// use timebox::config::Config;
+    ///
+    /// let reqwest = reqwest::Client::builder()
+    ///     .redirect(reqwest::redirect::Policy::none())
+    ///     .build()
+    ///     .unwrap();
+    /// let client = Client::builder(&Config::default()).reqwest(reqwest).build();
+    /// # let _ = client;
+    /// ```
+    pub fn reqwest(self, client: reqwest::Client) -> Self {
+        self.transport(Arc::new(ReqwestTransport::with_client(client)))
+    }
+
     /// Draws backoff jitter and idempotency keys from `entropy` instead of a
     /// source seeded by the operating system.
     pub fn entropy(mut self, entropy: Entropy) -> Self {

@@ -114,6 +114,8 @@ impl Call {
             body,
             retries,
             retry_non_idempotent,
+            // `send` applies it as a deadline scope around the call.
+            timeout: _,
             error,
         } = request;
         if let Some(error) = error {

@@ -3,6 +3,8 @@
 use std::error::Error;
 use std::fmt;
 
+use http::StatusCode;
+
 use crate::breaker::Open;
 use crate::deadline::DeadlineExceeded;
 
@@ -43,6 +45,12 @@ pub enum ClientError {
     InvalidRequest(String),
     /// The request failed after it was sent, or its body could not be read.
     Transport(BoxError),
+    /// The response body is not the JSON that
+    /// [`Response::json`](super::Response::json) was asked for.
+    Decode(BoxError),
+    /// [`Response::error_for_status`](super::Response::error_for_status)
+    /// found a client or server error status.
+    Status(StatusCode),
 }
 
 impl ClientError {
@@ -69,6 +77,10 @@ impl fmt::Display for ClientError {
             ClientError::Connect(_) => f.write_str("connection failed"),
             ClientError::InvalidRequest(what) => write!(f, "invalid request: {what}"),
             ClientError::Transport(_) => f.write_str("request failed"),
+            ClientError::Decode(err) => {
+                write!(f, "the response body is not the JSON expected: {err}")
+            }
+            ClientError::Status(status) => write!(f, "the server answered {status}"),
         }
     }
 }
@@ -77,11 +89,14 @@ impl Error for ClientError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
             ClientError::DeadlineExceeded(err) => Some(err),
-            ClientError::Connect(err) | ClientError::Transport(err) => Some(&**err),
+            ClientError::Connect(err) | ClientError::Transport(err) | ClientError::Decode(err) => {
+                Some(&**err)
+            }
             ClientError::CircuitBreakerOpen { open, .. } => Some(open),
             ClientError::TooManyRedirects
             | ClientError::Timeout
-            | ClientError::InvalidRequest(_) => None,
+            | ClientError::InvalidRequest(_)
+            | ClientError::Status(_) => None,
         }
     }
 }

@@ -79,4 +79,4 @@ pub use client::{Client, ClientBuilder};
 pub use error::{BoxError, ClientError};
 pub use request::RequestBuilder;
 pub use response::Response;
-pub use transport::{ResponseBody, Transport, TransportError, TransportFuture};
+pub use transport::{RedirectsOn, ResponseBody, Transport, TransportError, TransportFuture};

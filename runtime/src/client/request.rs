@@ -1,8 +1,14 @@
 //! [`RequestBuilder`]: one outbound call, before it is sent.
 
+use std::fmt;
+use std::time::Duration;
+
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, Method};
+use serde::Serialize;
+
+use crate::deadline::Deadline;
 
 use super::call;
 use super::{Client, ClientError, Response};
@@ -18,6 +24,7 @@ pub struct RequestBuilder {
     pub(super) body: Bytes,
     pub(super) retries: Option<u32>,
     pub(super) retry_non_idempotent: bool,
+    pub(super) timeout: Option<Duration>,
     pub(super) error: Option<ClientError>,
 }
 
@@ -31,6 +38,7 @@ impl RequestBuilder {
             body: Bytes::new(),
             retries: None,
             retry_non_idempotent: false,
+            timeout: None,
             error: None,
         }
     }
@@ -58,6 +66,86 @@ impl RequestBuilder {
     pub fn body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
         self
+    }
+
+    /// Sets the body to `json` serialized, and `Content-Type:
+    /// application/json` unless a content type is set. As reqwest's: a
+    /// value that does not serialize makes [`send`](Self::send) fail.
+    pub fn json<T: Serialize + ?Sized>(mut self, json: &T) -> Self {
+        match serde_json::to_vec(json) {
+            Ok(body) => {
+                self.set_content_type("application/json");
+                self.body = body.into();
+            }
+            Err(err) => self.fail(&format!("the JSON body does not serialize: {err}")),
+        }
+        self
+    }
+
+    /// Sets the body to `form` URL-encoded, and `Content-Type:
+    /// application/x-www-form-urlencoded` unless a content type is set.
+    pub fn form<T: Serialize + ?Sized>(mut self, form: &T) -> Self {
+        match serde_urlencoded::to_string(form) {
+            Ok(body) => {
+                self.set_content_type("application/x-www-form-urlencoded");
+                self.body = body.into();
+            }
+            Err(err) => self.fail(&format!("the form body does not serialize: {err}")),
+        }
+        self
+    }
+
+    /// Appends `query`, URL-encoded, to the URL's query string, as
+    /// reqwest's does (`&[("page", "2")]`, a map or a struct).
+    pub fn query<T: Serialize + ?Sized>(mut self, query: &T) -> Self {
+        let encoded = match serde_urlencoded::to_string(query) {
+            Ok(encoded) => encoded,
+            Err(err) => {
+                self.fail(&format!("the query does not serialize: {err}"));
+                return self;
+            }
+        };
+        match url::Url::parse(&self.url) {
+            Ok(mut url) => {
+                let query = match url.query() {
+                    Some(existing) if !existing.is_empty() => format!("{existing}&{encoded}"),
+                    _ => encoded,
+                };
+                url.set_query((!query.is_empty()).then_some(query.as_str()));
+                self.url = url.into();
+            }
+            Err(err) => self.fail(&format!("the url {} does not parse: {err}", self.url)),
+        }
+        self
+    }
+
+    /// Sets `Authorization: Bearer <token>`, marked sensitive (kept out of
+    /// debug output).
+    pub fn bearer_auth<T: fmt::Display>(mut self, token: T) -> Self {
+        match HeaderValue::try_from(format!("Bearer {token}")) {
+            Ok(mut value) => {
+                value.set_sensitive(true);
+                self.headers.insert(AUTHORIZATION, value);
+            }
+            Err(_) => self.fail("the bearer token is not a valid header value"),
+        }
+        self
+    }
+
+    /// Bounds the whole call, every attempt and the reading of the body
+    /// included, to `timeout` from when it is sent, as reqwest's does for its
+    /// one attempt. It shortens the current deadline, never lengthens it;
+    /// `http.client.timeout_secs` still bounds each attempt.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    fn set_content_type(&mut self, content_type: &'static str) {
+        if !self.headers.contains_key(CONTENT_TYPE) {
+            self.headers
+                .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+        }
     }
 
     /// At most `retries` retries for this call, instead of
@@ -91,7 +179,10 @@ impl RequestBuilder {
     /// Dropping the future stops the call; a retry that was paid for but not
     /// yet sent gives its tokens back.
     pub async fn send(self) -> Result<Response, ClientError> {
-        call::send(self).await
+        match self.timeout {
+            Some(timeout) => Deadline::after(timeout).scope(call::send(self)).await,
+            None => call::send(self).await,
+        }
     }
 
     fn fail(&mut self, message: &str) {

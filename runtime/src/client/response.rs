@@ -1,7 +1,9 @@
 //! [`Response`]: what an outbound call returns.
 
 use bytes::{Bytes, BytesMut};
+use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
+use serde::de::DeserializeOwned;
 
 use crate::deadline::{bounded, Deadline};
 
@@ -81,5 +83,55 @@ impl Response {
     pub async fn text(self) -> Result<String, ClientError> {
         let bytes = self.bytes().await?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The whole body, deserialized from JSON.
+    ///
+    /// # Errors
+    ///
+    /// As [`Response::bytes`], and [`ClientError::Decode`] when the body is
+    /// not JSON of type `T`.
+    ///
+    /// # Cancellation safety
+    ///
+    /// As [`Response::bytes`].
+    pub async fn json<T: DeserializeOwned>(self) -> Result<T, ClientError> {
+        let bytes = self.bytes().await?;
+        serde_json::from_slice(&bytes).map_err(|err| ClientError::Decode(Box::new(err)))
+    }
+
+    /// The response itself when its status is not an error, as reqwest's:
+    /// a 4xx or 5xx status becomes [`ClientError::Status`].
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Status`] for a client or server error status.
+    pub fn error_for_status(self) -> Result<Self, ClientError> {
+        if self.status.is_client_error() || self.status.is_server_error() {
+            return Err(ClientError::Status(self.status));
+        }
+        Ok(self)
+    }
+
+    /// The body as a stream of chunks, each read under the call's deadline:
+    /// once it passes the stream yields [`ClientError::DeadlineExceeded`]
+    /// and ends.
+    pub fn bytes_stream(self) -> impl Stream<Item = Result<Bytes, ClientError>> + Send {
+        let Self { body, deadline, .. } = self;
+        futures_util::stream::unfold(Some(body), move |body| async move {
+            let mut body = body?;
+            let next = async { body.next_chunk().await };
+            let chunk = match deadline {
+                Some(deadline) => match deadline.scope(bounded(next)).await {
+                    Ok(chunk) => chunk,
+                    Err(_) => return Some((Err(ClientError::deadline()), None)),
+                },
+                None => next.await,
+            };
+            match chunk? {
+                Ok(chunk) => Some((Ok(chunk), Some(body))),
+                Err(err) => Some((Err(ClientError::Transport(err)), None)),
+            }
+        })
     }
 }

@@ -95,7 +95,40 @@ impl ReqwestTransport {
             .build()?;
         Ok(Self { client })
     }
+
+    /// Sends through the caller's own `client`, which must not follow
+    /// redirects itself (see [`RedirectsOn`]).
+    pub(crate) fn with_client(client: reqwest::Client) -> Self {
+        Self { client }
+    }
 }
+
+/// The error of an attempt through a `reqwest::Client` that followed a
+/// redirect by itself: timebox follows redirects hop by hop under its own
+/// rules (each hop's deadline header, the retry allowance, the breaker of
+/// each host), which a client that follows them itself would bypass.
+/// reqwest does not say how a client was built, so this is found out at
+/// the first redirect, and that attempt fails.
+#[derive(Debug)]
+pub struct RedirectsOn {
+    requested: String,
+    ended_at: String,
+}
+
+impl fmt::Display for RedirectsOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the reqwest::Client given to timebox followed a redirect itself \
+             ({} ended at {}); build it with \
+             `.redirect(reqwest::redirect::Policy::none())` so that timebox \
+             follows redirects under its rules",
+            self.requested, self.ended_at
+        )
+    }
+}
+
+impl std::error::Error for RedirectsOn {}
 
 impl Transport for ReqwestTransport {
     fn send(&self, request: http::Request<Bytes>) -> TransportFuture {
@@ -103,6 +136,7 @@ impl Transport for ReqwestTransport {
         Box::pin(async move {
             let request = reqwest::Request::try_from(request)
                 .map_err(|err| TransportError::Other(err.into()))?;
+            let requested = request.url().clone();
             let response = client.execute(request).await.map_err(|err| {
                 if err.is_connect() {
                     TransportError::Connect(err.into())
@@ -110,6 +144,12 @@ impl Transport for ReqwestTransport {
                     TransportError::Other(err.into())
                 }
             })?;
+            if response.url() != &requested {
+                return Err(TransportError::Other(Box::new(RedirectsOn {
+                    requested: requested.into(),
+                    ended_at: response.url().as_str().to_owned(),
+                })));
+            }
             let mut head = http::Response::builder().status(response.status());
             if let Some(headers) = head.headers_mut() {
                 headers.extend(response.headers().clone());

@@ -91,8 +91,8 @@ pub(crate) fn shutting_down(entropy: &Entropy) -> Status {
 /// | error | code |
 /// |---|---|
 /// | `DeadlineExceeded` | `DEADLINE_EXCEEDED` (4) |
-/// | `CircuitBreakerOpen`, `Timeout`, `Connect`, `Transport` | `UNAVAILABLE` (14) |
-/// | `TooManyRedirects`, `InvalidRequest` | `INTERNAL` (13) |
+/// | `CircuitBreakerOpen`, `Timeout`, `Connect`, `Transport`, a 5xx `Status` | `UNAVAILABLE` (14) |
+/// | `TooManyRedirects`, `InvalidRequest`, `Decode`, any other `Status` | `INTERNAL` (13) |
 ///
 /// The status's source is the error, so its chain is kept: for a
 /// deadline, [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded)
@@ -109,7 +109,11 @@ impl From<crate::client::ClientError> for Status {
             | ClientError::Timeout
             | ClientError::Connect(_)
             | ClientError::Transport(_) => Code::Unavailable,
-            ClientError::TooManyRedirects | ClientError::InvalidRequest(_) => Code::Internal,
+            ClientError::Status(status) if status.is_server_error() => Code::Unavailable,
+            ClientError::TooManyRedirects
+            | ClientError::InvalidRequest(_)
+            | ClientError::Decode(_)
+            | ClientError::Status(_) => Code::Internal,
         };
         let mut status = Status::new(code, err.to_string());
         status.set_source(Arc::new(err));

@@ -1,0 +1,238 @@
+//! The request and response helpers of the client, with reqwest's names
+//! and meanings, on the simulated network.
+
+mod support;
+
+use std::future::pending;
+
+use axum::body::{Body, Bytes};
+use axum::extract::RawQuery;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{any, get};
+use axum::{Json, Router};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use timebox::client::ClientError;
+use timebox::deadline::Deadline;
+use timebox::sim::Sim;
+use timebox::sim_test;
+use tokio::time::{sleep, Instant};
+
+use support::time::{MS, SECS};
+
+/// What the echo host saw of a request.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Seen {
+    query: Option<String>,
+    content_type: Option<String>,
+    authorization: Option<String>,
+    body: String,
+}
+
+async fn echo(RawQuery(query): RawQuery, headers: HeaderMap, body: Bytes) -> Json<Seen> {
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    };
+    Json(Seen {
+        query,
+        content_type: header("content-type"),
+        authorization: header("authorization"),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+fn hosts(sim: &Sim) {
+    sim.net().host("echo", Router::new().fallback(any(echo)));
+    sim.net().host(
+        "other",
+        Router::new()
+            .route("/missing", get(|| async { StatusCode::NOT_FOUND }))
+            .route("/text", get(|| async { "not json" }))
+            .route("/hang", get(|| async { pending::<&str>().await }))
+            .route(
+                "/drip",
+                get(|| async {
+                    let chunks = futures_util::stream::unfold(0_u32, |n| async move {
+                        sleep(MS(100)).await;
+                        Some((Ok::<_, std::io::Error>(Bytes::from(format!("{n};"))), n + 1))
+                    });
+                    Body::from_stream(chunks)
+                }),
+            ),
+    );
+}
+
+#[derive(Serialize)]
+struct Order<'a> {
+    item: &'a str,
+    count: u32,
+}
+
+#[sim_test]
+async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    let seen: Seen = client
+        .post("http://echo/orders?source=app")
+        .query(&[("page", "2"), ("q", "a b")])
+        .bearer_auth("s3cret")
+        .json(&Order {
+            item: "tea",
+            count: 2,
+        })
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        seen,
+        Seen {
+            query: Some("source=app&page=2&q=a+b".to_owned()),
+            content_type: Some("application/json".to_owned()),
+            authorization: Some("Bearer s3cret".to_owned()),
+            body: r#"{"item":"tea","count":2}"#.to_owned(),
+        }
+    );
+
+    let seen: Seen = client
+        .post("http://echo/orders")
+        .form(&Order {
+            item: "tea",
+            count: 2,
+        })
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(seen.body, "item=tea&count=2");
+    assert_eq!(
+        seen.content_type.as_deref(),
+        Some("application/x-www-form-urlencoded")
+    );
+}
+
+#[sim_test]
+async fn a_content_type_set_by_the_caller_is_kept(sim: Sim) {
+    hosts(&sim);
+    let seen: Seen = sim
+        .client()
+        .post("http://echo/")
+        .header("content-type", "application/merge-patch+json")
+        .json(&Order {
+            item: "tea",
+            count: 1,
+        })
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.content_type.as_deref(),
+        Some("application/merge-patch+json")
+    );
+}
+
+#[sim_test]
+async fn error_for_status_turns_4xx_and_5xx_into_errors(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    let err = client
+        .get("http://other/missing")
+        .send()
+        .await
+        .unwrap()
+        .error_for_status()
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Status(StatusCode::NOT_FOUND)),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "the server answered 404 Not Found");
+    let ok = client
+        .get("http://echo/")
+        .send()
+        .await
+        .unwrap()
+        .error_for_status();
+    assert!(ok.is_ok());
+}
+
+#[sim_test]
+async fn a_body_that_is_not_the_json_asked_for_is_a_decode_error(sim: Sim) {
+    hosts(&sim);
+    let response = sim.client().get("http://other/text").send().await.unwrap();
+    let err = response.json::<Seen>().await.unwrap_err();
+    assert!(matches!(err, ClientError::Decode(_)), "{err:?}");
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[sim_test]
+async fn timeout_bounds_the_whole_call_and_only_shortens_the_deadline(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    let start = Instant::now();
+    let err = client
+        .get("http://other/hang")
+        .timeout(MS(300))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_deadline_exceeded(), "{err:?}");
+    assert_eq!(start.elapsed(), MS(300));
+
+    let start = Instant::now();
+    let err = Deadline::after(MS(100))
+        .scope(client.get("http://other/hang").timeout(SECS(5)).send())
+        .await
+        .unwrap_err();
+    assert!(err.is_deadline_exceeded());
+    assert_eq!(
+        start.elapsed(),
+        MS(100),
+        "the enclosing deadline is earlier"
+    );
+}
+
+#[sim_test]
+async fn the_body_stream_ends_with_the_deadline(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    let chunks: Vec<_> = Deadline::after(MS(350))
+        .scope(async {
+            let response = client.get("http://other/drip").send().await.unwrap();
+            response.bytes_stream().collect().await
+        })
+        .await;
+    let [first, second, third, last] = &chunks[..] else {
+        panic!("three chunks and the deadline: {chunks:?}");
+    };
+    assert_eq!(first.as_ref().unwrap(), "0;");
+    assert_eq!(second.as_ref().unwrap(), "1;");
+    assert_eq!(third.as_ref().unwrap(), "2;");
+    assert!(last.as_ref().unwrap_err().is_deadline_exceeded());
+}
+
+#[sim_test]
+async fn a_request_that_cannot_be_built_says_which_part(sim: Sim) {
+    hosts(&sim);
+    let err = sim
+        .client()
+        .get("http://echo/")
+        .bearer_auth("line\nbreak")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid request: the bearer token is not a valid header value"
+    );
+}
