@@ -8,11 +8,12 @@ use std::task::{ready, Context, Poll};
 
 use http::{Request, Response};
 use pin_project::pin_project;
+use tokio::time::Instant;
 use tonic::Status;
 use tower_service::Service;
 
 use crate::config::Config;
-use crate::deadline::{header, Deadline, Gated, Start};
+use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 
 use super::body::{is_the_deadlines, BoxError, GrpcBody, Side};
 use super::status::{Budget, Origin};
@@ -21,13 +22,16 @@ use super::timeout::{self, GRPC_TIMEOUT};
 /// What the client layer knows.
 #[derive(Debug, Clone)]
 pub(crate) struct ClientSettings {
-    pub(crate) send_header: bool,
+    /// The HTTP client's deadline headers (`http.client.deadline_headers`
+    /// when `send_deadline_header` is on), besides `grpc-timeout`, which
+    /// every call carries.
+    pub(crate) written: Formats,
 }
 
 impl ClientSettings {
     pub(crate) fn new(config: &Config) -> Self {
         Self {
-            send_header: config.http.client.send_deadline_header,
+            written: Formats::written(&config.http.client).without(Format::GrpcTimeout),
         }
     }
 }
@@ -70,7 +74,9 @@ where
                 state: CallState::Passthrough(self.inner.call(req)),
             };
         };
-        let remaining = deadline.remaining();
+        // One clock reading for what is left and for when what is sent ends.
+        let now = Instant::now();
+        let remaining = deadline.instant().saturating_duration_since(now);
         let budget = Budget {
             length: remaining,
             origin: Origin::Caller,
@@ -92,11 +98,9 @@ where
                 sent
             }
         };
-        if self.settings.send_header {
-            headers.insert(header::DEADLINE_HEADER, header::to_value(sent));
-        }
+        self.settings.written.write(sent, headers);
         let side = Side::Client {
-            sent: Deadline::after(sent),
+            sent: Deadline::at(now + sent),
         };
         GrpcClientFuture {
             state: CallState::Bounded {

@@ -20,7 +20,8 @@
 //!   under the generated clients unchanged. Under a current deadline each
 //!   call carries `grpc-timeout` with what is left (rounded down; a shorter
 //!   timeout set on the request is kept, and one value goes out) and
-//!   `x-timebox-deadline-ms` when `http.client.send_deadline_header` is on.
+//!   the HTTP client's other deadline headers (`http.client.deadline_headers`,
+//!   `x-timebox-deadline-ms` by default) when `send_deadline_header` is on.
 //!   A call with no time left fails with `DEADLINE_EXCEEDED` and sends
 //!   nothing; the call, its response body included, ends with that status
 //!   when the deadline passes. A `DEADLINE_EXCEEDED` from the peer, and a
