@@ -12,7 +12,7 @@ use axum::routing::{any, get};
 use axum::{Json, Router};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
-use timebox::client::ClientError;
+use timebox::client::{ClientError, RequestBuilder};
 use timebox::deadline::Deadline;
 use timebox::sim::Sim;
 use timebox::sim_test;
@@ -65,6 +65,11 @@ fn hosts(sim: &Sim) {
     );
 }
 
+/// What the echo host saw of `request`.
+async fn seen_by_echo(request: RequestBuilder) -> Seen {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 #[derive(Serialize)]
 struct Order<'a> {
     item: &'a str,
@@ -75,20 +80,17 @@ struct Order<'a> {
 async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim) {
     hosts(&sim);
     let client = sim.client();
-    let seen: Seen = client
-        .post("http://echo/orders?source=app")
-        .query(&[("page", "2"), ("q", "a b")])
-        .bearer_auth("s3cret")
-        .json(&Order {
-            item: "tea",
-            count: 2,
-        })
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let seen = seen_by_echo(
+        client
+            .post("http://echo/orders?source=app")
+            .query(&[("page", "2"), ("q", "a b")])
+            .bearer_auth("s3cret")
+            .json(&Order {
+                item: "tea",
+                count: 2,
+            }),
+    )
+    .await;
     assert_eq!(
         seen,
         Seen {
@@ -99,18 +101,11 @@ async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim
         }
     );
 
-    let seen: Seen = client
-        .post("http://echo/orders")
-        .form(&Order {
-            item: "tea",
-            count: 2,
-        })
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let seen = seen_by_echo(client.post("http://echo/orders").form(&Order {
+        item: "tea",
+        count: 2,
+    }))
+    .await;
     assert_eq!(seen.body, "item=tea&count=2");
     assert_eq!(
         seen.content_type.as_deref(),
@@ -121,20 +116,16 @@ async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim
 #[sim_test]
 async fn a_content_type_set_by_the_caller_is_kept(sim: Sim) {
     hosts(&sim);
-    let seen: Seen = sim
-        .client()
-        .post("http://echo/")
-        .header("content-type", "application/merge-patch+json")
-        .json(&Order {
-            item: "tea",
-            count: 1,
-        })
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let seen = seen_by_echo(
+        sim.client()
+            .post("http://echo/")
+            .header("content-type", "application/merge-patch+json")
+            .json(&Order {
+                item: "tea",
+                count: 1,
+            }),
+    )
+    .await;
     assert_eq!(
         seen.content_type.as_deref(),
         Some("application/merge-patch+json")
