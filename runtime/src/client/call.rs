@@ -1,44 +1,62 @@
-//! [`send`]: the driver of `Client`'s calls, over its transport.
+//! [`drive`]: runs a [`Call`] to its end over a [`Sender`], the one loop
+//! every door of the client shares.
 
 use std::future::Future;
 
+use url::Url;
+
 use crate::deadline::{bounded, Deadline};
 
-use super::engine::{Call, Next, Outcome};
-use super::transport::Transport;
-use super::{ClientError, RequestBuilder, Response};
+use super::engine::{Answer, Body, Call, Next, Outcome};
+use super::transport::TransportError;
+use super::ClientError;
 
-/// Drives `request`'s [`Call`] to its end: each attempt through the
-/// client's transport, bounded by its timeout and the deadline, and each
-/// wait before a retry within the deadline.
-pub(super) async fn send(request: RequestBuilder) -> Result<Response, ClientError> {
-    let transport = std::sync::Arc::clone(&request.client.shared.transport);
-    let mut call = Call::new(request)?;
+/// Sends one request of a call: the network under `Client`, the rest of the
+/// middleware chain, or the inner tower service.
+pub(crate) trait Sender<B> {
+    /// What a request gets back.
+    type Response: Answer;
+
+    /// Sends `request`, whose URL is `url`; one attempt, no retries.
+    fn send(
+        &mut self,
+        request: http::Request<B>,
+        url: &Url,
+    ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send;
+}
+
+/// Drives `call` to its end: each attempt through `sender`, bounded by its
+/// timeout and the deadline, and each wait before a retry within the
+/// deadline.
+pub(crate) async fn drive<B, S>(mut call: Call<B>, sender: &mut S) -> Result<S::Response, ClientError>
+where
+    B: Body,
+    S: Sender<B>,
+{
     let deadline = call.deadline();
     loop {
-        let (request, attempt) = call.start()?;
-        let outcome = attempt_once(&*transport, request, attempt.ends, deadline).await;
-        match call.decide(attempt, outcome) {
+        let (request, pending) = call.start()?;
+        let sent = sender.send(request, call.url());
+        let outcome = attempt_once(sent, pending.ends, deadline).await;
+        match call.decide(pending, outcome) {
             Next::Follow => {}
             Next::Retry(wait) => {
                 if gated(deadline, tokio::time::sleep(wait)).await.is_none() {
                     return Err(ClientError::deadline());
                 }
             }
-            Next::Return(result) => return result.map(|head| Response::new(head, deadline)),
+            Next::Return(result) => return result,
         }
     }
 }
 
-/// Sends one attempt, until it answers, its timeout at `ends`, or the
+/// Awaits one attempt, until it answers, its timeout at `ends`, or the
 /// deadline.
-async fn attempt_once(
-    transport: &dyn Transport,
-    request: http::Request<bytes::Bytes>,
+async fn attempt_once<R>(
+    sent: impl Future<Output = Result<R, TransportError>>,
     ends: Deadline,
     deadline: Option<Deadline>,
-) -> Outcome {
-    let sent = transport.send(request);
+) -> Outcome<R> {
     match gated(deadline, tokio::time::timeout_at(ends.instant(), sent)).await {
         None => Outcome::DeadlineExceeded,
         Some(Err(_elapsed)) if deadline.is_some_and(Deadline::is_expired) => {

@@ -1,16 +1,14 @@
 //! [`Client`]: the shared state of outbound calls.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use http::Method;
 
-use crate::breaker::CircuitBreaker;
-use crate::config::{BreakerConfig, ClientConfig, Config};
-use crate::deadline::Formats;
+use crate::config::Config;
 use crate::entropy::Entropy;
-use crate::retry::{Backoff, RetryBudgets};
+use crate::retry::RetryBudgets;
 
+use super::rules::Rules;
 use super::transport::{ReqwestTransport, Transport};
 use super::{ClientError, RequestBuilder};
 
@@ -20,20 +18,8 @@ use super::{ClientError, RequestBuilder};
 /// and the per-host circuit breakers. Make one per application.
 #[derive(Debug, Clone)]
 pub struct Client {
-    pub(super) shared: Arc<Shared>,
-}
-
-#[derive(Debug)]
-pub(super) struct Shared {
     pub(super) transport: Arc<dyn Transport>,
-    pub(super) config: ClientConfig,
-    pub(super) budgets: RetryBudgets,
-    pub(super) backoff: Backoff,
-    pub(super) entropy: Entropy,
-    /// The deadline headers each attempt writes.
-    pub(super) deadline_headers: Formats,
-    breaker_config: BreakerConfig,
-    breakers: Mutex<HashMap<String, CircuitBreaker>>,
+    pub(super) rules: Arc<Rules>,
 }
 
 impl Client {
@@ -78,18 +64,9 @@ impl Client {
         transport: Arc<dyn Transport>,
         entropy: Entropy,
     ) -> Self {
-        let client = &config.http.client;
         Self {
-            shared: Arc::new(Shared {
-                transport,
-                budgets: RetryBudgets::new(&client.retry_budget),
-                backoff: Backoff::from_config(client),
-                config: client.clone(),
-                entropy,
-                deadline_headers: Formats::written(client),
-                breaker_config: config.breaker.clone(),
-                breakers: Mutex::new(HashMap::new()),
-            }),
+            transport,
+            rules: Arc::new(Rules::new(config, entropy)),
         }
     }
 
@@ -108,28 +85,10 @@ impl Client {
         RequestBuilder::new(self.clone(), method, url.into())
     }
 
-    /// The circuit breaker of `host` (a `host:port` key), made on first use;
-    /// `None` with `breaker.enabled = false`.
-    pub(super) fn breaker(&self, host: &str) -> Option<CircuitBreaker> {
-        if !self.shared.breaker_config.enabled {
-            return None;
-        }
-        let mut breakers = self
-            .shared
-            .breakers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let breaker = breakers
-            .entry(host.to_owned())
-            .or_insert_with(|| CircuitBreaker::for_host(host, &self.shared.breaker_config))
-            .clone();
-        Some(breaker)
-    }
-
     /// The retry budgets, one per upstream host.
     #[must_use]
     pub fn budgets(&self) -> &RetryBudgets {
-        &self.shared.budgets
+        &self.rules.budgets
     }
 }
 

@@ -17,10 +17,11 @@
 //! their own transport.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Version};
 use url::Url;
 
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
@@ -30,8 +31,9 @@ use crate::deadline::Format;
 use crate::retry::{classify_status, hint_wait, host_key, is_idempotent, RetryBudget, RetryKind};
 
 use super::redirect::{self, MAX_HOPS};
-use super::transport::{ResponseBody, TransportError};
-use super::{Client, ClientError, RequestBuilder};
+use super::rules::Rules;
+use super::transport::TransportError;
+use super::{Attempt, AttemptKind, ClientError};
 
 /// A retry must leave at least this much of the deadline after its wait,
 /// or it is not started.
@@ -39,13 +41,108 @@ const RETRY_MARGIN: Duration = Duration::from_millis(10);
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
+/// A request body as the engine holds it between attempts.
+pub(crate) trait Body: Sized {
+    /// Whether the body can be sent again; one that cannot is sent once:
+    /// the call makes no retry, and follows no redirect that keeps it.
+    fn replayable(&self) -> bool;
+    /// A copy for the next attempt, when the body is replayable.
+    fn try_clone(&self) -> Option<Self>;
+    /// No body: what a redirect to a GET sends.
+    fn empty() -> Self;
+    /// Whether the body is known to be empty.
+    fn is_empty(&self) -> bool;
+}
+
+impl Body for Bytes {
+    fn replayable(&self) -> bool {
+        true
+    }
+
+    fn try_clone(&self) -> Option<Self> {
+        Some(self.clone())
+    }
+
+    fn empty() -> Self {
+        Bytes::new()
+    }
+
+    fn is_empty(&self) -> bool {
+        Bytes::is_empty(self)
+    }
+}
+
+/// What the engine reads of a response: its status and headers.
+pub(crate) trait Answer {
+    fn status(&self) -> StatusCode;
+    fn headers(&self) -> &HeaderMap;
+}
+
+impl<T> Answer for http::Response<T> {
+    fn status(&self) -> StatusCode {
+        http::Response::status(self)
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        http::Response::headers(self)
+    }
+}
+
+/// What a call asks of the engine beyond the configuration.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Options {
+    /// At most this many retries, instead of `http.client.max_retries`.
+    pub(crate) retries: Option<u32>,
+    /// Retry even a method that is not idempotent.
+    pub(crate) retry_non_idempotent: bool,
+}
+
+/// A request as a door hands it to the engine.
+pub(crate) struct Request<B> {
+    pub(crate) method: Method,
+    pub(crate) url: Url,
+    pub(crate) version: Version,
+    pub(crate) headers: HeaderMap,
+    pub(crate) extensions: Extensions,
+    pub(crate) body: B,
+}
+
+impl<B> Request<B> {
+    /// `request`, whose URI must be absolute.
+    ///
+    /// # Errors
+    ///
+    /// The URI is not an absolute `http`/`https` URL.
+    pub(crate) fn from_http(request: http::Request<B>) -> Result<Self, ClientError> {
+        let (parts, body) = request.into_parts();
+        let url = Url::parse(&parts.uri.to_string()).map_err(|err| {
+            ClientError::InvalidRequest(format!(
+                "the request's uri `{}` is not an absolute URL: {err}",
+                parts.uri
+            ))
+        })?;
+        Ok(Self {
+            method: parts.method,
+            url,
+            version: parts.version,
+            headers: parts.headers,
+            extensions: parts.extensions,
+            body,
+        })
+    }
+}
+
 /// The state of one call between its attempts.
-pub(super) struct Call {
-    client: Client,
+pub(crate) struct Call<B> {
+    rules: Arc<Rules>,
     method: Method,
     url: Url,
+    version: Version,
     headers: HeaderMap,
-    body: Bytes,
+    extensions: Extensions,
+    /// `None` once a body that is not replayable has been sent.
+    body: Option<B>,
+    replayable: bool,
     deadline: Option<Deadline>,
     /// A caller's shorter deadline header, sent as set on the first attempt.
     as_set: Option<HeaderValue>,
@@ -53,6 +150,11 @@ pub(super) struct Call {
     max_retries: u32,
     retries_made: u32,
     hops: u32,
+    /// The requests sent so far.
+    sent: u32,
+    /// Why the next request is sent: a retry or the first request begins an
+    /// attempt, and so starts its timeout; a redirect is a hop within one.
+    next_kind: AttemptKind,
     /// The hosts whose bucket this request has refilled, once each.
     refilled: Vec<String>,
     /// The tokens the pending retry holds.
@@ -61,16 +163,13 @@ pub(super) struct Call {
     /// When the current attempt times out: one timeout covers its whole
     /// chain of hops.
     attempt_ends: Deadline,
-    /// Whether the next [`Call::start`] begins an attempt (not a hop), and
-    /// so starts its timeout.
-    new_attempt: bool,
 }
 
 /// One attempt (or redirect hop) under way, until [`Call::decide`] settles
 /// it.
-pub(super) struct Attempt {
+pub(crate) struct Pending {
     /// When the attempt times out (the call's deadline bounds it too).
-    pub(super) ends: Deadline,
+    pub(crate) ends: Deadline,
     host: String,
     breaker: Option<CircuitBreaker>,
     permit: Option<Permit>,
@@ -78,9 +177,9 @@ pub(super) struct Attempt {
 }
 
 /// What came of an attempt, as the driver saw it.
-pub(super) enum Outcome {
+pub(crate) enum Outcome<R> {
     /// The host answered.
-    Response(http::Response<ResponseBody>),
+    Response(R),
     /// The transport failed.
     Failed(TransportError),
     /// The attempt's own timeout passed, with time left on the deadline.
@@ -90,49 +189,41 @@ pub(super) enum Outcome {
 }
 
 /// What the driver does next.
-pub(super) enum Next {
+pub(crate) enum Next<R> {
     /// Send the next attempt at once (a redirect hop).
     Follow,
     /// Wait this long, within the deadline, then send the next attempt.
     Retry(Duration),
     /// The call is over.
-    Return(Result<http::Response<ResponseBody>, ClientError>),
+    Return(Result<R, ClientError>),
 }
 
-impl Call {
-    /// The call `request` describes.
-    ///
-    /// # Errors
-    ///
-    /// The builder's own error, or a URL that does not parse.
-    pub(super) fn new(request: RequestBuilder) -> Result<Self, ClientError> {
-        let RequestBuilder {
-            client,
+impl<B: Body> Call<B> {
+    /// The call `request` describes, under `rules`.
+    pub(crate) fn new(rules: Arc<Rules>, request: Request<B>, options: Options) -> Self {
+        let Request {
             method,
             url,
+            version,
             mut headers,
+            extensions,
             body,
-            retries,
-            retry_non_idempotent,
-            // `send` applies it as a deadline scope around the call.
-            timeout: _,
-            error,
         } = request;
-        if let Some(error) = error {
-            return Err(error);
-        }
-        let url = Url::parse(&url)?;
-        let config = &client.shared.config;
+        let config = &rules.config;
         // C3: a deadline header set by the caller pins a deadline of its own.
         let Pinned { deadline, as_set } =
             pinned_deadline(&mut headers, config.send_deadline_header);
         // One retry allowance spans the whole redirect chain (C7); following
         // a redirect is not a retry.
-        let max_retries = retries.unwrap_or_else(|| saturating_u32(config.max_retries));
-        let may_retry = is_idempotent(&method) || retry_non_idempotent;
+        let max_retries = options
+            .retries
+            .unwrap_or_else(|| saturating_u32(config.max_retries));
+        let replayable = body.replayable();
+        let retry_non_idempotent = options.retry_non_idempotent;
+        let may_retry = replayable && (is_idempotent(&method) || retry_non_idempotent);
         if retry_non_idempotent && !is_idempotent(&method) && !headers.contains_key(IDEMPOTENCY_KEY)
         {
-            let entropy = &client.shared.entropy;
+            let entropy = &rules.entropy;
             let key = format!("{:016x}{:016x}", entropy.next_u64(), entropy.next_u64());
             headers.insert(
                 IDEMPOTENCY_KEY,
@@ -140,29 +231,38 @@ impl Call {
             );
         }
         let attempt_timeout = Duration::from_secs(config.timeout_secs);
-        Ok(Self {
+        Self {
             method,
             url,
+            version,
             headers,
-            body,
+            extensions,
+            body: Some(body),
+            replayable,
             deadline,
             as_set,
             may_retry,
             max_retries,
             retries_made: 0,
             hops: 0,
+            sent: 0,
+            next_kind: AttemptKind::First,
             refilled: Vec::new(),
             charge: None,
             attempt_timeout,
             attempt_ends: Deadline::after(attempt_timeout),
-            new_attempt: true,
-            client,
-        })
+            rules,
+        }
     }
 
     /// The call's deadline, if it has one.
-    pub(super) fn deadline(&self) -> Option<Deadline> {
+    pub(crate) fn deadline(&self) -> Option<Deadline> {
         self.deadline
+    }
+
+    /// The URL the next request goes to.
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
     }
 
     /// Prepares the next attempt: the request to send, and the attempt to
@@ -172,7 +272,7 @@ impl Call {
     ///
     /// The deadline has passed (no attempt is made), the host's breaker is
     /// open, or the request cannot be built.
-    pub(super) fn start(&mut self) -> Result<(http::Request<Bytes>, Attempt), ClientError> {
+    pub(crate) fn start(&mut self) -> Result<(http::Request<B>, Pending), ClientError> {
         // C1: an expired deadline ends the call before any attempt.
         if self.deadline.is_some_and(Deadline::is_expired) {
             return Err(ClientError::deadline());
@@ -181,7 +281,7 @@ impl Call {
         let host = host_key(&uri).ok_or_else(|| {
             ClientError::InvalidRequest(format!("the url {} has no host or port", self.url))
         })?;
-        let breaker = self.client.breaker(&host);
+        let breaker = self.rules.breaker(&host);
         let permit = match &breaker {
             Some(breaker) => {
                 Some(
@@ -195,7 +295,16 @@ impl Call {
             }
             None => None,
         };
-        let budget = self.client.shared.budgets.for_uri(&uri);
+        // Sent once: the engine neither retries it nor follows a redirect
+        // that keeps it, so it is always here when an attempt starts.
+        let body = match &self.body {
+            Some(body) if self.replayable => body.try_clone(),
+            _ => self.body.take(),
+        }
+        .ok_or_else(|| {
+            ClientError::InvalidRequest("the request body cannot be sent again".to_owned())
+        })?;
+        let budget = self.rules.budgets.for_uri(&uri);
         if !self.refilled.contains(&host) {
             if let Some(budget) = &budget {
                 budget.on_first_attempt();
@@ -205,12 +314,12 @@ impl Call {
         if let Some(charge) = &mut self.charge {
             charge.sent = true;
         }
-        if std::mem::take(&mut self.new_attempt) {
+        if self.next_kind != AttemptKind::Redirect {
             self.attempt_ends = Deadline::after(self.attempt_timeout);
         }
         let mut headers = self.headers.clone();
         if let Some(deadline) = self.deadline {
-            let written = self.client.shared.deadline_headers;
+            let written = self.rules.deadline_headers;
             written.write(deadline.remaining(), &mut headers);
             // The first attempt sends a caller's shorter value as it was set.
             if let Some(value) = self
@@ -221,11 +330,19 @@ impl Call {
                 headers.insert(DEADLINE_HEADER, value);
             }
         }
-        let mut request = http::Request::new(self.body.clone());
+        self.sent += 1;
+        let mut extensions = self.extensions.clone();
+        extensions.insert(Attempt {
+            number: self.sent,
+            kind: self.next_kind,
+        });
+        let mut request = http::Request::new(body);
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = uri;
+        *request.version_mut() = self.version;
         *request.headers_mut() = headers;
-        let attempt = Attempt {
+        *request.extensions_mut() = extensions;
+        let pending = Pending {
             ends: self
                 .deadline
                 .map_or(self.attempt_ends, |d| d.min(self.attempt_ends)),
@@ -234,18 +351,18 @@ impl Call {
             permit,
             budget,
         };
-        Ok((request, attempt))
+        Ok((request, pending))
     }
 
-    /// Settles `attempt` with what came of it and says what comes next.
-    pub(super) fn decide(&mut self, attempt: Attempt, outcome: Outcome) -> Next {
-        let Attempt {
+    /// Settles `pending` with what came of it and says what comes next.
+    pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
+        let Pending {
             host,
             breaker,
             permit,
             budget,
             ..
-        } = attempt;
+        } = pending;
         let result = match outcome {
             // The deadline passed during the attempt: our impatience, not
             // the host's fault, so the permit is dropped without an outcome.
@@ -277,35 +394,44 @@ impl Call {
         self.retry_or_return(result, &host, breaker.as_ref(), budget)
     }
 
-    /// A redirect is followed under the same rules, as a hop.
-    fn follow(&mut self, response: &http::Response<ResponseBody>) -> Option<Next> {
+    /// A redirect is followed under the same rules, as a hop. One that
+    /// would resend a body already sent once is not: it is the answer.
+    fn follow<R: Answer>(&mut self, response: &R) -> Option<Next<R>> {
         let hop = redirect::next_hop(
             response.status(),
             response.headers(),
             &self.url,
             &self.method,
-            &self.body,
         )?;
+        if hop.keeps_body && self.body.is_none() {
+            return None;
+        }
         self.hops += 1;
         if self.hops > MAX_HOPS {
             return Some(Next::Return(Err(ClientError::TooManyRedirects)));
         }
-        redirect::carry_headers(&mut self.headers, &self.url, &hop, !self.body.is_empty());
+        let had_body = self.body.as_ref().is_none_or(|body| !body.is_empty());
+        redirect::carry_headers(&mut self.headers, &self.url, &hop, had_body);
+        if !hop.keeps_body {
+            let empty = B::empty();
+            self.replayable = empty.replayable();
+            self.body = Some(empty);
+        }
         self.url = hop.url;
         self.method = hop.method;
-        self.body = hop.body;
+        self.next_kind = AttemptKind::Redirect;
         Some(Next::Follow)
     }
 
     /// Whether the last result is worth another attempt that
     /// fits the time left and the host's budget.
-    fn retry_or_return(
+    fn retry_or_return<R: Answer>(
         &mut self,
-        result: Result<http::Response<ResponseBody>, ClientError>,
+        result: Result<R, ClientError>,
         host: &str,
         breaker: Option<&CircuitBreaker>,
         budget: Option<RetryBudget>,
-    ) -> Next {
+    ) -> Next<R> {
         let kind = match &result {
             Ok(response) => classify_status(response.status()),
             Err(ClientError::Timeout | ClientError::Connect(_)) => Some(RetryKind::Transient),
@@ -323,7 +449,7 @@ impl Call {
             tracing::debug!(host, attempt, %reason, "no retry: the host's circuit breaker is open");
             return self.finish(result);
         }
-        let config = &self.client.shared.config;
+        let config = &self.rules.config;
         let hint = match &result {
             Ok(response) => hint_wait(
                 response.status(),
@@ -332,9 +458,9 @@ impl Call {
             ),
             Err(_) => None,
         };
-        let shared = &self.client.shared;
+        let rules = &self.rules;
         let wait =
-            shared.backoff.delay(self.retries_made, &shared.entropy) + hint.unwrap_or_default();
+            rules.backoff.delay(self.retries_made, &rules.entropy) + hint.unwrap_or_default();
         // C6: a retry that does not fit the time left is not started, and
         // costs nothing.
         if let Some(left) = self.deadline.map(Deadline::remaining) {
@@ -376,13 +502,13 @@ impl Call {
             "retrying"
         );
         self.retries_made += 1;
-        self.new_attempt = true;
+        self.next_kind = AttemptKind::Retry;
         Next::Retry(wait)
     }
 
     /// The last attempt's result as the call's; a retry that ended in
     /// success gives its tokens back.
-    fn finish(&mut self, result: Result<http::Response<ResponseBody>, ClientError>) -> Next {
+    fn finish<R: Answer>(&mut self, result: Result<R, ClientError>) -> Next<R> {
         if let Ok(response) = &result {
             if response.status().as_u16() < 400 {
                 if let Some(charge) = self.charge.take() {
@@ -402,7 +528,7 @@ enum RetryReason {
 }
 
 impl RetryReason {
-    fn of(result: &Result<http::Response<ResponseBody>, ClientError>) -> Self {
+    fn of<R: Answer>(result: &Result<R, ClientError>) -> Self {
         match result {
             Ok(response) => Self::Status(response.status()),
             Err(ClientError::Timeout) => Self::Timeout,

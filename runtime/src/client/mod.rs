@@ -65,6 +65,7 @@
 //! # }
 //! ```
 
+mod attempt;
 mod call;
 #[allow(clippy::module_inception)]
 mod client;
@@ -73,8 +74,10 @@ mod error;
 mod redirect;
 mod request;
 mod response;
+mod rules;
 mod transport;
 
+pub use attempt::{Attempt, AttemptKind};
 pub use client::{Client, ClientBuilder};
 pub use error::{BoxError, ClientError};
 pub use request::RequestBuilder;

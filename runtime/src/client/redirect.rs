@@ -1,6 +1,5 @@
 //! Following a redirect: where the next hop goes and what it carries.
 
-use bytes::Bytes;
 use http::header::{
     AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, LOCATION, PROXY_AUTHORIZATION,
 };
@@ -15,7 +14,9 @@ pub(super) const MAX_HOPS: u32 = 10;
 pub(super) struct Hop {
     pub(super) url: Url,
     pub(super) method: Method,
-    pub(super) body: Bytes,
+    /// Whether the hop resends the body (307, 308); otherwise it goes
+    /// without one.
+    pub(super) keeps_body: bool,
 }
 
 /// Where a redirect response sends the request, or `None` when it is not a
@@ -25,7 +26,6 @@ pub(super) fn next_hop(
     headers: &HeaderMap,
     url: &Url,
     method: &Method,
-    body: &Bytes,
 ) -> Option<Hop> {
     let keep_method = match status {
         StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT => true,
@@ -42,7 +42,7 @@ pub(super) fn next_hop(
         Hop {
             url: next,
             method: method.clone(),
-            body: body.clone(),
+            keeps_body: true,
         }
     } else {
         // 303, and 301/302 after a POST: the next hop is a GET without the body.
@@ -54,7 +54,7 @@ pub(super) fn next_hop(
         Hop {
             url: next,
             method,
-            body: Bytes::new(),
+            keeps_body: false,
         }
     })
 }
@@ -68,7 +68,7 @@ pub(super) fn carry_headers(headers: &mut HeaderMap, from: &Url, hop: &Hop, had_
             headers.remove(name);
         }
     }
-    if had_body && hop.body.is_empty() {
+    if had_body && !hop.keeps_body {
         headers.remove(CONTENT_TYPE);
         headers.remove(CONTENT_LENGTH);
     }

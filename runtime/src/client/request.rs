@@ -1,16 +1,21 @@
 //! [`RequestBuilder`]: one outbound call, before it is sent.
 
 use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use http::{HeaderMap, Method};
+use http::{Extensions, HeaderMap, Method, Version};
 use serde::Serialize;
+use url::Url;
 
 use crate::deadline::Deadline;
 
-use super::call;
+use super::call::{self, Sender};
+use super::engine::{self, Call};
+use super::transport::{ResponseBody, Transport, TransportError};
 use super::{Client, ClientError, Response};
 
 /// An outbound call being put together; [`send`](RequestBuilder::send) makes it.
@@ -105,7 +110,7 @@ impl RequestBuilder {
                 return self;
             }
         };
-        match url::Url::parse(&self.url) {
+        match Url::parse(&self.url) {
             Ok(mut url) => {
                 let query = match url.query() {
                     Some(existing) if !existing.is_empty() => format!("{existing}&{encoded}"),
@@ -180,14 +185,65 @@ impl RequestBuilder {
     /// yet sent gives its tokens back.
     pub async fn send(self) -> Result<Response, ClientError> {
         match self.timeout {
-            Some(timeout) => Deadline::after(timeout).scope(call::send(self)).await,
-            None => call::send(self).await,
+            Some(timeout) => Deadline::after(timeout).scope(self.send_now()).await,
+            None => self.send_now().await,
         }
+    }
+
+    /// Drives the call through the engine, over the client's transport.
+    async fn send_now(self) -> Result<Response, ClientError> {
+        let Self {
+            client,
+            method,
+            url,
+            headers,
+            body,
+            retries,
+            retry_non_idempotent,
+            // `send` applies it as a deadline scope around the call.
+            timeout: _,
+            error,
+        } = self;
+        if let Some(error) = error {
+            return Err(error);
+        }
+        let request = engine::Request {
+            method,
+            url: Url::parse(&url)?,
+            version: Version::default(),
+            headers,
+            extensions: Extensions::new(),
+            body,
+        };
+        let options = engine::Options {
+            retries,
+            retry_non_idempotent,
+        };
+        let call = Call::new(Arc::clone(&client.rules), request, options);
+        let deadline = call.deadline();
+        let mut sender = ByTransport(&*client.transport);
+        let head = call::drive(call, &mut sender).await?;
+        Ok(Response::new(head, deadline))
     }
 
     fn fail(&mut self, message: &str) {
         if self.error.is_none() {
             self.error = Some(ClientError::InvalidRequest(message.to_owned()));
         }
+    }
+}
+
+/// `Client`'s door to the engine: each attempt through its transport.
+struct ByTransport<'a>(&'a dyn Transport);
+
+impl Sender<Bytes> for ByTransport<'_> {
+    type Response = http::Response<ResponseBody>;
+
+    fn send(
+        &mut self,
+        request: http::Request<Bytes>,
+        _url: &Url,
+    ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
+        self.0.send(request)
     }
 }

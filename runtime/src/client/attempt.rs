@@ -1,0 +1,42 @@
+//! [`Attempt`]: which request of a call this is, in its extensions.
+
+/// Which request of a call an attempt is: the call engine puts one into the
+/// extensions of every request it sends, whichever door the call came
+/// through (`Client`, the reqwest middleware, [`ClientLayer`](super::ClientLayer)).
+///
+/// A tracing middleware or an inner service reads it to name its span or
+/// count retries:
+///
+/// ```
+/// use timebox::client::{Attempt, AttemptKind};
+///
+/// fn span_name(extensions: &http::Extensions) -> &'static str {
+///     match extensions.get::<Attempt>().map(|attempt| attempt.kind) {
+///         Some(AttemptKind::Retry) => "retry",
+///         Some(AttemptKind::Redirect) => "redirect",
+///         _ => "request",
+///     }
+/// }
+/// # assert_eq!(span_name(&http::Extensions::new()), "request");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Attempt {
+    /// The position of this request among those the call sent, from 1:
+    /// every retry and every redirect hop counts.
+    pub number: u32,
+    /// Why the request is sent.
+    pub kind: AttemptKind,
+}
+
+/// Why the call engine sends a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttemptKind {
+    /// The call's first request.
+    First,
+    /// A retry after a failed attempt.
+    Retry,
+    /// The next hop of a redirect the engine follows.
+    Redirect,
+}

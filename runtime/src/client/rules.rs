@@ -1,0 +1,66 @@
+//! [`Rules`]: what every door of the client shares: the configuration, the
+//! per-host retry budgets and breakers, the backoff and its entropy.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+
+use crate::breaker::CircuitBreaker;
+use crate::config::{BreakerConfig, ClientConfig, Config};
+use crate::deadline::Formats;
+use crate::entropy::Entropy;
+use crate::retry::{Backoff, RetryBudgets};
+
+/// The state the call engine reads and updates: one per `Client`,
+/// middleware or layer, shared by its clones.
+pub(crate) struct Rules {
+    pub(crate) config: ClientConfig,
+    pub(crate) budgets: RetryBudgets,
+    pub(crate) backoff: Backoff,
+    pub(crate) entropy: Entropy,
+    /// The deadline headers each attempt writes.
+    pub(crate) deadline_headers: Formats,
+    breaker_config: BreakerConfig,
+    breakers: Mutex<HashMap<String, CircuitBreaker>>,
+}
+
+impl Rules {
+    /// The rules of `config.http.client` and `config.breaker`, drawing jitter
+    /// and idempotency keys from `entropy`.
+    pub(crate) fn new(config: &Config, entropy: Entropy) -> Self {
+        let client = &config.http.client;
+        Self {
+            budgets: RetryBudgets::new(&client.retry_budget),
+            backoff: Backoff::from_config(client),
+            config: client.clone(),
+            entropy,
+            deadline_headers: Formats::written(client),
+            breaker_config: config.breaker.clone(),
+            breakers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The circuit breaker of `host` (a `host:port` key), made on first use;
+    /// `None` with `breaker.enabled = false`.
+    pub(crate) fn breaker(&self, host: &str) -> Option<CircuitBreaker> {
+        if !self.breaker_config.enabled {
+            return None;
+        }
+        let mut breakers = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
+        let breaker = breakers
+            .entry(host.to_owned())
+            .or_insert_with(|| CircuitBreaker::for_host(host, &self.breaker_config))
+            .clone();
+        Some(breaker)
+    }
+}
+
+impl fmt::Debug for Rules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rules")
+            .field("config", &self.config)
+            .field("budgets", &self.budgets)
+            .field("breaker", &self.breaker_config)
+            .finish_non_exhaustive()
+    }
+}
