@@ -28,7 +28,10 @@ pub(crate) trait Sender<B> {
 /// Drives `call` to its end: each attempt through `sender`, bounded by its
 /// timeout and the deadline, and each wait before a retry within the
 /// deadline.
-pub(crate) async fn drive<B, S>(mut call: Call<B>, sender: &mut S) -> Result<S::Response, ClientError>
+pub(crate) async fn drive<B, S>(
+    mut call: Call<B>,
+    sender: &mut S,
+) -> Result<S::Response, ClientError>
 where
     B: Body,
     S: Sender<B>,

@@ -130,6 +130,18 @@ impl<B> Request<B> {
             body,
         })
     }
+
+    /// The same request with its body mapped.
+    pub(crate) fn map_body<C>(self, f: impl FnOnce(B) -> C) -> Request<C> {
+        Request {
+            method: self.method,
+            url: self.url,
+            version: self.version,
+            headers: self.headers,
+            extensions: self.extensions,
+            body: f(self.body),
+        }
+    }
 }
 
 /// The state of one call between its attempts.

@@ -71,6 +71,9 @@ mod call;
 mod client;
 mod engine;
 mod error;
+mod layer;
+#[cfg(feature = "reqwest-middleware")]
+pub mod middleware;
 mod redirect;
 mod request;
 mod response;
@@ -80,6 +83,7 @@ mod transport;
 pub use attempt::{Attempt, AttemptKind};
 pub use client::{Client, ClientBuilder};
 pub use error::{BoxError, ClientError};
+pub use layer::{ClientLayer, ClientService, ResponseFuture};
 pub use request::RequestBuilder;
 pub use response::Response;
 pub use transport::{RedirectsOn, ResponseBody, Transport, TransportError, TransportFuture};

@@ -130,6 +130,20 @@ impl fmt::Display for RedirectsOn {
 
 impl std::error::Error for RedirectsOn {}
 
+/// `response`, unless reqwest followed a redirect from `requested` itself.
+pub(crate) fn refuse_redirected(
+    requested: &url::Url,
+    response: reqwest::Response,
+) -> Result<reqwest::Response, TransportError> {
+    if response.url() == requested {
+        return Ok(response);
+    }
+    Err(TransportError::Other(Box::new(RedirectsOn {
+        requested: requested.as_str().to_owned(),
+        ended_at: response.url().as_str().to_owned(),
+    })))
+}
+
 impl Transport for ReqwestTransport {
     fn send(&self, request: http::Request<Bytes>) -> TransportFuture {
         let client = self.client.clone();
@@ -144,12 +158,7 @@ impl Transport for ReqwestTransport {
                     TransportError::Other(err.into())
                 }
             })?;
-            if response.url() != &requested {
-                return Err(TransportError::Other(Box::new(RedirectsOn {
-                    requested: requested.into(),
-                    ended_at: response.url().as_str().to_owned(),
-                })));
-            }
+            let response = refuse_redirected(&requested, response)?;
             let mut head = http::Response::builder().status(response.status());
             if let Some(headers) = head.headers_mut() {
                 headers.extend(response.headers().clone());

@@ -1,0 +1,257 @@
+//! [`ClientLayer`]: the client's rules around any tower HTTP service.
+
+use std::error::Error;
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tower_layer::Layer;
+use tower_service::Service;
+use url::Url;
+
+use crate::config::Config;
+use crate::entropy::Entropy;
+use crate::retry::RetryBudgets;
+
+use super::call::{self, Sender};
+use super::engine::{self, Call, Options};
+use super::rules::Rules;
+use super::transport::TransportError;
+use super::{BoxError, ClientError};
+
+/// A tower layer that gives any HTTP client service the rules of
+/// [`Client`](super::Client): attempts within the deadline, retries that
+/// fit the time left and the host's budget, the host's breaker, redirects
+/// hop by hop, and the deadline headers on every request (C1–C7, B1–B7).
+/// It is the same engine as `Client`'s, not a copy.
+///
+/// The inner service is any `Service<http::Request<B>, Response =
+/// http::Response<R>>`: hyper-util's legacy client, for one. It must be
+/// `Clone` (each retry or hop is a call of a clone, readied first), and the
+/// body `B` must be `Clone` (it is sent again on a retry or a `307`/`308`)
+/// and `Default` (the empty body of a redirect that becomes a GET);
+/// `http_body_util::Full<Bytes>` is both. Request URIs must be absolute.
+///
+/// An inner error counts as a connection failure, and is retried as one,
+/// when its `source()` chain holds hyper-util's connect error or an
+/// `io::Error` of kind `ConnectionRefused`; any other inner error ends the
+/// call with [`ClientError::Transport`], since the request may have been
+/// sent. The response body comes back as the inner service gave it.
+///
+/// ```
+/// use bytes::Bytes;
+/// use http_body_util::Full;
+/// use hyper_util::client::legacy::Client;
+/// use hyper_util::rt::TokioExecutor;
+/// use timebox::client::ClientLayer;
+/// use timebox::config::Config;
+/// use tower::ServiceBuilder;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let hyper = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+/// let client = ServiceBuilder::new()
+///     .layer(ClientLayer::new(&Config::default()))
+///     .service(hyper);
+/// # let _ = client;
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClientLayer {
+    rules: Arc<Rules>,
+}
+
+impl ClientLayer {
+    /// The layer of `config.http.client` and `config.breaker`; backoff
+    /// jitter and idempotency keys come from a source seeded by the
+    /// operating system.
+    #[must_use]
+    pub fn new(config: &Config) -> Self {
+        Self::with_entropy(config, Entropy::from_os())
+    }
+
+    /// The layer of `config`, drawing backoff jitter and idempotency keys
+    /// from `entropy`.
+    #[must_use]
+    pub fn with_entropy(config: &Config, entropy: Entropy) -> Self {
+        Self {
+            rules: Arc::new(Rules::new(config, entropy)),
+        }
+    }
+
+    /// The retry budgets, one per upstream host, shared by every service
+    /// this layer makes.
+    #[must_use]
+    pub fn budgets(&self) -> &RetryBudgets {
+        &self.rules.budgets
+    }
+}
+
+impl<S> Layer<S> for ClientLayer {
+    type Service = ClientService<S>;
+
+    fn layer(&self, inner: S) -> ClientService<S> {
+        ClientService {
+            inner,
+            rules: Arc::clone(&self.rules),
+        }
+    }
+}
+
+/// The service [`ClientLayer`] makes.
+#[derive(Debug, Clone)]
+pub struct ClientService<S> {
+    inner: S,
+    rules: Arc<Rules>,
+}
+
+impl<S, B, R> Service<http::Request<B>> for ClientService<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+    B: http_body::Body + Clone + Default + Send + 'static,
+    R: Send + 'static,
+{
+    type Response = http::Response<R>;
+    type Error = ClientError;
+    type Future = ResponseFuture<R>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
+        self.inner
+            .poll_ready(cx)
+            .map_err(|err| ClientError::Transport(err.into()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
+        // The readied service takes the first attempt; a clone stays for
+        // the next caller.
+        let clone = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, clone);
+        let rules = Arc::clone(&self.rules);
+        ResponseFuture {
+            inner: Box::pin(async move {
+                let request = engine::Request::from_http(request)?.map_body(Replay);
+                let call = Call::new(rules, request, Options::default());
+                let mut sender = ByService {
+                    spare: ready.clone(),
+                    ready: Some(ready),
+                };
+                call::drive(call, &mut sender).await
+            }),
+        }
+    }
+}
+
+/// The future of a [`ClientService`] call.
+#[must_use = "futures do nothing unless polled"]
+pub struct ResponseFuture<R> {
+    inner: Pin<Box<dyn Future<Output = Result<http::Response<R>, ClientError>> + Send>>,
+}
+
+impl<R> Future for ResponseFuture<R> {
+    type Output = Result<http::Response<R>, ClientError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+impl<R> fmt::Debug for ResponseFuture<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+/// A request body the engine may send again: a clone each time.
+struct Replay<B>(B);
+
+impl<B: http_body::Body + Clone + Default> engine::Body for Replay<B> {
+    fn replayable(&self) -> bool {
+        true
+    }
+
+    fn try_clone(&self) -> Option<Self> {
+        Some(Self(self.0.clone()))
+    }
+
+    fn empty() -> Self {
+        Self(B::default())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.size_hint().exact() == Some(0)
+    }
+}
+
+/// The layer's door to the engine: each request through the inner service.
+struct ByService<S> {
+    /// The service `poll_ready` readied, for the first request.
+    ready: Option<S>,
+    /// Cloned and readied for each later request.
+    spare: S,
+}
+
+impl<S, B, R> Sender<Replay<B>> for ByService<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Clone + Send,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+    B: Send,
+{
+    type Response = http::Response<R>;
+
+    fn send(
+        &mut self,
+        request: http::Request<Replay<B>>,
+        _url: &Url,
+    ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
+        // The first request takes the readied service; later ones a clone,
+        // readied here.
+        let (mut service, readied) = match self.ready.take() {
+            Some(service) => (service, true),
+            None => (self.spare.clone(), false),
+        };
+        async move {
+            if !readied {
+                poll_fn(|cx| service.poll_ready(cx))
+                    .await
+                    .map_err(|err| transport_error(err.into()))?;
+            }
+            service
+                .call(request.map(|Replay(body)| body))
+                .await
+                .map_err(|err| transport_error(err.into()))
+        }
+    }
+}
+
+/// An inner service's error, as a connection failure (retried) or a
+/// failure after sending (not retried).
+fn transport_error(err: BoxError) -> TransportError {
+    if is_connect(&*err) {
+        TransportError::Connect(err)
+    } else {
+        TransportError::Other(err)
+    }
+}
+
+fn is_connect(err: &(dyn Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(err) = next {
+        if let Some(err) = err.downcast_ref::<hyper_util::client::legacy::Error>() {
+            if err.is_connect() {
+                return true;
+            }
+        }
+        if let Some(err) = err.downcast_ref::<std::io::Error>() {
+            if err.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
+        }
+        next = err.source();
+    }
+    false
+}

@@ -1,0 +1,261 @@
+//! [`Timebox`]: the client's rules as a reqwest middleware (feature
+//! `reqwest-middleware`).
+//!
+//! A service that already sends through a
+//! `reqwest_middleware::ClientWithMiddleware` adopts timebox's outbound rules
+//! (C1–C7, B1–B7: attempts within the deadline, retries that fit the time
+//! left and the host's budget, breakers, redirects hop by hop, the deadline
+//! headers) by building its client with [`reqwest_builder`] and adding
+//! [`Timebox`]:
+//!
+//! ```
+//! use timebox::client::middleware::{reqwest_builder, Timebox};
+//! use timebox::config::Config;
+//!
+//! let config = Config::default();
+//! let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+//!     .with(Timebox::new(&config))
+//!     .build();
+//! # let _ = client;
+//! ```
+//!
+//! - **Order.** Middlewares run in the order they are added. Add `Timebox`
+//!   first, then `reqwest_tracing::TracingMiddleware`: the tracing
+//!   middleware then runs once per attempt and makes one span per attempt
+//!   (each attempt's [`Attempt`](super::Attempt) is in the extensions).
+//!   Added before `Timebox`, it makes one span for the whole call.
+//! - **reqwest-retry.** Don't combine them: `Timebox` retries already, within
+//!   the deadline and the host's budget, and a second retrying layer
+//!   multiplies the attempts the budget exists to bound. Replace
+//!   `RetryTransientMiddleware` with `Timebox`.
+//! - **Redirects.** timebox follows them hop by hop (C7), so reqwest must
+//!   not: [`reqwest_builder`] turns its redirects off. A client that follows
+//!   them itself is refused at its first redirect: the call fails with an
+//!   error whose source is a [`RedirectsOn`](super::RedirectsOn) that says so
+//!   and how to fix it.
+//! - **Bodies.** A body reqwest can clone (bytes, text, JSON, a form) is
+//!   sent again on a retry or a `307`/`308`. A streaming body is sent once:
+//!   the call is never retried, and a redirect that would resend the body is
+//!   the answer.
+//! - **Errors.** An error of the rest of the chain (reqwest's, or another
+//!   middleware's) comes back as it was. timebox's own (the deadline, an
+//!   open breaker, an attempt timeout, too many redirects) come back as
+//!   `reqwest_middleware::Error::Middleware` holding the
+//!   [`ClientError`]; its `source()` chain holds the
+//!   [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) when the
+//!   deadline ended the call, so
+//!   [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Extensions;
+use reqwest_middleware::{Middleware, Next};
+use url::Url;
+
+use crate::config::Config;
+use crate::entropy::Entropy;
+use crate::retry::RetryBudgets;
+
+use super::call::{self, Sender};
+use super::engine::{self, Answer, Call, Options};
+use super::rules::Rules;
+use super::transport::{refuse_redirected, TransportError};
+use super::{Attempt, ClientError};
+
+/// A `reqwest::ClientBuilder` with reqwest's redirects off, as
+/// [`Timebox`] needs them.
+#[must_use]
+pub fn reqwest_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none())
+}
+
+/// The reqwest middleware that applies timebox's outbound rules; see the
+/// [module docs](self).
+///
+/// Clones share the per-host retry budgets and breakers: make one per
+/// application.
+#[derive(Debug, Clone)]
+pub struct Timebox {
+    rules: Arc<Rules>,
+}
+
+impl Timebox {
+    /// The middleware of `config.http.client` and `config.breaker`; backoff
+    /// jitter and idempotency keys come from a source seeded by the
+    /// operating system.
+    #[must_use]
+    pub fn new(config: &Config) -> Self {
+        Self::with_entropy(config, Entropy::from_os())
+    }
+
+    /// The middleware of `config`, drawing backoff jitter and idempotency
+    /// keys from `entropy`.
+    #[must_use]
+    pub fn with_entropy(config: &Config, entropy: Entropy) -> Self {
+        Self {
+            rules: Arc::new(Rules::new(config, entropy)),
+        }
+    }
+
+    /// The retry budgets, one per upstream host.
+    #[must_use]
+    pub fn budgets(&self) -> &RetryBudgets {
+        &self.rules.budgets
+    }
+}
+
+#[async_trait::async_trait]
+impl Middleware for Timebox {
+    async fn handle(
+        &self,
+        mut request: reqwest::Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let timeout = request.timeout().copied();
+        let body = Payload::from(request.body_mut().take());
+        let request = engine::Request {
+            method: request.method().clone(),
+            url: request.url().clone(),
+            version: request.version(),
+            headers: std::mem::take(request.headers_mut()),
+            extensions: Extensions::new(),
+            body,
+        };
+        let call = Call::new(Arc::clone(&self.rules), request, Options::default());
+        let mut sender = ByNext {
+            next,
+            extensions,
+            timeout,
+        };
+        call::drive(call, &mut sender).await.map_err(into_error)
+    }
+}
+
+impl Answer for reqwest::Response {
+    fn status(&self) -> http::StatusCode {
+        reqwest::Response::status(self)
+    }
+
+    fn headers(&self) -> &http::HeaderMap {
+        reqwest::Response::headers(self)
+    }
+}
+
+/// A reqwest request body as the engine holds it.
+enum Payload {
+    None,
+    /// Bytes in memory: sent again as often as needed.
+    Reusable(Bytes),
+    /// A stream: sent once.
+    Once(reqwest::Body),
+}
+
+impl From<Option<reqwest::Body>> for Payload {
+    fn from(body: Option<reqwest::Body>) -> Self {
+        match body {
+            None => Self::None,
+            Some(body) => match body.as_bytes() {
+                Some(bytes) => Self::Reusable(Bytes::copy_from_slice(bytes)),
+                None => Self::Once(body),
+            },
+        }
+    }
+}
+
+impl Payload {
+    fn into_reqwest(self) -> Option<reqwest::Body> {
+        match self {
+            Self::None => None,
+            Self::Reusable(bytes) => Some(bytes.into()),
+            Self::Once(body) => Some(body),
+        }
+    }
+}
+
+impl engine::Body for Payload {
+    fn replayable(&self) -> bool {
+        !matches!(self, Self::Once(_))
+    }
+
+    fn try_clone(&self) -> Option<Self> {
+        match self {
+            Self::None => Some(Self::None),
+            Self::Reusable(bytes) => Some(Self::Reusable(bytes.clone())),
+            Self::Once(_) => None,
+        }
+    }
+
+    fn empty() -> Self {
+        Self::None
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Self::None => true,
+            Self::Reusable(bytes) => bytes.is_empty(),
+            Self::Once(_) => false,
+        }
+    }
+}
+
+/// The middleware's door to the engine: each attempt through the rest of
+/// the chain.
+struct ByNext<'a, 'e> {
+    next: Next<'a>,
+    extensions: &'e mut Extensions,
+    /// The caller's reqwest timeout, kept on every attempt.
+    timeout: Option<Duration>,
+}
+
+impl Sender<Payload> for ByNext<'_, '_> {
+    type Response = reqwest::Response;
+
+    fn send(
+        &mut self,
+        request: http::Request<Payload>,
+        url: &Url,
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
+        let (parts, body) = request.into_parts();
+        let mut request = reqwest::Request::new(parts.method, url.clone());
+        *request.headers_mut() = parts.headers;
+        *request.version_mut() = parts.version;
+        *request.body_mut() = body.into_reqwest();
+        *request.timeout_mut() = self.timeout;
+        if let Some(attempt) = parts.extensions.get::<Attempt>() {
+            self.extensions.insert(*attempt);
+        }
+        let sent = self.next.clone().run(request, self.extensions);
+        async move {
+            let response = sent.await.map_err(|err| {
+                let connect =
+                    matches!(&err, reqwest_middleware::Error::Reqwest(err) if err.is_connect());
+                if connect {
+                    TransportError::Connect(Box::new(err))
+                } else {
+                    TransportError::Other(Box::new(err))
+                }
+            })?;
+            refuse_redirected(url, response)
+        }
+    }
+}
+
+/// The call's error as the middleware chain's: an error of the chain as it
+/// was, timebox's own wrapped.
+fn into_error(err: ClientError) -> reqwest_middleware::Error {
+    match err {
+        ClientError::Connect(source) => match source.downcast::<reqwest_middleware::Error>() {
+            Ok(err) => *err,
+            Err(source) => reqwest_middleware::Error::middleware(ClientError::Connect(source)),
+        },
+        ClientError::Transport(source) => match source.downcast::<reqwest_middleware::Error>() {
+            Ok(err) => *err,
+            Err(source) => reqwest_middleware::Error::middleware(ClientError::Transport(source)),
+        },
+        other => reqwest_middleware::Error::middleware(other),
+    }
+}

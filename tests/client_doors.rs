@@ -1,0 +1,692 @@
+//! The client's three doors (DESIGN §12, I6, I7): `Client`, the reqwest
+//! middleware and the tower layer over hyper-util's client drive one call
+//! engine, so each passes the same table of scenarios against real axum
+//! servers on 127.0.0.1, port 0, in real time with short bounds.
+//!
+//! The scenarios are generic over [`Door`]; `doors!` runs each one through
+//! every door. The tests after the table are of one door's own edges.
+
+mod support;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use bytes::Bytes;
+use http::header::{LOCATION, RETRY_AFTER};
+use http::StatusCode;
+use http_body_util::Full;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use timebox::client::middleware::{reqwest_builder, Timebox};
+use timebox::client::{Attempt, AttemptKind, Client, ClientError, ClientLayer, ClientService};
+use timebox::config::Config;
+use timebox::deadline::{is_deadline_exceeded, Deadline};
+use timebox::entropy::Entropy;
+use tokio::net::TcpListener;
+use tokio::time::{sleep, Instant};
+use tower::{Layer, ServiceExt};
+
+use support::time::{MS, SECS};
+use support::upstream::{recording, Recorder};
+
+/// Serves `router` on a fresh port of 127.0.0.1 until the test ends.
+async fn serve(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port on 127.0.0.1");
+    let addr = listener.local_addr().expect("a bound listener");
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .await
+            .expect("the test server runs");
+    });
+    addr
+}
+
+/// `future`, failing the test instead of hanging past 5 s.
+async fn ends<F: Future>(future: F) -> F::Output {
+    tokio::time::timeout(SECS(5), future)
+        .await
+        .expect("the call ends long before 5 s")
+}
+
+/// Why a call through a door gave no response, as the scenarios tell them
+/// apart.
+#[derive(Debug, PartialEq)]
+enum Failure {
+    Deadline,
+    BreakerOpen,
+    Other(String),
+}
+
+impl Failure {
+    fn of(err: &ClientError) -> Self {
+        match err {
+            ClientError::DeadlineExceeded(_) => Self::Deadline,
+            ClientError::CircuitBreakerOpen { .. } => Self::BreakerOpen,
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+
+/// One way into the call engine.
+trait Door: Sized {
+    fn new(config: &Config) -> Self;
+
+    /// A GET of `url` with `headers`: the status, or why there is none.
+    fn get(
+        &self,
+        url: String,
+        headers: &[(&'static str, &'static str)],
+    ) -> impl Future<Output = Result<StatusCode, Failure>>;
+}
+
+struct ByClient(Client);
+
+impl Door for ByClient {
+    fn new(config: &Config) -> Self {
+        Self(Client::builder(config).entropy(Entropy::seeded(7)).build())
+    }
+
+    async fn get(
+        &self,
+        url: String,
+        headers: &[(&'static str, &'static str)],
+    ) -> Result<StatusCode, Failure> {
+        let mut request = self.0.get(url);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        match request.send().await {
+            Ok(response) => Ok(response.status()),
+            Err(err) => Err(Failure::of(&err)),
+        }
+    }
+}
+
+struct ByMiddleware(reqwest_middleware::ClientWithMiddleware);
+
+impl Door for ByMiddleware {
+    fn new(config: &Config) -> Self {
+        let reqwest = reqwest_builder().build().expect("a reqwest client");
+        Self(
+            reqwest_middleware::ClientBuilder::new(reqwest)
+                .with(Timebox::with_entropy(config, Entropy::seeded(7)))
+                .build(),
+        )
+    }
+
+    async fn get(
+        &self,
+        url: String,
+        headers: &[(&'static str, &'static str)],
+    ) -> Result<StatusCode, Failure> {
+        let mut request = self.0.get(url);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        match request.send().await {
+            Ok(response) => Ok(response.status()),
+            Err(err) => Err(middleware_failure(&err)),
+        }
+    }
+}
+
+fn middleware_failure(err: &reqwest_middleware::Error) -> Failure {
+    match err {
+        reqwest_middleware::Error::Middleware(err) => match err.downcast_ref::<ClientError>() {
+            Some(err) => Failure::of(err),
+            None => Failure::Other(err.to_string()),
+        },
+        reqwest_middleware::Error::Reqwest(err) => Failure::Other(err.to_string()),
+    }
+}
+
+type Hyper = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+
+fn hyper() -> Hyper {
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http()
+}
+
+struct ByLayer(ClientService<Hyper>);
+
+impl Door for ByLayer {
+    fn new(config: &Config) -> Self {
+        Self(ClientLayer::with_entropy(config, Entropy::seeded(7)).layer(hyper()))
+    }
+
+    async fn get(
+        &self,
+        url: String,
+        headers: &[(&'static str, &'static str)],
+    ) -> Result<StatusCode, Failure> {
+        let mut request = http::Request::get(url);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Full::default()).expect("a valid request");
+        match self.0.clone().oneshot(request).await {
+            Ok(response) => Ok(response.status()),
+            Err(err) => Err(Failure::of(&err)),
+        }
+    }
+}
+
+/// A configuration with short backoffs, so retries are quick.
+fn config() -> Config {
+    let mut config = Config::default();
+    config.http.client.max_backoff_ms = 20;
+    config
+}
+
+// The table.
+
+/// C6: a retry whose wait (here the server's `Retry-After: 1`) does not fit
+/// the time left is not started: the 503 comes back at once.
+async fn a_retry_that_does_not_fit_is_not_started<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        (StatusCode::SERVICE_UNAVAILABLE, [(RETRY_AFTER, "1")])
+    }))
+    .await;
+    let door = D::new(&config());
+
+    let start = Instant::now();
+    let outcome =
+        ends(Deadline::after(MS(500)).scope(door.get(format!("http://{addr}/"), &[]))).await;
+
+    assert_eq!(outcome, Ok(StatusCode::SERVICE_UNAVAILABLE));
+    assert_eq!(recorder.count(), 1, "{:?}", recorder.hits());
+    assert!(start.elapsed() < MS(400), "{:?}", start.elapsed());
+}
+
+/// C4: transient failures are retried until one succeeds.
+async fn transient_failures_are_retried_until_one_succeeds<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |hit| async move {
+        if hit < 3 {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::OK
+        }
+    }))
+    .await;
+    let door = D::new(&config());
+
+    let outcome =
+        ends(Deadline::after(SECS(2)).scope(door.get(format!("http://{addr}/"), &[]))).await;
+
+    assert_eq!(outcome, Ok(StatusCode::OK));
+    assert_eq!(recorder.count(), 3);
+}
+
+/// B2: a host's bucket pays for two retries of 14 tokens from its 28; the
+/// next call's first attempt earns too little for another.
+async fn the_hosts_budget_bounds_the_retries<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::SERVICE_UNAVAILABLE
+    }))
+    .await;
+    let mut config = config();
+    config.breaker.enabled = false;
+    config.http.client.retry_budget.capacity = 28;
+    let door = D::new(&config);
+    let url = format!("http://{addr}/");
+
+    let first = ends(Deadline::after(SECS(2)).scope(door.get(url.clone(), &[]))).await;
+    let after_first = recorder.count();
+    let second = ends(Deadline::after(SECS(2)).scope(door.get(url, &[]))).await;
+
+    assert_eq!(first, Ok(StatusCode::SERVICE_UNAVAILABLE));
+    assert_eq!(second, Ok(StatusCode::SERVICE_UNAVAILABLE));
+    assert_eq!(after_first, 3, "one attempt and two paid retries");
+    assert_eq!(recorder.count() - after_first, 1, "no tokens left to retry");
+}
+
+/// B1: after three failures in a row the host's breaker opens, and the next
+/// call fails fast without reaching the host.
+async fn an_open_breaker_fails_fast<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::INTERNAL_SERVER_ERROR
+    }))
+    .await;
+    let mut config = config();
+    config.http.client.max_retries = 0;
+    config.breaker.minimum_sample_count = 3;
+    let door = D::new(&config);
+    let url = format!("http://{addr}/");
+
+    for _ in 0..3 {
+        let outcome = ends(door.get(url.clone(), &[])).await;
+        assert_eq!(outcome, Ok(StatusCode::INTERNAL_SERVER_ERROR));
+    }
+    let outcome = ends(door.get(url, &[])).await;
+
+    assert_eq!(outcome, Err(Failure::BreakerOpen));
+    assert_eq!(recorder.count(), 3);
+}
+
+/// C7: each redirect hop carries what is left of the deadline, less after
+/// a slow first hop.
+async fn each_redirect_hop_carries_less_time_left<D: Door>() {
+    let recorder = Recorder::new();
+    let answer = |path: &str| -> Response {
+        match path {
+            "/slow" => (StatusCode::FOUND, [(LOCATION, "/end")]).into_response(),
+            _ => StatusCode::OK.into_response(),
+        }
+    };
+    let router = {
+        let recorder = recorder.clone();
+        Router::new().fallback(move |request: Request| {
+            let recorder = recorder.clone();
+            async move {
+                recorder.record(&request);
+                if request.uri().path() == "/slow" {
+                    sleep(MS(200)).await;
+                }
+                answer(request.uri().path())
+            }
+        })
+    };
+    let addr = serve(router).await;
+    let door = D::new(&config());
+
+    let outcome =
+        ends(Deadline::after(SECS(2)).scope(door.get(format!("http://{addr}/slow"), &[]))).await;
+
+    assert_eq!(outcome, Ok(StatusCode::OK));
+    let hits = recorder.hits();
+    let left: Vec<u64> = hits
+        .iter()
+        .map(|hit| {
+            hit.deadline_header
+                .as_deref()
+                .expect("the header")
+                .parse()
+                .expect("ms")
+        })
+        .collect();
+    assert_eq!(
+        hits.iter().map(|hit| hit.path.as_str()).collect::<Vec<_>>(),
+        ["/slow", "/end"]
+    );
+    assert!(left[0] <= 2000 && left[0] > 1500, "{left:?}");
+    assert!(
+        left[1] + 150 <= left[0],
+        "the second hop has at least 150 ms less: {left:?}"
+    );
+}
+
+/// C3: a caller's shorter deadline header goes out exactly as set.
+async fn a_callers_shorter_header_goes_out_as_set<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async { StatusCode::OK })).await;
+    let door = D::new(&config());
+
+    let outcome = ends(Deadline::after(SECS(10)).scope(door.get(
+        format!("http://{addr}/"),
+        &[("x-timebox-deadline-ms", "250")],
+    )))
+    .await;
+
+    assert_eq!(outcome, Ok(StatusCode::OK));
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].deadline_header.as_deref(), Some("250"));
+}
+
+/// C1, C2: a hanging host ends the call at the deadline, after one hit.
+async fn a_hanging_host_ends_the_call_at_the_deadline<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| {
+        std::future::pending::<StatusCode>()
+    }))
+    .await;
+    let door = D::new(&config());
+
+    let start = Instant::now();
+    let outcome =
+        ends(Deadline::after(MS(300)).scope(door.get(format!("http://{addr}/"), &[]))).await;
+
+    assert_eq!(outcome, Err(Failure::Deadline));
+    assert!(start.elapsed() < SECS(2), "{:?}", start.elapsed());
+    assert_eq!(recorder.count(), 1);
+}
+
+/// Runs every scenario through every door.
+macro_rules! doors {
+    ($($scenario:ident),* $(,)?) => {
+        mod through_client {
+            $(#[tokio::test] async fn $scenario() { super::$scenario::<super::ByClient>().await })*
+        }
+        mod through_middleware {
+            $(#[tokio::test] async fn $scenario() { super::$scenario::<super::ByMiddleware>().await })*
+        }
+        mod through_layer {
+            $(#[tokio::test] async fn $scenario() { super::$scenario::<super::ByLayer>().await })*
+        }
+    };
+}
+
+doors!(
+    a_retry_that_does_not_fit_is_not_started,
+    transient_failures_are_retried_until_one_succeeds,
+    the_hosts_budget_bounds_the_retries,
+    an_open_breaker_fails_fast,
+    each_redirect_hop_carries_less_time_left,
+    a_callers_shorter_header_goes_out_as_set,
+    a_hanging_host_ends_the_call_at_the_deadline,
+);
+
+// Each door's own edges.
+
+/// Records the [`Attempt`] of every request that passes.
+#[derive(Clone, Default)]
+struct Attempts(Arc<Mutex<Vec<Attempt>>>);
+
+impl Attempts {
+    fn seen(&self) -> Vec<(u32, AttemptKind)> {
+        let attempts = self.0.lock().expect("not poisoned");
+        attempts
+            .iter()
+            .map(|attempt| (attempt.number, attempt.kind))
+            .collect()
+    }
+
+    fn record(&self, extensions: &http::Extensions) {
+        let attempt = *extensions
+            .get::<Attempt>()
+            .expect("every attempt is marked");
+        self.0.lock().expect("not poisoned").push(attempt);
+    }
+}
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for Attempts {
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        self.record(extensions);
+        next.run(request, extensions).await
+    }
+}
+
+/// A redirect, then a 503, then a 200: first, redirect, retry.
+fn redirect_then_retry(recorder: &Recorder) -> Router {
+    recording(recorder, |hit| async move {
+        match hit {
+            1 => (StatusCode::TEMPORARY_REDIRECT, [(LOCATION, "/next")]).into_response(),
+            2 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+            _ => StatusCode::OK.into_response(),
+        }
+    })
+}
+
+const FIRST_REDIRECT_RETRY: [(u32, AttemptKind); 3] = [
+    (1, AttemptKind::First),
+    (2, AttemptKind::Redirect),
+    (3, AttemptKind::Retry),
+];
+
+#[tokio::test]
+async fn the_middleware_marks_every_attempt_for_the_middlewares_after_it() {
+    let recorder = Recorder::new();
+    let addr = serve(redirect_then_retry(&recorder)).await;
+    let attempts = Attempts::default();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(Timebox::new(&config()))
+        .with(attempts.clone())
+        .build();
+
+    let response = ends(client.get(format!("http://{addr}/")).send())
+        .await
+        .unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(attempts.seen(), FIRST_REDIRECT_RETRY);
+}
+
+#[tokio::test]
+async fn the_layer_marks_every_attempt_for_the_service_inside_it() {
+    let recorder = Recorder::new();
+    let addr = serve(redirect_then_retry(&recorder)).await;
+    let attempts = Attempts::default();
+    let inner = {
+        let attempts = attempts.clone();
+        let hyper = hyper();
+        tower::service_fn(move |request: http::Request<Full<Bytes>>| {
+            attempts.record(request.extensions());
+            hyper.request(request)
+        })
+    };
+    let client = ClientLayer::new(&config()).layer(inner);
+    let request = http::Request::get(format!("http://{addr}/"))
+        .body(Full::default())
+        .unwrap();
+
+    let response = ends(client.oneshot(request)).await.unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(attempts.seen(), FIRST_REDIRECT_RETRY);
+}
+
+/// Counts the spans reqwest-tracing opens.
+#[derive(Clone, Default)]
+struct SpanCount(Arc<Mutex<usize>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanCount {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _id: &tracing::span::Id,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().target().starts_with("reqwest_tracing") {
+            *self.0.lock().expect("not poisoned") += 1;
+        }
+    }
+}
+
+#[tokio::test]
+async fn reqwest_tracing_after_the_middleware_opens_one_span_per_attempt() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let spans = SpanCount::default();
+    let _subscriber =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let recorder = Recorder::new();
+    let addr = serve(redirect_then_retry(&recorder)).await;
+    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(Timebox::new(&config()))
+        .with(reqwest_tracing::TracingMiddleware::default())
+        .build();
+
+    let response = ends(client.get(format!("http://{addr}/")).send())
+        .await
+        .unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(recorder.count(), 3);
+    assert_eq!(*spans.0.lock().unwrap(), 3, "one span per attempt");
+}
+
+#[tokio::test]
+async fn a_streaming_body_is_sent_once_and_never_retried() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::SERVICE_UNAVAILABLE
+    }))
+    .await;
+    let client = ByMiddleware::new(&config()).0;
+    let chunks = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from("chunk"))]);
+
+    let response = ends(
+        client
+            .put(format!("http://{addr}/"))
+            .body(reqwest::Body::wrap_stream(chunks))
+            .send(),
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        recorder.count(),
+        1,
+        "a PUT is idempotent, but its body is gone"
+    );
+}
+
+#[tokio::test]
+async fn a_buffered_body_is_sent_again_on_a_retry() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |hit| async move {
+        if hit < 2 {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::OK
+        }
+    }))
+    .await;
+    let client = ByMiddleware::new(&config()).0;
+
+    let response = ends(
+        client
+            .put(format!("http://{addr}/"))
+            .body("the body")
+            .send(),
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 2);
+    for hit in hits {
+        assert_eq!(hit.headers.get(http::header::CONTENT_LENGTH).unwrap(), "8");
+    }
+}
+
+#[tokio::test]
+async fn a_reqwest_client_with_redirects_on_is_refused_by_the_middleware() {
+    let recorder = Recorder::new();
+    let addr = serve(redirect_then_retry(&recorder)).await;
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(Timebox::new(&config()))
+        .build();
+
+    let err = ends(client.get(format!("http://{addr}/")).send())
+        .await
+        .expect_err("a client that follows redirects itself is refused");
+
+    let text = format!("{:?}", anyhow_chain(&err));
+    assert!(text.contains("followed a redirect itself"), "{text}");
+    assert!(
+        text.contains("`.redirect(reqwest::redirect::Policy::none())`"),
+        "{text}"
+    );
+}
+
+/// The error's `Display` and every `source()` after it.
+fn anyhow_chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut chain = vec![err.to_string()];
+    let mut next = err.source();
+    while let Some(err) = next {
+        chain.push(err.to_string());
+        next = err.source();
+    }
+    chain
+}
+
+#[tokio::test]
+async fn the_middlewares_deadline_error_holds_the_deadline_in_its_sources() {
+    let addr = serve(recording(&Recorder::new(), |_| {
+        std::future::pending::<StatusCode>()
+    }))
+    .await;
+    let client = ByMiddleware::new(&config()).0;
+
+    let err = ends(Deadline::after(MS(100)).scope(client.get(format!("http://{addr}/")).send()))
+        .await
+        .expect_err("the deadline ends the call");
+
+    assert!(is_deadline_exceeded(&err), "{:?}", anyhow_chain(&err));
+    assert_eq!(middleware_failure(&err), Failure::Deadline);
+}
+
+#[tokio::test]
+async fn an_error_of_the_chain_comes_back_from_the_middleware_as_it_was() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let mut config = config();
+    config.http.client.max_retries = 1;
+    let client = ByMiddleware::new(&config).0;
+
+    let err = ends(client.get(format!("http://{addr}/")).send())
+        .await
+        .expect_err("nothing listens there");
+
+    match err {
+        reqwest_middleware::Error::Reqwest(err) => assert!(err.is_connect(), "{err:?}"),
+        other => panic!("expected reqwest's own error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_layer_retries_a_refused_connection_and_says_connect() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let attempts = Attempts::default();
+    let inner = {
+        let attempts = attempts.clone();
+        let hyper = hyper();
+        tower::service_fn(move |request: http::Request<Full<Bytes>>| {
+            attempts.record(request.extensions());
+            hyper.request(request)
+        })
+    };
+    let mut config = config();
+    config.http.client.max_retries = 2;
+    let client = ClientLayer::new(&config).layer(inner);
+    let request = http::Request::get(format!("http://{addr}/"))
+        .body(Full::default())
+        .unwrap();
+
+    let err = ends(client.oneshot(request))
+        .await
+        .expect_err("nothing listens there");
+
+    assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
+    assert_eq!(
+        attempts.seen().len(),
+        3,
+        "the first attempt and two retries"
+    );
+}
+
+#[tokio::test]
+async fn the_layer_refuses_a_relative_uri_naming_it() {
+    let client = ByLayer::new(&config()).0;
+    let request = http::Request::get("/relative")
+        .body(Full::default())
+        .unwrap();
+
+    let err = ends(client.oneshot(request))
+        .await
+        .expect_err("no host to send to");
+
+    assert!(matches!(err, ClientError::InvalidRequest(_)), "{err:?}");
+    assert!(err.to_string().contains("`/relative`"), "{err}");
+}
