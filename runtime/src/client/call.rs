@@ -17,11 +17,12 @@ pub(crate) trait Sender<B> {
     /// What a request gets back.
     type Response: Answer;
 
-    /// Sends `request`, whose URL is `url`; one attempt, no retries.
+    /// Sends `request`, one attempt, no retries; `url` is its URI as a
+    /// `Url`, when the engine has one.
     fn send(
         &mut self,
         request: http::Request<B>,
-        url: &Url,
+        url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send;
 }
 

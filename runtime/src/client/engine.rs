@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Version};
+use http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Uri, Version};
 use url::Url;
 
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
@@ -100,7 +100,10 @@ pub(crate) struct Options {
 /// A request as a door hands it to the engine.
 pub(crate) struct Request<B> {
     pub(crate) method: Method,
-    pub(crate) url: Url,
+    pub(crate) uri: Uri,
+    /// The same target as a `Url`, when the door has one: the engine needs
+    /// it only to follow a redirect, and parses it then if not given.
+    pub(crate) url: Option<Url>,
     pub(crate) version: Version,
     pub(crate) headers: HeaderMap,
     pub(crate) extensions: Extensions,
@@ -108,25 +111,38 @@ pub(crate) struct Request<B> {
 }
 
 impl<B> Request<B> {
-    /// `request`, whose URI must be absolute.
-    ///
-    /// # Errors
-    ///
-    /// The URI is not an absolute `http`/`https` URL.
-    pub(crate) fn from_http(request: http::Request<B>) -> Result<Self, ClientError> {
+    /// `request` as it is; [`Call::new`] checks that its URI is absolute.
+    pub(crate) fn from_http(request: http::Request<B>) -> Self {
         let (parts, body) = request.into_parts();
-        let url = Url::parse(&parts.uri.to_string()).map_err(|err| {
-            ClientError::InvalidRequest(format!(
-                "the request's uri `{}` is not an absolute URL: {err}",
-                parts.uri
-            ))
-        })?;
-        Ok(Self {
+        Self {
             method: parts.method,
-            url,
+            uri: parts.uri,
+            url: None,
             version: parts.version,
             headers: parts.headers,
             extensions: parts.extensions,
+            body,
+        }
+    }
+
+    /// A request to `url`.
+    ///
+    /// # Errors
+    ///
+    /// `url` is not a valid URI.
+    pub(crate) fn to_url(
+        method: Method,
+        url: Url,
+        headers: HeaderMap,
+        body: B,
+    ) -> Result<Self, ClientError> {
+        Ok(Self {
+            method,
+            uri: to_uri(&url)?,
+            url: Some(url),
+            version: Version::default(),
+            headers,
+            extensions: Extensions::new(),
             body,
         })
     }
@@ -135,6 +151,7 @@ impl<B> Request<B> {
     pub(crate) fn map_body<C>(self, f: impl FnOnce(B) -> C) -> Request<C> {
         Request {
             method: self.method,
+            uri: self.uri,
             url: self.url,
             version: self.version,
             headers: self.headers,
@@ -148,7 +165,7 @@ impl<B> Request<B> {
 pub(crate) struct Call<B> {
     rules: Arc<Rules>,
     method: Method,
-    url: Url,
+    target: Target,
     version: Version,
     headers: HeaderMap,
     extensions: Extensions,
@@ -177,15 +194,48 @@ pub(crate) struct Call<B> {
     attempt_ends: Deadline,
 }
 
+/// Where the next request goes, and its host's breaker and budget: found
+/// once per call, and again after each redirect.
+struct Target {
+    uri: Uri,
+    /// The same as a `Url`, once a door or a redirect made one.
+    url: Option<Url>,
+    host: String,
+    breaker: Option<CircuitBreaker>,
+    budget: Option<RetryBudget>,
+}
+
+impl Target {
+    fn new(rules: &Rules, uri: Uri, url: Option<Url>) -> Result<Self, ClientError> {
+        let host = host_key(&uri).ok_or_else(|| {
+            ClientError::InvalidRequest(format!(
+                "the request's uri `{uri}` has no host, or no port and no http(s) scheme"
+            ))
+        })?;
+        Ok(Self {
+            breaker: rules.breaker(&host),
+            budget: rules.budgets.for_host(&host),
+            uri,
+            url,
+            host,
+        })
+    }
+
+    /// The target as a `Url`, parsed from the URI when no door gave one.
+    fn url(&self) -> Option<Url> {
+        match &self.url {
+            Some(url) => Some(url.clone()),
+            None => Url::parse(&self.uri.to_string()).ok(),
+        }
+    }
+}
+
 /// One attempt (or redirect hop) under way, until [`Call::decide`] settles
 /// it.
 pub(crate) struct Pending {
     /// When the attempt times out (the call's deadline bounds it too).
     pub(crate) ends: Deadline,
-    host: String,
-    breaker: Option<CircuitBreaker>,
     permit: Option<Permit>,
-    budget: Option<RetryBudget>,
 }
 
 /// What came of an attempt, as the driver saw it.
@@ -212,9 +262,18 @@ pub(crate) enum Next<R> {
 
 impl<B: Body> Call<B> {
     /// The call `request` describes, under `rules`.
-    pub(crate) fn new(rules: Arc<Rules>, request: Request<B>, options: Options) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// The request's URI names no host to send to.
+    pub(crate) fn new(
+        rules: Arc<Rules>,
+        request: Request<B>,
+        options: Options,
+    ) -> Result<Self, ClientError> {
         let Request {
             method,
+            uri,
             url,
             version,
             mut headers,
@@ -243,9 +302,10 @@ impl<B: Body> Call<B> {
             );
         }
         let attempt_timeout = Duration::from_secs(config.timeout_secs);
-        Self {
+        let target = Target::new(&rules, uri, url)?;
+        Ok(Self {
             method,
-            url,
+            target,
             version,
             headers,
             extensions,
@@ -264,7 +324,7 @@ impl<B: Body> Call<B> {
             attempt_timeout,
             attempt_ends: Deadline::after(attempt_timeout),
             rules,
-        }
+        })
     }
 
     /// The call's deadline, if it has one.
@@ -272,9 +332,10 @@ impl<B: Body> Call<B> {
         self.deadline
     }
 
-    /// The URL the next request goes to.
-    pub(crate) fn url(&self) -> &Url {
-        &self.url
+    /// The URL the next request goes to, when a door or a redirect gave
+    /// one.
+    pub(crate) fn url(&self) -> Option<&Url> {
+        self.target.url.as_ref()
     }
 
     /// Prepares the next attempt: the request to send, and the attempt to
@@ -289,18 +350,14 @@ impl<B: Body> Call<B> {
         if self.deadline.is_some_and(Deadline::is_expired) {
             return Err(ClientError::deadline());
         }
-        let uri = to_uri(&self.url)?;
-        let host = host_key(&uri).ok_or_else(|| {
-            ClientError::InvalidRequest(format!("the url {} has no host or port", self.url))
-        })?;
-        let breaker = self.rules.breaker(&host);
-        let permit = match &breaker {
+        let target = &self.target;
+        let permit = match &target.breaker {
             Some(breaker) => {
                 Some(
                     breaker
                         .try_acquire()
                         .map_err(|open| ClientError::CircuitBreakerOpen {
-                            host: host.clone(),
+                            host: target.host.clone(),
                             open,
                         })?,
                 )
@@ -316,12 +373,11 @@ impl<B: Body> Call<B> {
         .ok_or_else(|| {
             ClientError::InvalidRequest("the request body cannot be sent again".to_owned())
         })?;
-        let budget = self.rules.budgets.for_uri(&uri);
-        if !self.refilled.contains(&host) {
-            if let Some(budget) = &budget {
+        if !self.refilled.contains(&target.host) {
+            if let Some(budget) = &target.budget {
                 budget.on_first_attempt();
             }
-            self.refilled.push(host.clone());
+            self.refilled.push(target.host.clone());
         }
         if let Some(charge) = &mut self.charge {
             charge.sent = true;
@@ -350,7 +406,7 @@ impl<B: Body> Call<B> {
         });
         let mut request = http::Request::new(body);
         *request.method_mut() = self.method.clone();
-        *request.uri_mut() = uri;
+        *request.uri_mut() = self.target.uri.clone();
         *request.version_mut() = self.version;
         *request.headers_mut() = headers;
         *request.extensions_mut() = extensions;
@@ -358,23 +414,14 @@ impl<B: Body> Call<B> {
             ends: self
                 .deadline
                 .map_or(self.attempt_ends, |d| d.min(self.attempt_ends)),
-            host,
-            breaker,
             permit,
-            budget,
         };
         Ok((request, pending))
     }
 
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
-        let Pending {
-            host,
-            breaker,
-            permit,
-            budget,
-            ..
-        } = pending;
+        let Pending { permit, .. } = pending;
         let result = match outcome {
             // The deadline passed during the attempt: our impatience, not
             // the host's fault, so the permit is dropped without an outcome.
@@ -403,18 +450,14 @@ impl<B: Body> Call<B> {
                 return next;
             }
         }
-        self.retry_or_return(result, &host, breaker.as_ref(), budget)
+        self.retry_or_return(result)
     }
 
     /// A redirect is followed under the same rules, as a hop. One that
     /// would resend a body already sent once is not: it is the answer.
     fn follow<R: Answer>(&mut self, response: &R) -> Option<Next<R>> {
-        let hop = redirect::next_hop(
-            response.status(),
-            response.headers(),
-            &self.url,
-            &self.method,
-        )?;
+        let from = self.target.url()?;
+        let hop = redirect::next_hop(response.status(), response.headers(), &from, &self.method)?;
         if hop.keeps_body && self.body.is_none() {
             return None;
         }
@@ -423,13 +466,20 @@ impl<B: Body> Call<B> {
             return Some(Next::Return(Err(ClientError::TooManyRedirects)));
         }
         let had_body = self.body.as_ref().is_none_or(|body| !body.is_empty());
-        redirect::carry_headers(&mut self.headers, &self.url, &hop, had_body);
+        redirect::carry_headers(&mut self.headers, &from, &hop, had_body);
         if !hop.keeps_body {
             let empty = B::empty();
             self.replayable = empty.replayable();
             self.body = Some(empty);
         }
-        self.url = hop.url;
+        let uri = match to_uri(&hop.url) {
+            Ok(uri) => uri,
+            Err(err) => return Some(Next::Return(Err(err))),
+        };
+        self.target = match Target::new(&self.rules, uri, Some(hop.url)) {
+            Ok(target) => target,
+            Err(err) => return Some(Next::Return(Err(err))),
+        };
         self.method = hop.method;
         self.next_kind = AttemptKind::Redirect;
         Some(Next::Follow)
@@ -437,13 +487,7 @@ impl<B: Body> Call<B> {
 
     /// Whether the last result is worth another attempt that
     /// fits the time left and the host's budget.
-    fn retry_or_return<R: Answer>(
-        &mut self,
-        result: Result<R, ClientError>,
-        host: &str,
-        breaker: Option<&CircuitBreaker>,
-        budget: Option<RetryBudget>,
-    ) -> Next<R> {
+    fn retry_or_return<R: Answer>(&mut self, result: Result<R, ClientError>) -> Next<R> {
         let kind = match &result {
             Ok(response) => classify_status(response.status()),
             Err(ClientError::Timeout | ClientError::Connect(_)) => Some(RetryKind::Transient),
@@ -457,7 +501,9 @@ impl<B: Body> Call<B> {
         let attempt = self.retries_made + 1;
         // A retry the host's open breaker would refuse is not worth waiting
         // for: the last result is the answer (C6).
+        let breaker = self.target.breaker.as_ref();
         if breaker.is_some_and(|breaker| breaker.state() == BreakerState::Open) {
+            let host = &self.target.host;
             tracing::debug!(host, attempt, %reason, "no retry: the host's circuit breaker is open");
             return self.finish(result);
         }
@@ -478,7 +524,7 @@ impl<B: Body> Call<B> {
         if let Some(left) = self.deadline.map(Deadline::remaining) {
             if left <= wait + RETRY_MARGIN {
                 tracing::debug!(
-                    host,
+                    host = self.target.host,
                     attempt,
                     %reason,
                     wait_ms = wait.as_millis(),
@@ -489,10 +535,10 @@ impl<B: Body> Call<B> {
             }
         }
         // B2: a retry the bucket cannot pay for is not made.
-        if let Some(budget) = budget {
+        if let Some(budget) = self.target.budget.clone() {
             if !budget.try_withdraw(kind) {
                 tracing::debug!(
-                    host,
+                    host = self.target.host,
                     attempt,
                     %reason,
                     tokens = budget.tokens(),
@@ -507,7 +553,7 @@ impl<B: Body> Call<B> {
             });
         }
         tracing::debug!(
-            host,
+            host = self.target.host,
             attempt = attempt + 1,
             %reason,
             wait_ms = wait.as_millis(),
@@ -627,7 +673,7 @@ fn pinned_deadline(headers: &mut HeaderMap, send_header: bool) -> Pinned {
     }
 }
 
-fn to_uri(url: &Url) -> Result<http::Uri, ClientError> {
+fn to_uri(url: &Url) -> Result<Uri, ClientError> {
     url.as_str().parse().map_err(|err| {
         ClientError::InvalidRequest(format!("the url {url} is not a valid URI: {err}"))
     })

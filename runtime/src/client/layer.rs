@@ -133,8 +133,8 @@ where
         let rules = Arc::clone(&self.rules);
         ResponseFuture {
             inner: Box::pin(async move {
-                let request = engine::Request::from_http(request)?.map_body(Replay);
-                let call = Call::new(rules, request, Options::default());
+                let request = engine::Request::from_http(request).map_body(Replay);
+                let call = Call::new(rules, request, Options::default())?;
                 let mut sender = ByService {
                     spare: ready.clone(),
                     ready: Some(ready),
@@ -206,7 +206,7 @@ where
     fn send(
         &mut self,
         request: http::Request<Replay<B>>,
-        _url: &Url,
+        _url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
         // The first request takes the readied service; later ones a clone,
         // readied here.

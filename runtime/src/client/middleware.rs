@@ -117,15 +117,14 @@ impl Middleware for Timebox {
     ) -> reqwest_middleware::Result<reqwest::Response> {
         let timeout = request.timeout().copied();
         let body = Payload::from(request.body_mut().take());
-        let request = engine::Request {
-            method: request.method().clone(),
-            url: request.url().clone(),
-            version: request.version(),
-            headers: std::mem::take(request.headers_mut()),
-            extensions: Extensions::new(),
-            body,
-        };
-        let call = Call::new(Arc::clone(&self.rules), request, Options::default());
+        let version = request.version();
+        let headers = std::mem::take(request.headers_mut());
+        let (method, url) = (request.method().clone(), request.url().clone());
+        let mut request =
+            engine::Request::to_url(method, url, headers, body).map_err(into_error)?;
+        request.version = version;
+        let call =
+            Call::new(Arc::clone(&self.rules), request, Options::default()).map_err(into_error)?;
         let mut sender = ByNext {
             next,
             extensions,
@@ -217,19 +216,29 @@ impl Sender<Payload> for ByNext<'_, '_> {
     fn send(
         &mut self,
         request: http::Request<Payload>,
-        url: &Url,
+        url: Option<&Url>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
         let (parts, body) = request.into_parts();
-        let mut request = reqwest::Request::new(parts.method, url.clone());
-        *request.headers_mut() = parts.headers;
-        *request.version_mut() = parts.version;
-        *request.body_mut() = body.into_reqwest();
-        *request.timeout_mut() = self.timeout;
-        if let Some(attempt) = parts.extensions.get::<Attempt>() {
-            self.extensions.insert(*attempt);
-        }
-        let sent = self.next.clone().run(request, self.extensions);
+        // The engine keeps the `Url` this door gave it, and the one of every
+        // redirect it follows.
+        let url = match url {
+            Some(url) => Ok(url.clone()),
+            None => Url::parse(&parts.uri.to_string())
+                .map_err(|err| TransportError::Other(Box::new(err))),
+        };
+        let sent = url.map(|url| {
+            let mut request = reqwest::Request::new(parts.method, url.clone());
+            *request.headers_mut() = parts.headers;
+            *request.version_mut() = parts.version;
+            *request.body_mut() = body.into_reqwest();
+            *request.timeout_mut() = self.timeout;
+            if let Some(attempt) = parts.extensions.get::<Attempt>() {
+                self.extensions.insert(*attempt);
+            }
+            (url, self.next.clone().run(request, self.extensions))
+        });
         async move {
+            let (url, sent) = sent?;
             let response = sent.await.map_err(|err| {
                 let connect =
                     matches!(&err, reqwest_middleware::Error::Reqwest(err) if err.is_connect());
@@ -239,7 +248,7 @@ impl Sender<Payload> for ByNext<'_, '_> {
                     TransportError::Other(Box::new(err))
                 }
             })?;
-            refuse_redirected(url, response)
+            refuse_redirected(&url, response)
         }
     }
 }

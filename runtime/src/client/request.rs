@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use http::{Extensions, HeaderMap, Method, Version};
+use http::{HeaderMap, Method};
 use serde::Serialize;
 use url::Url;
 
@@ -207,19 +207,12 @@ impl RequestBuilder {
         if let Some(error) = error {
             return Err(error);
         }
-        let request = engine::Request {
-            method,
-            url: Url::parse(&url)?,
-            version: Version::default(),
-            headers,
-            extensions: Extensions::new(),
-            body,
-        };
+        let request = engine::Request::to_url(method, Url::parse(&url)?, headers, body)?;
         let options = engine::Options {
             retries,
             retry_non_idempotent,
         };
-        let call = Call::new(Arc::clone(&client.rules), request, options);
+        let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();
         let mut sender = ByTransport(&*client.transport);
         let head = call::drive(call, &mut sender).await?;
@@ -242,7 +235,7 @@ impl Sender<Bytes> for ByTransport<'_> {
     fn send(
         &mut self,
         request: http::Request<Bytes>,
-        _url: &Url,
+        _url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
         self.0.send(request)
     }

@@ -47,10 +47,11 @@ impl Rules {
             return None;
         }
         let mut breakers = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
-        let breaker = breakers
-            .entry(host.to_owned())
-            .or_insert_with(|| CircuitBreaker::for_host(host, &self.breaker_config))
-            .clone();
+        if let Some(breaker) = breakers.get(host) {
+            return Some(breaker.clone());
+        }
+        let breaker = CircuitBreaker::for_host(host, &self.breaker_config);
+        breakers.insert(host.to_owned(), breaker.clone());
         Some(breaker)
     }
 }

@@ -82,15 +82,20 @@ impl RetryBudgets {
     /// the host has no budget (see the type's docs for when).
     #[must_use]
     pub fn for_uri(&self, uri: &Uri) -> Option<RetryBudget> {
+        self.for_host(&host_key(uri)?)
+    }
+
+    /// The bucket of the host `key` (as [`host_key`] makes it), made on
+    /// first use.
+    pub(crate) fn for_host(&self, key: &str) -> Option<RetryBudget> {
         let shared = self.shared.as_ref()?;
-        let key = host_key(uri)?;
         // A poisoned lock only means another thread panicked between two
         // complete map operations; the map itself is whole.
         if let Some(budget) = shared
             .buckets
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
+            .get(key)
         {
             return Some(budget.clone());
         }
@@ -99,16 +104,16 @@ impl RetryBudgets {
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         // Another caller may have added the host between the two locks.
-        if let Some(budget) = buckets.get(&key) {
+        if let Some(budget) = buckets.get(key) {
             return Some(budget.clone());
         }
         if buckets.len() >= shared.max_hosts {
             drop(buckets);
-            shared.refuse(&key);
+            shared.refuse(key);
             return None;
         }
         let budget = RetryBudget::with_costs(shared.costs);
-        buckets.insert(key, budget.clone());
+        buckets.insert(key.to_owned(), budget.clone());
         Some(budget)
     }
 

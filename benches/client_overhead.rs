@@ -1,0 +1,280 @@
+//! What timebox's client doors cost a call on the success path: sequential
+//! GETs per second to an axum server on a loopback port, body read, in one
+//! run. Two groups, each with its peer:
+//!
+//! `client_overhead/middleware`, a `reqwest_middleware::ClientWithMiddleware`
+//! over one `reqwest::Client` with
+//! - `reqwest_retry`: reqwest-retry's `RetryTransientMiddleware` (exponential
+//!   backoff, 3 retries), the peer;
+//! - `timebox`: timebox's `Timebox` middleware, no deadline current;
+//! - `timebox_deadline`: the same under a deadline an hour away, so each
+//!   call also writes `x-timebox-deadline-ms` and runs gated;
+//! - `reqwest`: reqwest alone, for scale.
+//!
+//! `client_overhead/tower`, hyper-util's legacy client
+//! - `hyper_util`: bare, the peer;
+//! - `client_layer`: inside `ClientLayer`, under a deadline an hour away;
+//! - `client_layer_no_deadline`: the same with no deadline current.
+//!
+//! One current-thread runtime runs server and clients, as in
+//! `server_overhead`. After criterion's groups the binary runs each group's
+//! variants in interleaved rounds (`support/rounds.rs`), whose median
+//! per-round ratio and spread are the figures to read.
+//!
+//! Goals, in throughput: the middleware at least 1.0 of `reqwest_retry`;
+//! `ClientLayer` at least 0.97 of bare hyper-util.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use axum::routing::get;
+use axum::Router;
+use bytes::Bytes;
+use criterion::{criterion_group, Criterion, Throughput};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use reqwest_middleware::ClientWithMiddleware;
+use reqwest_retry::policies::ExponentialBackoff;
+use reqwest_retry::RetryTransientMiddleware;
+use timebox::client::middleware::{reqwest_builder, Timebox};
+use timebox::client::{ClientLayer, ClientService};
+use timebox::config::Config;
+use timebox::deadline::Deadline;
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tower::{Layer, ServiceExt};
+
+#[path = "support/rounds.rs"]
+mod rounds;
+
+use rounds::Variant;
+
+/// The calls' deadline, where there is one: far enough that none meets it.
+const DEADLINE: Duration = Duration::from_secs(3600);
+
+type Hyper = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+
+/// A caller of either group.
+enum Caller {
+    Middleware {
+        client: ClientWithMiddleware,
+        deadline: bool,
+    },
+    Reqwest(reqwest::Client),
+    Hyper(Hyper),
+    Layer {
+        client: ClientService<Hyper>,
+        deadline: bool,
+    },
+}
+
+impl Caller {
+    /// One GET of `url`, its body read.
+    async fn call(&self, url: &str) -> usize {
+        match self {
+            Self::Middleware { client, .. } => {
+                let response = client.get(url).send().await.expect("the server answers");
+                response.bytes().await.expect("the body arrives").len()
+            }
+            Self::Reqwest(client) => {
+                let response = client.get(url).send().await.expect("the server answers");
+                response.bytes().await.expect("the body arrives").len()
+            }
+            Self::Hyper(client) => {
+                let response = client
+                    .request(request(url))
+                    .await
+                    .expect("the server answers");
+                body_len(response).await
+            }
+            Self::Layer { client, .. } => {
+                let response = client
+                    .clone()
+                    .oneshot(request(url))
+                    .await
+                    .expect("the server answers");
+                body_len(response).await
+            }
+        }
+    }
+
+    fn under_deadline(&self) -> bool {
+        match self {
+            Self::Middleware { deadline, .. } | Self::Layer { deadline, .. } => *deadline,
+            Self::Reqwest(_) | Self::Hyper(_) => false,
+        }
+    }
+}
+
+fn request(url: &str) -> http::Request<Full<Bytes>> {
+    http::Request::get(url)
+        .body(Full::default())
+        .expect("a valid request")
+}
+
+async fn body_len(response: http::Response<hyper::body::Incoming>) -> usize {
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("the body arrives");
+    body.to_bytes().len()
+}
+
+fn current_thread() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime builds")
+}
+
+/// Serves `GET /` answering `ok` on a loopback port.
+async fn serve(rt: &Runtime) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port binds");
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    let router = Router::new().route("/", get(|| async { "ok" }));
+    rt.spawn(async move { axum::serve(listener, router).await });
+    addr
+}
+
+fn middleware_variants() -> Vec<(&'static str, Caller)> {
+    let reqwest = || reqwest_builder().build().expect("a reqwest client");
+    let config = Config::default();
+    let retry = RetryTransientMiddleware::new_with_policy(
+        ExponentialBackoff::builder().build_with_max_retries(3),
+    );
+    vec![
+        (
+            "reqwest_retry",
+            Caller::Middleware {
+                client: reqwest_middleware::ClientBuilder::new(reqwest())
+                    .with(retry)
+                    .build(),
+                deadline: false,
+            },
+        ),
+        (
+            "timebox",
+            Caller::Middleware {
+                client: reqwest_middleware::ClientBuilder::new(reqwest())
+                    .with(Timebox::new(&config))
+                    .build(),
+                deadline: false,
+            },
+        ),
+        (
+            "timebox_deadline",
+            Caller::Middleware {
+                client: reqwest_middleware::ClientBuilder::new(reqwest())
+                    .with(Timebox::new(&config))
+                    .build(),
+                deadline: true,
+            },
+        ),
+        ("reqwest", Caller::Reqwest(reqwest())),
+    ]
+}
+
+fn tower_variants() -> Vec<(&'static str, Caller)> {
+    let hyper = || hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http();
+    vec![
+        ("hyper_util", Caller::Hyper(hyper())),
+        (
+            "client_layer",
+            Caller::Layer {
+                client: ClientLayer::new(&Config::default()).layer(hyper()),
+                deadline: true,
+            },
+        ),
+        (
+            "client_layer_no_deadline",
+            Caller::Layer {
+                client: ClientLayer::new(&Config::default()).layer(hyper()),
+                deadline: false,
+            },
+        ),
+    ]
+}
+
+/// Makes `iters` sequential calls and times them, under a deadline for the
+/// variants that have one.
+fn calls<'a>(
+    caller: &'a Caller,
+    url: &'a str,
+    iters: u64,
+) -> Pin<Box<dyn Future<Output = Duration> + 'a>> {
+    let run = async move {
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(caller.call(url).await);
+        }
+        start.elapsed()
+    };
+    if caller.under_deadline() {
+        Box::pin(Deadline::after(DEADLINE).scope(run))
+    } else {
+        Box::pin(run)
+    }
+}
+
+const GROUPS: [(&str, &str, fn() -> Vec<(&'static str, Caller)>); 2] = [
+    (
+        "client_overhead/middleware",
+        "reqwest_retry",
+        middleware_variants,
+    ),
+    ("client_overhead/tower", "hyper_util", tower_variants),
+];
+
+fn loopback(c: &mut Criterion) {
+    let rt = current_thread();
+    let url = format!("http://{}/", rt.block_on(serve(&rt)));
+    for (group_name, _, variants) in GROUPS {
+        let mut group = c.benchmark_group(group_name);
+        group.throughput(Throughput::Elements(1));
+        group.warm_up_time(Duration::from_secs(2));
+        group.measurement_time(Duration::from_secs(5));
+        group.sample_size(30);
+        for (name, caller) in variants() {
+            group.bench_function(name, |b| {
+                b.iter_custom(|iters| rt.block_on(calls(&caller, &url, iters)));
+            });
+        }
+        group.finish();
+    }
+}
+
+/// Each group's variants in interleaved rounds.
+fn interleaved() {
+    let rt = current_thread();
+    let url = format!("http://{}/", rt.block_on(serve(&rt)));
+    for (group, baseline, variants) in GROUPS {
+        let callers = variants();
+        let mut variants: Vec<Variant<'_>> = callers
+            .iter()
+            .map(|(name, caller)| {
+                let (rt, url) = (&rt, url.as_str());
+                Variant::new(name, move |iters| rt.block_on(calls(caller, url, iters)))
+            })
+            .collect();
+        rounds::run(group, baseline, true, &mut variants, 40, 1_000);
+    }
+}
+
+criterion_group!(benches, loopback);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    if rounds::wanted() {
+        interleaved();
+    }
+}
