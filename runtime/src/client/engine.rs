@@ -184,7 +184,8 @@ pub(crate) struct Call<B> {
     /// Why the next request is sent: a retry or the first request begins an
     /// attempt, and so starts its timeout; a redirect is a hop within one.
     next_kind: AttemptKind,
-    /// The hosts whose bucket this request has refilled, once each.
+    /// The hosts redirects led away from whose bucket this request has
+    /// refilled: a request refills each host's bucket once.
     refilled: Vec<String>,
     /// The tokens the pending retry holds.
     charge: Option<Charge>,
@@ -203,6 +204,8 @@ struct Target {
     host: String,
     breaker: Option<CircuitBreaker>,
     budget: Option<RetryBudget>,
+    /// Whether this request has refilled the host's bucket.
+    refilled: bool,
 }
 
 impl Target {
@@ -218,6 +221,7 @@ impl Target {
             uri,
             url,
             host,
+            refilled: false,
         })
     }
 
@@ -373,11 +377,11 @@ impl<B: Body> Call<B> {
         .ok_or_else(|| {
             ClientError::InvalidRequest("the request body cannot be sent again".to_owned())
         })?;
-        if !self.refilled.contains(&target.host) {
-            if let Some(budget) = &target.budget {
+        if !self.target.refilled {
+            if let Some(budget) = &self.target.budget {
                 budget.on_first_attempt();
             }
-            self.refilled.push(target.host.clone());
+            self.target.refilled = true;
         }
         if let Some(charge) = &mut self.charge {
             charge.sent = true;
@@ -456,6 +460,9 @@ impl<B: Body> Call<B> {
     /// A redirect is followed under the same rules, as a hop. One that
     /// would resend a body already sent once is not: it is the answer.
     fn follow<R: Answer>(&mut self, response: &R) -> Option<Next<R>> {
+        if !redirect::is_redirect(response.status()) {
+            return None;
+        }
         let from = self.target.url()?;
         let hop = redirect::next_hop(response.status(), response.headers(), &from, &self.method)?;
         if hop.keeps_body && self.body.is_none() {
@@ -476,10 +483,15 @@ impl<B: Body> Call<B> {
             Ok(uri) => uri,
             Err(err) => return Some(Next::Return(Err(err))),
         };
-        self.target = match Target::new(&self.rules, uri, Some(hop.url)) {
+        let next = match Target::new(&self.rules, uri, Some(hop.url)) {
             Ok(target) => target,
             Err(err) => return Some(Next::Return(Err(err))),
         };
+        let left = std::mem::replace(&mut self.target, next);
+        if left.refilled && !self.refilled.contains(&left.host) {
+            self.refilled.push(left.host);
+        }
+        self.target.refilled = self.refilled.contains(&self.target.host);
         self.method = hop.method;
         self.next_kind = AttemptKind::Redirect;
         Some(Next::Follow)

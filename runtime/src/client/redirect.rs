@@ -19,6 +19,19 @@ pub(super) struct Hop {
     pub(super) keeps_body: bool,
 }
 
+/// Whether `status` is a redirect the client follows (when it has a
+/// `Location`).
+pub(super) fn is_redirect(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::MOVED_PERMANENTLY
+            | StatusCode::FOUND
+            | StatusCode::SEE_OTHER
+            | StatusCode::TEMPORARY_REDIRECT
+            | StatusCode::PERMANENT_REDIRECT
+    )
+}
+
 /// Where a redirect response sends the request, or `None` when it is not a
 /// redirect the client follows (another status, or no parseable `Location`).
 pub(super) fn next_hop(
