@@ -265,7 +265,7 @@ fn interleaved() {
                 Variant::new(name, move |iters| rt.block_on(calls(caller, url, iters)))
             })
             .collect();
-        rounds::run(group, baseline, true, &mut variants, 40, 1_000);
+        rounds::run(group, baseline, true, &mut variants, 60, 1_000);
     }
 }
 

@@ -105,7 +105,7 @@ fn write(group: &str, variants: &[Variant<'_>], per_op: &[Vec<f64>], iters: u64)
 }
 
 /// Whether the bench binary was started to run benchmarks (not by
-/// `cargo test --benches` or to list them).
+/// `cargo test --benches`, to list them, or to profile one).
 pub(crate) fn wanted() -> bool {
-    !std::env::args().any(|arg| arg == "--test" || arg == "--list")
+    !std::env::args().any(|arg| matches!(arg.as_str(), "--test" | "--list" | "--profile-time"))
 }
