@@ -6,9 +6,11 @@ pub mod chain;
 pub mod child;
 pub mod http;
 pub mod logs;
+pub mod postgres;
 pub mod raw;
 pub mod time;
 pub mod upstream;
+pub mod venv;
 
 /// A current-thread runtime on a paused clock, for tests that cannot be
 /// `#[tokio::test]`s (proptest bodies are plain functions).

@@ -8,9 +8,11 @@
 //! [`DeadlineCancelled`](crate::server::DeadlineCancelled) when the wait is
 //! cut short.
 //!
-//! A query that is already running is not cut: stopping a statement half way
-//! is the database's job (its statement timeout), and dropping the future
-//! would only abandon the connection with the statement still running on it.
+//! A query that is already running is not cut by these: stopping a
+//! statement half way is the database's job, and dropping the future would
+//! only abandon the connection with the statement still running on it. With
+//! Postgres, `timebox::db::pg::begin` (feature `postgres`) has the server do it, at the
+//! deadline.
 //!
 //! # Examples
 //!
@@ -40,6 +42,8 @@
 
 mod acquire;
 mod extract;
+#[cfg(feature = "postgres")]
+pub mod pg;
 
 pub use acquire::{acquire, PoolWaitError};
 pub use extract::Conn;

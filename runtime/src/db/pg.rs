@@ -1,0 +1,250 @@
+//! Postgres statements that stop at the deadline (feature `postgres`).
+//!
+//! A deadline that only bounds the wait for a pool connection leaves a
+//! query that is already running to run on: dropping its future abandons
+//! the connection with the statement still going. Here Postgres itself
+//! stops the statement: [`begin`] opens a transaction and sets its
+//! `statement_timeout` (as `SET LOCAL`) to the time the current deadline has
+//! left, less 10 ms for the server's error to travel back, in whole
+//! milliseconds rounded down, at least 1. A statement still running at the
+//! deadline is cancelled by the server with SQLSTATE `57014`, the error
+//! reaches the handler before the deadline's own timer would cut it, and
+//! the connection is ready for the next query.
+//!
+//! - **Errors.** Convert a query's `sqlx::Error` into [`PgError`] (`?` does
+//!   it): a `57014` that arrives when the deadline has passed (or is within
+//!   the 10 ms allowance and the rounding of it) becomes
+//!   [`PgError::DeadlineExceeded`], whose `source()` is the
+//!   [`DeadlineExceeded`], so a handler answers `504` (S6); a `57014` with
+//!   time left (the server's own `statement_timeout`, say) stays an
+//!   ordinary [`PgError::Database`].
+//! - **Each statement.** `statement_timeout` bounds each statement, from
+//!   when it starts. Later statements of a long transaction get the whole
+//!   value again: call [`set_statement_timeout`] before one to give it only
+//!   what is left by then.
+//! - **No deadline** means a plain transaction: nothing is set.
+//! - **PgBouncer.** `SET LOCAL` lasts until the transaction ends, so the
+//!   setting never leaks to the next user of the server connection: this is
+//!   safe behind PgBouncer in transaction pooling mode.
+//!
+//! ```no_run
+//! use sqlx::PgPool;
+//! use timebox::db::pg::{self, PgError};
+//! use timebox::get;
+//!
+//! #[get("/report", timeout_ms = 300)]
+//! async fn report(axum::extract::State(pool): axum::extract::State<PgPool>) -> Result<String, PgError> {
+//!     let mut tx = pg::begin(&pool).await?;
+//!     let (total,): (i64,) = sqlx::query_as("SELECT count(*) FROM orders")
+//!         .fetch_one(&mut *tx)
+//!         .await?;
+//!     tx.commit().await?;
+//!     Ok(total.to_string())
+//! }
+//! ```
+
+use std::error::Error;
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+
+use crate::deadline::{bounded, Deadline, DeadlineExceeded};
+use crate::problem;
+
+use super::PoolWaitError;
+
+/// SQLSTATE `query_canceled`: what Postgres answers a statement its
+/// `statement_timeout` stopped.
+const QUERY_CANCELED: &str = "57014";
+
+/// Postgres is told to stop a statement this long before the deadline, so
+/// that its error reaches us first: the statement starts a round trip after
+/// the timeout was set, and its error takes another way back. Without it the
+/// deadline's own timer would win the race and cut the handler first.
+const REPLY_ALLOWANCE: Duration = Duration::from_millis(10);
+
+/// A `57014` that arrives with at most this much left was ours: the
+/// allowance, and the rounding down to whole milliseconds.
+const OURS_WITHIN: Duration = Duration::from_millis(11);
+
+/// Begins a transaction on a connection from `pool`, waited for until the
+/// current deadline (as [`acquire`](super::acquire)), and sets its
+/// `statement_timeout` to the time left (see the [module docs](self)).
+///
+/// # Errors
+///
+/// [`PgError::Pool`]: the deadline passed before the transaction was ready
+/// (a passed deadline sends nothing to the server) or the pool failed;
+/// [`PgError::Database`]: `BEGIN` or `SET` failed.
+///
+/// # Cancellation safety
+///
+/// Dropping the future gives up the place in the pool's queue, or rolls
+/// back the transaction.
+// Spelled out as `impl Future + Send` rather than `async fn`: the future's
+// `Send` is then proven here, once, and a handler that awaits it does not
+// meet rustc's "not general enough" error over sqlx's executor lifetimes.
+pub fn begin(
+    pool: &PgPool,
+) -> impl Future<Output = Result<Transaction<'static, Postgres>, PgError>> + Send + '_ {
+    async move {
+        let mut tx = match bounded(pool.begin()).await {
+            Ok(Ok(tx)) => tx,
+            Ok(Err(err)) => return Err(PgError::Pool(PoolWaitError::Pool(err))),
+            Err(deadline) => return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(deadline))),
+        };
+        set_statement_timeout(&mut tx).await?;
+        Ok(tx)
+    }
+}
+
+/// Sets `statement_timeout` on `conn` for the rest of its transaction (as
+/// `SET LOCAL` does, with `set_config(.., true)`), to
+/// the time the current deadline has left now, less 10 ms for the error to
+/// travel back (whole milliseconds, rounded down, at least 1); with no
+/// current deadline, does nothing.
+///
+/// # Errors
+///
+/// [`PgError::Pool`] with a [`DeadlineExceeded`] when the deadline has
+/// already passed (nothing is sent), or [`PgError::Database`].
+pub fn set_statement_timeout(
+    conn: &mut PgConnection,
+) -> impl Future<Output = Result<(), PgError>> + Send + '_ {
+    let millis = Deadline::current().map(|deadline| timeout_millis(deadline.remaining()));
+    async move {
+        let millis = match millis {
+            None => return Ok(()),
+            Some(None) => {
+                return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(
+                    DeadlineExceeded::new(),
+                )))
+            }
+            Some(Some(millis)) => millis,
+        };
+        // `SET LOCAL`, as a function that takes a bind parameter.
+        sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+            .bind(millis.to_string())
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+}
+
+/// The `statement_timeout` for `left`: less the reply allowance, whole
+/// milliseconds rounded down, at least 1; `None` when nothing is left.
+fn timeout_millis(left: Duration) -> Option<u128> {
+    (!left.is_zero()).then(|| left.saturating_sub(REPLY_ALLOWANCE).as_millis().max(1))
+}
+
+/// Why a deadline-scoped Postgres call failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PgError {
+    /// Postgres stopped a statement at the deadline: a `57014` that arrived
+    /// when the current deadline had passed. Its `source()` is the
+    /// [`DeadlineExceeded`]; it answers `504`.
+    DeadlineExceeded {
+        /// What the deadline said.
+        deadline: DeadlineExceeded,
+        /// The server's error.
+        cancelled: sqlx::Error,
+    },
+    /// No transaction: the deadline passed first, or the pool failed (see
+    /// [`PoolWaitError`]).
+    Pool(PoolWaitError),
+    /// Any other database error, a `57014` with time left included.
+    Database(sqlx::Error),
+}
+
+impl PgError {
+    /// Whether the deadline ended the call.
+    #[must_use]
+    pub fn is_deadline_exceeded(&self) -> bool {
+        matches!(
+            self,
+            PgError::DeadlineExceeded { .. } | PgError::Pool(PoolWaitError::DeadlineExceeded(_))
+        )
+    }
+}
+
+impl From<sqlx::Error> for PgError {
+    /// Reads the current deadline: a `57014` that arrives within 11 ms of it
+    /// (the reply allowance and the rounding) or after it is the deadline's.
+    fn from(err: sqlx::Error) -> Self {
+        let cancelled = err
+            .as_database_error()
+            .and_then(|db| db.code())
+            .is_some_and(|code| code == QUERY_CANCELED);
+        let ours = Deadline::current().is_some_and(|deadline| deadline.remaining() <= OURS_WITHIN);
+        if cancelled && ours {
+            PgError::DeadlineExceeded {
+                deadline: DeadlineExceeded::new(),
+                cancelled: err,
+            }
+        } else {
+            PgError::Database(err)
+        }
+    }
+}
+
+impl From<PoolWaitError> for PgError {
+    fn from(err: PoolWaitError) -> Self {
+        PgError::Pool(err)
+    }
+}
+
+impl fmt::Display for PgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PgError::DeadlineExceeded { .. } => {
+                f.write_str("Postgres stopped the statement at the deadline")
+            }
+            PgError::Pool(err) => fmt::Display::fmt(err, f),
+            PgError::Database(_) => f.write_str("database error"),
+        }
+    }
+}
+
+impl Error for PgError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            PgError::DeadlineExceeded { deadline, .. } => Some(deadline),
+            PgError::Pool(err) => err.source(),
+            PgError::Database(err) => Some(err),
+        }
+    }
+}
+
+impl IntoResponse for PgError {
+    /// `504` for a statement stopped at the deadline; what
+    /// [`PoolWaitError`] answers for the pool; `500` for a database error,
+    /// whose details are logged, not sent.
+    fn into_response(self) -> Response {
+        match self {
+            PgError::DeadlineExceeded { .. } => problem::deadline_error(),
+            PgError::Pool(err) => err.into_response(),
+            PgError::Database(err) => {
+                tracing::error!(error = %err, "database error");
+                StatusCode::INTERNAL_SERVER_ERROR.into_response()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeout_leaves_the_allowance_rounds_down_and_is_at_least_one() {
+        assert_eq!(timeout_millis(Duration::from_micros(300_900)), Some(290));
+        assert_eq!(timeout_millis(Duration::from_micros(11_999)), Some(1));
+        assert_eq!(timeout_millis(Duration::from_micros(1)), Some(1));
+        assert_eq!(timeout_millis(Duration::ZERO), None);
+    }
+}
