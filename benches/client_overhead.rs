@@ -145,7 +145,7 @@ async fn serve(rt: &Runtime) -> SocketAddr {
     addr
 }
 
-fn middleware_variants() -> Vec<(&'static str, Caller)> {
+fn middleware_variants() -> Variants {
     let reqwest = || reqwest_builder().build().expect("a reqwest client");
     let config = Config::default();
     let retry = RetryTransientMiddleware::new_with_policy(
@@ -183,7 +183,7 @@ fn middleware_variants() -> Vec<(&'static str, Caller)> {
     ]
 }
 
-fn tower_variants() -> Vec<(&'static str, Caller)> {
+fn tower_variants() -> Variants {
     let hyper = || hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http();
     vec![
         ("hyper_util", Caller::Hyper(hyper())),
@@ -225,20 +225,34 @@ fn calls<'a>(
     }
 }
 
-const GROUPS: [(&str, &str, fn() -> Vec<(&'static str, Caller)>); 2] = [
-    (
-        "client_overhead/middleware",
-        "reqwest_retry",
-        middleware_variants,
-    ),
-    ("client_overhead/tower", "hyper_util", tower_variants),
+/// A group's variants, each named.
+type Variants = Vec<(&'static str, Caller)>;
+
+/// A group of variants and the one the others are measured against.
+struct Group {
+    name: &'static str,
+    baseline: &'static str,
+    variants: fn() -> Variants,
+}
+
+const GROUPS: [Group; 2] = [
+    Group {
+        name: "client_overhead/middleware",
+        baseline: "reqwest_retry",
+        variants: middleware_variants,
+    },
+    Group {
+        name: "client_overhead/tower",
+        baseline: "hyper_util",
+        variants: tower_variants,
+    },
 ];
 
 fn loopback(c: &mut Criterion) {
     let rt = current_thread();
     let url = format!("http://{}/", rt.block_on(serve(&rt)));
-    for (group_name, _, variants) in GROUPS {
-        let mut group = c.benchmark_group(group_name);
+    for Group { name, variants, .. } in GROUPS {
+        let mut group = c.benchmark_group(name);
         group.throughput(Throughput::Elements(1));
         group.warm_up_time(Duration::from_secs(2));
         group.measurement_time(Duration::from_secs(5));
@@ -256,7 +270,12 @@ fn loopback(c: &mut Criterion) {
 fn interleaved() {
     let rt = current_thread();
     let url = format!("http://{}/", rt.block_on(serve(&rt)));
-    for (group, baseline, variants) in GROUPS {
+    for Group {
+        name,
+        baseline,
+        variants,
+    } in GROUPS
+    {
         let callers = variants();
         let mut variants: Vec<Variant<'_>> = callers
             .iter()
@@ -265,7 +284,7 @@ fn interleaved() {
                 Variant::new(name, move |iters| rt.block_on(calls(caller, url, iters)))
             })
             .collect();
-        rounds::run(group, baseline, true, &mut variants, 60, 1_000);
+        rounds::run(name, baseline, true, &mut variants, 60, 1_000);
     }
 }
 

@@ -11,7 +11,7 @@ means faster than the baseline.
     python3 benches/ratios.py --summary    # the README's table, every goal
 
 For the groups that also ran in interleaved rounds (target/bench-rounds/,
-written by server_overhead, deadline_overhead and grpc_overhead), --summary reads the
+written by server_overhead, deadline_overhead, grpc_overhead and client_overhead), --summary reads the
 ratios from the rounds: the median of the per-round ratios, with the
 spread from the 10th to the 90th percentile, and the median time per
 operation of each variant.
@@ -46,6 +46,10 @@ SUMMARY = [
     ("server_overhead/tcp", "timebox_serve", "bare", True, "-"),
     ("grpc_overhead/loopback", "timebox_layers", "bare", True, ">= 0.97"),
     ("grpc_overhead/loopback", "timebox_layers", "bare_with_headers", True, "-"),
+    ("client_overhead/middleware", "timebox", "reqwest_retry", True, ">= 1"),
+    ("client_overhead/middleware", "timebox_deadline", "reqwest_retry", True, "-"),
+    ("client_overhead/tower", "client_layer", "hyper_util", True, ">= 0.97"),
+    ("client_overhead/tower", "client_layer_no_deadline", "hyper_util", True, "-"),
     ("retry_budget/1_thread", "timebox", "tower_tps", True, ">= 2"),
     ("retry_budget/2_threads", "timebox", "tower_tps", True, ">= 2"),
 ]

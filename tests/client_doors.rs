@@ -639,7 +639,9 @@ async fn an_error_of_the_chain_comes_back_from_the_middleware_as_it_was() {
 
     match err {
         reqwest_middleware::Error::Reqwest(err) => assert!(err.is_connect(), "{err:?}"),
-        other => panic!("expected reqwest's own error, got {other:?}"),
+        other @ reqwest_middleware::Error::Middleware(_) => {
+            panic!("expected reqwest's own error, got {other:?}")
+        }
     }
 }
 

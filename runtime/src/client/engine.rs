@@ -2,19 +2,23 @@
 //! the decision after each.
 //!
 //! A [`Call`] knows the rules and keeps the state (the deadline, the retry
-//! allowance, the hosts it refilled, the tokens it holds); it never sends
-//! or sleeps. Whoever drives it does, in a loop:
+//! allowance, the target and its host's breaker and budget, the tokens it
+//! holds); it never sends or sleeps. [`drive`](super::call::drive) runs it,
+//! in a loop:
 //!
-//! 1. [`Call::start`] prepares the next attempt ([`Attempt`]): it checks
+//! 1. [`Call::start`] prepares the next request ([`Pending`]): it checks
 //!    the deadline, takes the host's breaker permit, refills the host's
-//!    bucket once per request, and writes the deadline header;
-//! 2. the driver sends the attempt's request, bounded by
-//!    [`Attempt::ends`] and the deadline, and hands back what came of it;
+//!    bucket once per request, writes the deadline headers and marks the
+//!    request with its [`Attempt`];
+//! 2. the door's [`Sender`](super::call::Sender) sends it, bounded by
+//!    [`Pending::ends`] and the deadline, and hands back what came of it;
 //! 3. [`Call::decide`] settles the permit and says what comes next
 //!    ([`Next`]): follow a redirect, wait and retry, or return.
 //!
-//! `Client::send` is one such driver; others drive the same engine over
-//! their own transport.
+//! The doors are `Client` (over its transport), the reqwest middleware
+//! (over the rest of the chain) and `ClientLayer` (over the inner tower
+//! service); each only converts its request and response, so the rules
+//! exist once.
 
 use std::fmt;
 use std::sync::Arc;

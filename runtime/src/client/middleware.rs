@@ -22,7 +22,7 @@
 //! - **Order.** Middlewares run in the order they are added. Add `Timebox`
 //!   first, then `reqwest_tracing::TracingMiddleware`: the tracing
 //!   middleware then runs once per attempt and makes one span per attempt
-//!   (each attempt's [`Attempt`](super::Attempt) is in the extensions).
+//!   (each attempt's [`Attempt`] is in the extensions).
 //!   Added before `Timebox`, it makes one span for the whole call.
 //! - **reqwest-retry.** Don't combine them: `Timebox` retries already, within
 //!   the deadline and the host's budget, and a second retrying layer
@@ -67,7 +67,6 @@ use super::{Attempt, ClientError};
 
 /// A `reqwest::ClientBuilder` with reqwest's redirects off, as
 /// [`Timebox`] needs them.
-#[must_use]
 pub fn reqwest_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none())
 }

@@ -45,7 +45,6 @@
 
 use std::error::Error;
 use std::fmt;
-use std::future::Future;
 use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
@@ -85,21 +84,14 @@ const OURS_WITHIN: Duration = Duration::from_millis(11);
 ///
 /// Dropping the future gives up the place in the pool's queue, or rolls
 /// back the transaction.
-// Spelled out as `impl Future + Send` rather than `async fn`: the future's
-// `Send` is then proven here, once, and a handler that awaits it does not
-// meet rustc's "not general enough" error over sqlx's executor lifetimes.
-pub fn begin(
-    pool: &PgPool,
-) -> impl Future<Output = Result<Transaction<'static, Postgres>, PgError>> + Send + '_ {
-    async move {
-        let mut tx = match bounded(pool.begin()).await {
-            Ok(Ok(tx)) => tx,
-            Ok(Err(err)) => return Err(PgError::Pool(PoolWaitError::Pool(err))),
-            Err(deadline) => return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(deadline))),
-        };
-        set_statement_timeout(&mut tx).await?;
-        Ok(tx)
-    }
+pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgError> {
+    let mut tx = match bounded(pool.begin()).await {
+        Ok(Ok(tx)) => tx,
+        Ok(Err(err)) => return Err(PgError::Pool(PoolWaitError::Pool(err))),
+        Err(deadline) => return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(deadline))),
+    };
+    set_statement_timeout(&mut tx).await?;
+    Ok(tx)
 }
 
 /// Sets `statement_timeout` on `conn` for the rest of its transaction (as
@@ -112,27 +104,21 @@ pub fn begin(
 ///
 /// [`PgError::Pool`] with a [`DeadlineExceeded`] when the deadline has
 /// already passed (nothing is sent), or [`PgError::Database`].
-pub fn set_statement_timeout(
-    conn: &mut PgConnection,
-) -> impl Future<Output = Result<(), PgError>> + Send + '_ {
-    let millis = Deadline::current().map(|deadline| timeout_millis(deadline.remaining()));
-    async move {
-        let millis = match millis {
-            None => return Ok(()),
-            Some(None) => {
-                return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(
-                    DeadlineExceeded::new(),
-                )))
-            }
-            Some(Some(millis)) => millis,
-        };
-        // `SET LOCAL`, as a function that takes a bind parameter.
-        sqlx::query("SELECT set_config('statement_timeout', $1, true)")
-            .bind(millis.to_string())
-            .execute(conn)
-            .await?;
-        Ok(())
-    }
+pub async fn set_statement_timeout(conn: &mut PgConnection) -> Result<(), PgError> {
+    let Some(deadline) = Deadline::current() else {
+        return Ok(());
+    };
+    let Some(millis) = timeout_millis(deadline.remaining()) else {
+        return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(
+            DeadlineExceeded::new(),
+        )));
+    };
+    // `SET LOCAL`, as a function that takes a bind parameter.
+    sqlx::query("SELECT set_config('statement_timeout', $1, true)")
+        .bind(millis.to_string())
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// The `statement_timeout` for `left`: less the reply allowance, whole
