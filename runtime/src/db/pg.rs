@@ -71,7 +71,7 @@ const REPLY_ALLOWANCE: Duration = Duration::from_millis(10);
 const OURS_WITHIN: Duration = Duration::from_millis(11);
 
 /// Begins a transaction on a connection from `pool`, waited for until the
-/// current deadline (as [`acquire`](super::acquire)), and sets its
+/// current deadline (as [`acquire`](super::acquire())), and sets its
 /// `statement_timeout` to the time left (see the [module docs](self)).
 ///
 /// # Errors
