@@ -692,3 +692,43 @@ async fn the_layer_refuses_a_relative_uri_naming_it() {
     assert!(matches!(err, ClientError::InvalidRequest(_)), "{err:?}");
     assert!(err.to_string().contains("`/relative`"), "{err}");
 }
+
+/// Why the docs say not to combine them: reqwest-retry around `Timebox`
+/// retries each of `Timebox`'s calls, so the attempts multiply (here 3 × 2
+/// against a host that always answers 503, where `Timebox` alone makes 2).
+#[tokio::test]
+async fn reqwest_retry_around_the_middleware_multiplies_the_attempts() {
+    use reqwest_retry::policies::ExponentialBackoff;
+    use reqwest_retry::RetryTransientMiddleware;
+
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::SERVICE_UNAVAILABLE
+    }))
+    .await;
+    let mut config = config();
+    config.breaker.enabled = false;
+    config.http.client.max_retries = 1;
+    let retry = ExponentialBackoff::builder()
+        .retry_bounds(MS(1), MS(5))
+        .build_with_max_retries(2);
+    let both = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(RetryTransientMiddleware::new_with_policy(retry))
+        .with(Timebox::new(&config))
+        .build();
+    let alone = ByMiddleware::new(&config).0;
+    let url = format!("http://{addr}/");
+
+    let response = ends(alone.get(&url).send()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let by_timebox = recorder.count();
+    let response = ends(both.get(&url).send()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+
+    assert_eq!(by_timebox, 2, "one attempt and Timebox's one retry");
+    assert_eq!(
+        recorder.count() - by_timebox,
+        6,
+        "reqwest-retry's 3 calls of 2 attempts"
+    );
+}
