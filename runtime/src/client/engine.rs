@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Uri, Version};
+use tokio::time::Instant;
 use url::Url;
 
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
@@ -195,8 +196,8 @@ pub(crate) struct Call<B> {
     charge: Option<Charge>,
     attempt_timeout: Duration,
     /// When the current attempt times out: one timeout covers its whole
-    /// chain of hops.
-    attempt_ends: Deadline,
+    /// chain of hops. Set when the first request of an attempt starts.
+    attempt_ends: Option<Deadline>,
 }
 
 /// Where the next request goes, and its host's breaker and budget: found
@@ -330,7 +331,7 @@ impl<B: Body> Call<B> {
             refilled: Vec::new(),
             charge: None,
             attempt_timeout,
-            attempt_ends: Deadline::after(attempt_timeout),
+            attempt_ends: None,
             rules,
         })
     }
@@ -390,13 +391,20 @@ impl<B: Body> Call<B> {
         if let Some(charge) = &mut self.charge {
             charge.sent = true;
         }
-        if self.next_kind != AttemptKind::Redirect {
-            self.attempt_ends = Deadline::after(self.attempt_timeout);
-        }
+        // One clock read for the attempt's timeout and the time left.
+        let now = Instant::now();
+        let attempt_ends = match self.attempt_ends {
+            Some(ends) if self.next_kind == AttemptKind::Redirect => ends,
+            _ => Deadline::after_start(now, self.attempt_timeout),
+        };
+        self.attempt_ends = Some(attempt_ends);
         let mut headers = self.headers.clone();
         if let Some(deadline) = self.deadline {
             let written = self.rules.deadline_headers;
-            written.write(deadline.remaining(), &mut headers);
+            written.write(
+                deadline.instant().saturating_duration_since(now),
+                &mut headers,
+            );
             // The first attempt sends a caller's shorter value as it was set.
             if let Some(value) = self
                 .as_set
@@ -419,9 +427,7 @@ impl<B: Body> Call<B> {
         *request.headers_mut() = headers;
         *request.extensions_mut() = extensions;
         let pending = Pending {
-            ends: self
-                .deadline
-                .map_or(self.attempt_ends, |d| d.min(self.attempt_ends)),
+            ends: self.deadline.map_or(attempt_ends, |d| d.min(attempt_ends)),
             permit,
         };
         Ok((request, pending))

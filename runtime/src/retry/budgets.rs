@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -190,7 +191,11 @@ pub fn host_key(uri: &Uri) -> Option<String> {
         Some(port) => port,
         None => default_port(uri.scheme_str()?)?,
     };
-    Some(format!("{}:{port}", host.to_ascii_lowercase()))
+    let mut key = String::with_capacity(host.len() + 6);
+    key.push_str(host);
+    key.make_ascii_lowercase();
+    let _ = write!(key, ":{port}");
+    Some(key)
 }
 
 fn default_port(scheme: &str) -> Option<u16> {
