@@ -16,6 +16,11 @@
 //! - `client_layer`: inside `ClientLayer`, under a deadline an hour away;
 //! - `client_layer_no_deadline`: the same with no deadline current.
 //!
+//! `client_overhead/in_process`, a service that answers at once, no network
+//! - `service`: called bare;
+//! - `client_layer`: inside `ClientLayer`, under a deadline an hour away:
+//!   the engine's own cost per call, with nothing to hide it.
+//!
 //! One current-thread runtime runs server and clients, as in
 //! `server_overhead`. After criterion's groups the binary runs each group's
 //! variants in interleaved rounds (`support/rounds.rs`), whose median
@@ -70,6 +75,32 @@ enum Caller {
         client: ClientService<Hyper>,
         deadline: bool,
     },
+    Answering(Answering),
+    AnsweringLayer(ClientService<Answering>),
+}
+
+/// A service that answers `200 ok` at once, no network: what the layer's
+/// own work costs, seen against nothing else.
+#[derive(Debug, Clone, Copy)]
+struct Answering;
+
+impl tower::Service<http::Request<Full<Bytes>>> for Answering {
+    type Response = http::Response<Full<Bytes>>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
+        std::future::ready(Ok(http::Response::new(Full::new(Bytes::from_static(
+            b"ok",
+        )))))
+    }
 }
 
 impl Caller {
@@ -99,13 +130,26 @@ impl Caller {
                     .expect("the server answers");
                 body_len(response).await
             }
+            Self::Answering(service) => {
+                let response = (*service).oneshot(request(url)).await.expect("infallible");
+                full_len(response).await
+            }
+            Self::AnsweringLayer(client) => {
+                let response = client
+                    .clone()
+                    .oneshot(request(url))
+                    .await
+                    .expect("the service answers");
+                full_len(response).await
+            }
         }
     }
 
     fn under_deadline(&self) -> bool {
         match self {
             Self::Middleware { deadline, .. } | Self::Layer { deadline, .. } => *deadline,
-            Self::Reqwest(_) | Self::Hyper(_) => false,
+            Self::AnsweringLayer(_) => true,
+            Self::Reqwest(_) | Self::Hyper(_) | Self::Answering(_) => false,
         }
     }
 }
@@ -122,6 +166,11 @@ async fn body_len(response: http::Response<hyper::body::Incoming>) -> usize {
         .collect()
         .await
         .expect("the body arrives");
+    body.to_bytes().len()
+}
+
+async fn full_len(response: http::Response<Full<Bytes>>) -> usize {
+    let body = response.into_body().collect().await.expect("infallible");
     body.to_bytes().len()
 }
 
@@ -235,7 +284,7 @@ struct Group {
     variants: fn() -> Variants,
 }
 
-const GROUPS: [Group; 2] = [
+const GROUPS: [Group; 3] = [
     Group {
         name: "client_overhead/middleware",
         baseline: "reqwest_retry",
@@ -246,7 +295,22 @@ const GROUPS: [Group; 2] = [
         baseline: "hyper_util",
         variants: tower_variants,
     },
+    Group {
+        name: "client_overhead/in_process",
+        baseline: "service",
+        variants: in_process_variants,
+    },
 ];
+
+fn in_process_variants() -> Variants {
+    vec![
+        ("service", Caller::Answering(Answering)),
+        (
+            "client_layer",
+            Caller::AnsweringLayer(ClientLayer::new(&Config::default()).layer(Answering)),
+        ),
+    ]
+}
 
 fn loopback(c: &mut Criterion) {
     let rt = current_thread();
