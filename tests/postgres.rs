@@ -56,6 +56,21 @@ async fn healthy(pool: &PgPool) {
     assert!(start.elapsed() < SECS(1), "{:?}", start.elapsed());
 }
 
+/// What `SHOW statement_timeout` says inside a transaction from
+/// [`pg::begin`] under `deadline`.
+async fn shown_under(pool: &PgPool, deadline: Deadline) -> String {
+    deadline
+        .scope(async {
+            let mut tx = pg::begin(pool).await.expect("a transaction");
+            let (shown,): (String,) = sqlx::query_as("SHOW statement_timeout")
+                .fetch_one(&mut *tx)
+                .await
+                .expect("SHOW answers");
+            shown
+        })
+        .await
+}
+
 #[tokio::test]
 async fn a_five_second_sleep_inside_a_300_ms_deadline_ends_at_it_with_a_deadline_error() {
     let server = Postgres::start();
@@ -94,16 +109,7 @@ async fn the_transaction_is_given_the_time_left_less_the_allowance() {
     let server = Postgres::start();
     let pool = pool(&server).await;
 
-    let shown = Deadline::after(Duration::from_micros(2_500_700))
-        .scope(async {
-            let mut tx = pg::begin(&pool).await.expect("a transaction");
-            let (shown,): (String,) = sqlx::query_as("SHOW statement_timeout")
-                .fetch_one(&mut *tx)
-                .await
-                .expect("SHOW answers");
-            shown
-        })
-        .await;
+    let shown = shown_under(&pool, Deadline::after(Duration::from_micros(2_500_700))).await;
 
     // `SHOW` gives whole seconds when the value is one, milliseconds else.
     let millis: u64 = shown
@@ -203,4 +209,30 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
     assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
     assert!(start.elapsed() < SECS(2), "{:?}", start.elapsed());
     healthy(&pool).await;
+}
+
+#[tokio::test]
+async fn a_shorter_timeout_already_in_force_is_kept() {
+    let server = Postgres::start();
+    let pool = pool(&server).await;
+    // The session's own (as a role's or a database's would be): the pool's
+    // one connection keeps it.
+    sqlx::raw_sql("SET statement_timeout = 100")
+        .execute(&pool)
+        .await
+        .expect("SET works");
+
+    let shown = shown_under(&pool, Deadline::after(SECS(10))).await;
+
+    assert_eq!(shown, "100ms");
+}
+
+#[tokio::test]
+async fn a_deadline_past_what_postgres_can_count_sets_nothing() {
+    let server = Postgres::start();
+    let pool = pool(&server).await;
+
+    let shown = shown_under(&pool, Deadline::after(Duration::from_secs(30 * 24 * 3600))).await;
+
+    assert_eq!(shown, "0");
 }

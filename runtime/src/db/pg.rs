@@ -6,26 +6,29 @@
 //! stops the statement: [`begin`] opens a transaction and sets its
 //! `statement_timeout` (as `SET LOCAL`) to the time the current deadline has
 //! left, less 10 ms for the server's error to travel back, in whole
-//! milliseconds rounded down, at least 1. A statement still running at the
-//! deadline is cancelled by the server with SQLSTATE `57014`, the error
-//! reaches the handler before the deadline's own timer would cut it, and
-//! the connection is ready for the next query.
+//! milliseconds rounded down, at least 1 (never longer than a timeout
+//! already in force, and nothing past Postgres's limit of about 24.8 days).
+//! A statement still running at the deadline is cancelled by the server
+//! with SQLSTATE `57014`; with a round trip to the database under those
+//! 10 ms, the error reaches the handler before the deadline's own timer
+//! would cut it, and the connection is ready for the next query.
 //!
 //! - **Errors.** Convert a query's `sqlx::Error` into [`PgError`] (`?` does
 //!   it): a `57014` that arrives when the deadline has passed (or is within
 //!   the 10 ms allowance and the rounding of it) becomes
 //!   [`PgError::DeadlineExceeded`], whose `source()` is the
 //!   [`DeadlineExceeded`], so a handler answers `504` (S6); a `57014` with
-//!   time left (the server's own `statement_timeout`, say) stays an
+//!   time left (a shorter timeout of the service's own, say) stays an
 //!   ordinary [`PgError::Database`].
 //! - **Each statement.** `statement_timeout` bounds each statement, from
 //!   when it starts. Later statements of a long transaction get the whole
 //!   value again: call [`set_statement_timeout`] before one to give it only
 //!   what is left by then.
 //! - **No deadline** means a plain transaction: nothing is set.
-//! - **PgBouncer.** `SET LOCAL` lasts until the transaction ends, so the
-//!   setting never leaks to the next user of the server connection: this is
-//!   safe behind PgBouncer in transaction pooling mode.
+//! - **PgBouncer.** The setting is transaction-local (`SET LOCAL`), so it
+//!   never leaks to the next user of the server connection, and it is sent
+//!   as an unnamed statement, never kept prepared: this is safe behind
+//!   PgBouncer in transaction pooling mode.
 //!
 //! ```no_run
 //! use sqlx::PgPool;
@@ -76,9 +79,10 @@ const OURS_WITHIN: Duration = Duration::from_millis(11);
 ///
 /// # Errors
 ///
-/// [`PgError::Pool`]: the deadline passed before the transaction was ready
-/// (a passed deadline sends nothing to the server) or the pool failed;
-/// [`PgError::Database`]: `BEGIN` or `SET` failed.
+/// [`PgError::Pool`]: the deadline passed before a connection came (a
+/// passed deadline sends nothing to the server) or the pool failed;
+/// [`PgError::DeadlineExceeded`]: it passed right after `BEGIN`;
+/// [`PgError::Database`]: `BEGIN` or the setting failed.
 ///
 /// # Cancellation safety
 ///
@@ -100,24 +104,41 @@ pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgEr
 /// travel back (whole milliseconds, rounded down, at least 1); with no
 /// current deadline, does nothing.
 ///
+/// A timeout already in force that is shorter (the role's or the
+/// database's) is kept. Outside a transaction the setting would end with the
+/// statement that made it: call this on a transaction.
+///
 /// # Errors
 ///
-/// [`PgError::Pool`] with a [`DeadlineExceeded`] when the deadline has
-/// already passed (nothing is sent), or [`PgError::Database`].
+/// [`PgError::DeadlineExceeded`] when the deadline has already passed
+/// (nothing is sent), or [`PgError::Database`].
 pub async fn set_statement_timeout(conn: &mut PgConnection) -> Result<(), PgError> {
     let Some(deadline) = Deadline::current() else {
         return Ok(());
     };
     let Some(millis) = timeout_millis(deadline.remaining()) else {
-        return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(
-            DeadlineExceeded::new(),
-        )));
+        return Err(PgError::DeadlineExceeded {
+            deadline: DeadlineExceeded::new(),
+            cancelled: None,
+        });
     };
-    // `SET LOCAL`, as a function that takes a bind parameter.
-    sqlx::query("SELECT set_config('statement_timeout', $1, true)")
-        .bind(millis.to_string())
-        .execute(conn)
-        .await?;
+    // A deadline further away than Postgres can count (about 24.8 days)
+    // bounds nothing a statement does.
+    let Ok(millis) = i32::try_from(millis) else {
+        return Ok(());
+    };
+    // `SET LOCAL`, as the function that takes a bind parameter, and never
+    // longer than a timeout already in force (the role's, say). Unnamed
+    // (not kept prepared), so a transaction-mode PgBouncer passes it.
+    sqlx::query(
+        "SELECT set_config('statement_timeout', \
+         LEAST(NULLIF(setting::int, 0), $1)::text, true) \
+         FROM pg_settings WHERE name = 'statement_timeout'",
+    )
+    .bind(millis)
+    .persistent(false)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -131,14 +152,16 @@ fn timeout_millis(left: Duration) -> Option<u128> {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum PgError {
-    /// Postgres stopped a statement at the deadline: a `57014` that arrived
-    /// when the current deadline had passed. Its `source()` is the
-    /// [`DeadlineExceeded`]; it answers `504`.
+    /// Postgres stopped a statement at the deadline (a `57014` that arrived
+    /// when the current deadline had passed), or the deadline passed inside
+    /// the transaction before its statement timeout could be set. Its
+    /// `source()` is the [`DeadlineExceeded`]; it answers `504`.
     DeadlineExceeded {
         /// What the deadline said.
         deadline: DeadlineExceeded,
-        /// The server's error.
-        cancelled: sqlx::Error,
+        /// The server's error; `None` when the deadline had passed before a
+        /// statement timeout could be set.
+        cancelled: Option<sqlx::Error>,
     },
     /// No transaction: the deadline passed first, or the pool failed (see
     /// [`PoolWaitError`]).
@@ -170,7 +193,7 @@ impl From<sqlx::Error> for PgError {
         if cancelled && ours {
             PgError::DeadlineExceeded {
                 deadline: DeadlineExceeded::new(),
-                cancelled: err,
+                cancelled: Some(err),
             }
         } else {
             PgError::Database(err)
@@ -187,9 +210,12 @@ impl From<PoolWaitError> for PgError {
 impl fmt::Display for PgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PgError::DeadlineExceeded { .. } => {
-                f.write_str("Postgres stopped the statement at the deadline")
-            }
+            PgError::DeadlineExceeded {
+                cancelled: Some(_), ..
+            } => f.write_str("Postgres stopped the statement at the deadline"),
+            PgError::DeadlineExceeded {
+                cancelled: None, ..
+            } => f.write_str("deadline exceeded inside the transaction"),
             PgError::Pool(err) => fmt::Display::fmt(err, f),
             PgError::Database(_) => f.write_str("database error"),
         }
