@@ -28,7 +28,7 @@ use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::entropy::Entropy;
 use tokio::net::TcpListener;
 use tokio::time::{sleep, Instant};
-use tower::{Layer, ServiceExt};
+use tower::{Layer, Service, ServiceExt};
 
 use support::time::{MS, SECS};
 use support::upstream::{recording, Recorder};
@@ -731,4 +731,33 @@ async fn reqwest_retry_around_the_middleware_multiplies_the_attempts() {
         6,
         "reqwest-retry's 3 calls of 2 attempts"
     );
+}
+
+#[tokio::test]
+async fn the_layer_takes_the_deadline_current_where_it_is_called() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async { StatusCode::OK })).await;
+    let mut client = ByLayer::new(&config()).0;
+    let request = http::Request::get(format!("http://{addr}/"))
+        .body(Full::default())
+        .unwrap();
+
+    // Called under the deadline, polled after it on another task.
+    #[allow(clippy::async_yields_async)] // the point: made here, awaited there
+    let response = Deadline::after(SECS(10))
+        .scope(async {
+            client.ready().await.expect("hyper's client is ready");
+            client.call(request)
+        })
+        .await;
+    let response = ends(tokio::spawn(response)).await.unwrap().unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let left: u64 = recorder.hits()[0]
+        .deadline_header
+        .as_deref()
+        .expect("the call carried the deadline")
+        .parse()
+        .expect("ms");
+    assert!(left > 9_000 && left <= 10_000, "{left}");
 }

@@ -17,6 +17,14 @@ pub(crate) trait Sender<B> {
     /// What a request gets back.
     type Response: Answer;
 
+    /// Waits until the next request can be sent (a tower service's
+    /// readiness): before the attempt takes the host's breaker permit and
+    /// starts its timeout, so waiting on our own side never counts against
+    /// the host.
+    fn ready(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {
+        std::future::ready(Ok(()))
+    }
+
     /// Sends `request`, one attempt, no retries; `url` is its URI as a
     /// `Url`, when the engine has one.
     fn send(
@@ -39,6 +47,11 @@ where
 {
     let deadline = call.deadline();
     loop {
+        match gated(deadline, sender.ready()).await {
+            None => return Err(ClientError::deadline()),
+            Some(Err(err)) => return Err(err.into_client()),
+            Some(Ok(())) => {}
+        }
         let (request, pending) = call.start()?;
         let sent = sender.send(request, call.url());
         let outcome = attempt_once(sent, pending.ends, deadline).await;

@@ -444,13 +444,13 @@ impl<B: Body> Call<B> {
                 fail(permit);
                 Err(ClientError::Timeout)
             }
-            Outcome::Failed(TransportError::Connect(err)) => {
+            Outcome::Failed(err @ TransportError::Connect(_)) => {
                 fail(permit);
-                Err(ClientError::Connect(err))
+                Err(err.into_client())
             }
-            Outcome::Failed(TransportError::Other(err)) => {
+            Outcome::Failed(err @ TransportError::Other(_)) => {
                 fail(permit);
-                return Next::Return(Err(ClientError::Transport(err)));
+                return Next::Return(Err(err.into_client()));
             }
             Outcome::Response(response) => {
                 if let Some(permit) = permit {

@@ -24,8 +24,9 @@ use super::{BoxError, ClientError};
 /// A tower layer that gives any HTTP client service the rules of
 /// [`Client`](super::Client): attempts within the deadline, retries that
 /// fit the time left and the host's budget, the host's breaker, redirects
-/// hop by hop, and the deadline headers on every request (C1–C7, B1–B7).
-/// It is the same engine as `Client`'s, not a copy.
+/// hop by hop, and the deadline headers on every request (C1, C3–C7,
+/// B1–B7). It is the same engine as `Client`'s, not a copy. The call takes
+/// the deadline current where [`Service::call`] is called.
 ///
 /// The inner service is any `Service<http::Request<B>, Response =
 /// http::Response<R>>`: hyper-util's legacy client, for one. It must be
@@ -38,7 +39,14 @@ use super::{BoxError, ClientError};
 /// when its `source()` chain holds hyper-util's connect error or an
 /// `io::Error` of kind `ConnectionRefused`; any other inner error ends the
 /// call with [`ClientError::Transport`], since the request may have been
-/// sent. The response body comes back as the inner service gave it.
+/// sent.
+///
+/// The response body comes back as the inner service gave it: unlike
+/// `Client`'s (C2), reading it is not bounded by the call's deadline. Read
+/// it under [`bounded`](crate::deadline::bounded), or inside a handler's
+/// gate, to cut it there. Waiting for the inner service's readiness (a
+/// `Buffer` or a concurrency limit inside) is bounded by the deadline but
+/// counts neither against the host's breaker nor in the attempt's timeout.
 ///
 /// ```
 /// use bytes::Bytes;
@@ -122,24 +130,25 @@ where
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
         self.inner
             .poll_ready(cx)
-            .map_err(|err| ClientError::Transport(err.into()))
+            .map_err(|err| transport_error(err.into()).into_client())
     }
 
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
+        // The call is made here, so it takes the deadline current where
+        // `call` is, even if the future is polled elsewhere.
+        let request = engine::Request::from_http(request).map_body(Replay);
+        let call = Call::new(Arc::clone(&self.rules), request, Options::default());
         // The readied service takes the first attempt; a clone stays for
         // the next caller.
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
-        let rules = Arc::clone(&self.rules);
         ResponseFuture {
             inner: Box::pin(async move {
-                let request = engine::Request::from_http(request).map_body(Replay);
-                let call = Call::new(rules, request, Options::default())?;
                 let mut sender = ByService {
                     spare: ready.clone(),
                     ready: Some(ready),
                 };
-                call::drive(call, &mut sender).await
+                call::drive(call?, &mut sender).await
             }),
         }
     }
@@ -188,9 +197,11 @@ impl<B: http_body::Body + Clone + Default> engine::Body for Replay<B> {
 
 /// The layer's door to the engine: each request through the inner service.
 struct ByService<S> {
-    /// The service `poll_ready` readied, for the first request.
+    /// A readied service for the next request: at first the one
+    /// `poll_ready` readied, then a clone of `spare` readied by
+    /// [`Sender::ready`].
     ready: Option<S>,
-    /// Cloned and readied for each later request.
+    /// What later requests clone.
     spare: S,
 }
 
@@ -203,23 +214,32 @@ where
 {
     type Response = http::Response<R>;
 
+    fn ready(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {
+        let unready = self.ready.is_none().then(|| self.spare.clone());
+        let ready = &mut self.ready;
+        async move {
+            if let Some(mut service) = unready {
+                poll_fn(|cx| service.poll_ready(cx))
+                    .await
+                    .map_err(|err| transport_error(err.into()))?;
+                *ready = Some(service);
+            }
+            Ok(())
+        }
+    }
+
     fn send(
         &mut self,
         request: http::Request<Replay<B>>,
         _url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
-        // The first request takes the readied service; later ones a clone,
-        // readied here.
-        let (mut service, readied) = match self.ready.take() {
-            Some(service) => (service, true),
-            None => (self.spare.clone(), false),
-        };
+        let service = self.ready.take();
         async move {
-            if !readied {
-                poll_fn(|cx| service.poll_ready(cx))
-                    .await
-                    .map_err(|err| transport_error(err.into()))?;
-            }
+            let Some(mut service) = service else {
+                return Err(TransportError::Other(
+                    "the inner service was not readied before the request".into(),
+                ));
+            };
             service
                 .call(request.map(|Replay(body)| body))
                 .await

@@ -3,7 +3,7 @@
 //!
 //! A service that already sends through a
 //! `reqwest_middleware::ClientWithMiddleware` adopts timebox's outbound rules
-//! (C1–C7, B1–B7: attempts within the deadline, retries that fit the time
+//! (C1, C3–C7, B1–B7: attempts within the deadline, retries that fit the time
 //! left and the host's budget, breakers, redirects hop by hop, the deadline
 //! headers) by building its client with [`reqwest_builder`] and adding
 //! [`Timebox`]:
@@ -37,6 +37,13 @@
 //!   sent again on a retry or a `307`/`308`. A streaming body is sent once:
 //!   the call is never retried, and a redirect that would resend the body is
 //!   the answer.
+//! - **The body** of the response is reqwest's own: reading it is not
+//!   bounded by the call's deadline, as `Client`'s is (C2). Read it under
+//!   [`bounded`](crate::deadline::bounded), or inside a handler's gate.
+//! - **reqwest's `.timeout()`** on a request applies to each attempt, not
+//!   to the whole call, and its expiry is an error of the chain, not
+//!   retried; `http.client.timeout_secs` is the attempt timeout timebox
+//!   retries. Bound the whole call with a deadline instead.
 //! - **Errors.** An error of the rest of the chain (reqwest's, or another
 //!   middleware's) comes back as it was. timebox's own (the deadline, an
 //!   open breaker, an attempt timeout, too many redirects) come back as

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt, TryStreamExt};
 
 use super::error::BoxError;
+use super::ClientError;
 
 /// A response body as it arrives: a stream of chunks.
 pub struct ResponseBody {
@@ -54,6 +55,16 @@ impl std::fmt::Display for TransportError {
         match self {
             Self::Connect(_) => f.write_str("connection failed"),
             Self::Other(_) => f.write_str("request failed after it was sent"),
+        }
+    }
+}
+
+impl TransportError {
+    /// The call's error for a transport that failed.
+    pub(crate) fn into_client(self) -> ClientError {
+        match self {
+            Self::Connect(err) => ClientError::Connect(err),
+            Self::Other(err) => ClientError::Transport(err),
         }
     }
 }
