@@ -761,3 +761,64 @@ async fn the_layer_takes_the_deadline_current_where_it_is_called() {
         .expect("ms");
     assert!(left > 9_000 && left <= 10_000, "{left}");
 }
+
+#[tokio::test]
+async fn a_reqwest_timeout_bounds_each_attempt_and_is_not_retried() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| {
+        std::future::pending::<StatusCode>()
+    }))
+    .await;
+    let client = ByMiddleware::new(&config()).0;
+
+    let start = Instant::now();
+    let err = ends(
+        client
+            .get(format!("http://{addr}/"))
+            .timeout(MS(100))
+            .send(),
+    )
+    .await
+    .expect_err("the host never answers");
+
+    match err {
+        reqwest_middleware::Error::Reqwest(err) => assert!(err.is_timeout(), "{err:?}"),
+        other @ reqwest_middleware::Error::Middleware(_) => {
+            panic!("expected reqwest's timeout, got {other:?}")
+        }
+    }
+    assert!(start.elapsed() < SECS(2), "{:?}", start.elapsed());
+    assert_eq!(recorder.count(), 1);
+}
+
+#[tokio::test]
+async fn a_303_after_a_streaming_body_is_followed_as_a_get() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |hit| async move {
+        if hit == 1 {
+            (StatusCode::SEE_OTHER, [(LOCATION, "/next")]).into_response()
+        } else {
+            StatusCode::OK.into_response()
+        }
+    }))
+    .await;
+    let client = ByMiddleware::new(&config()).0;
+    let chunks = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from("chunk"))]);
+
+    let response = ends(
+        client
+            .post(format!("http://{addr}/"))
+            .body(reqwest::Body::wrap_stream(chunks))
+            .send(),
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let hits = recorder.hits();
+    let seen: Vec<_> = hits
+        .iter()
+        .map(|hit| (hit.method.as_str(), hit.path.as_str()))
+        .collect();
+    assert_eq!(seen, [("POST", "/"), ("GET", "/next")]);
+}

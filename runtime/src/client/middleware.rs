@@ -57,7 +57,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
 use url::Url;
@@ -121,20 +120,19 @@ impl Middleware for Timebox {
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> reqwest_middleware::Result<reqwest::Response> {
-        let timeout = request.timeout().copied();
-        let body = Payload::from(request.body_mut().take());
-        let version = request.version();
         let headers = std::mem::take(request.headers_mut());
         let (method, url) = (request.method().clone(), request.url().clone());
-        let mut request =
+        let body = Payload::of(&request);
+        let mut call_request =
             engine::Request::to_url(method, url, headers, body).map_err(into_error)?;
-        request.version = version;
-        let call =
-            Call::new(Arc::clone(&self.rules), request, Options::default()).map_err(into_error)?;
+        call_request.version = request.version();
+        let call = Call::new(Arc::clone(&self.rules), call_request, Options::default())
+            .map_err(into_error)?;
         let mut sender = ByNext {
             next,
             extensions,
-            timeout,
+            timeout: request.timeout().copied(),
+            template: Some(request),
         };
         call::drive(call, &mut sender).await.map_err(into_error)
     }
@@ -150,48 +148,42 @@ impl Answer for reqwest::Response {
     }
 }
 
-/// A reqwest request body as the engine holds it.
+/// The body of an attempt, as the engine holds it: the caller's (kept in
+/// the request [`ByNext`] copies), or none.
+#[derive(Clone, Copy)]
 enum Payload {
+    /// The caller's body: `replayable` when reqwest can copy it (bytes in
+    /// memory), not when it is a stream.
+    Callers { replayable: bool, empty: bool },
+    /// No body: a redirect that became a GET.
     None,
-    /// Bytes in memory: sent again as often as needed.
-    Reusable(Bytes),
-    /// A stream: sent once.
-    Once(reqwest::Body),
-}
-
-impl From<Option<reqwest::Body>> for Payload {
-    fn from(body: Option<reqwest::Body>) -> Self {
-        match body {
-            None => Self::None,
-            Some(body) => match body.as_bytes() {
-                Some(bytes) => Self::Reusable(Bytes::copy_from_slice(bytes)),
-                None => Self::Once(body),
-            },
-        }
-    }
 }
 
 impl Payload {
-    fn into_reqwest(self) -> Option<reqwest::Body> {
-        match self {
-            Self::None => None,
-            Self::Reusable(bytes) => Some(bytes.into()),
-            Self::Once(body) => Some(body),
+    fn of(request: &reqwest::Request) -> Self {
+        match request.body() {
+            None => Self::None,
+            Some(body) => Self::Callers {
+                replayable: body.as_bytes().is_some(),
+                empty: body.as_bytes().is_some_and(<[u8]>::is_empty),
+            },
         }
     }
 }
 
 impl engine::Body for Payload {
     fn replayable(&self) -> bool {
-        !matches!(self, Self::Once(_))
+        !matches!(
+            self,
+            Self::Callers {
+                replayable: false,
+                ..
+            }
+        )
     }
 
     fn try_clone(&self) -> Option<Self> {
-        match self {
-            Self::None => Some(Self::None),
-            Self::Reusable(bytes) => Some(Self::Reusable(bytes.clone())),
-            Self::Once(_) => None,
-        }
+        self.replayable().then_some(*self)
     }
 
     fn empty() -> Self {
@@ -200,9 +192,8 @@ impl engine::Body for Payload {
 
     fn is_empty(&self) -> bool {
         match self {
+            Self::Callers { empty, .. } => *empty,
             Self::None => true,
-            Self::Reusable(bytes) => bytes.is_empty(),
-            Self::Once(_) => false,
         }
     }
 }
@@ -212,8 +203,37 @@ impl engine::Body for Payload {
 struct ByNext<'a, 'e> {
     next: Next<'a>,
     extensions: &'e mut Extensions,
-    /// The caller's reqwest timeout, kept on every attempt.
+    /// The caller's request, its headers taken by the engine: copied for
+    /// each attempt (its body, reqwest's timeout, version and extensions
+    /// with it), or, when its body is a stream, sent itself once.
+    template: Option<reqwest::Request>,
+    /// The caller's reqwest timeout, for a request made afresh.
     timeout: Option<Duration>,
+}
+
+impl ByNext<'_, '_> {
+    /// The request an attempt with `body` starts from.
+    fn outgoing(&mut self, body: Payload, url: Url) -> Result<reqwest::Request, TransportError> {
+        let copy = self.template.as_ref().and_then(reqwest::Request::try_clone);
+        let mut request = match (copy, body) {
+            (Some(copy), _) => copy,
+            (None, Payload::Callers { .. }) => self.template.take().ok_or_else(|| {
+                TransportError::Other("the request's streaming body was already sent".into())
+            })?,
+            // A redirect to a GET after a streaming body: a request of its
+            // own, with the caller's timeout.
+            (None, Payload::None) => {
+                let mut request = reqwest::Request::new(http::Method::GET, url.clone());
+                *request.timeout_mut() = self.timeout;
+                request
+            }
+        };
+        if matches!(body, Payload::None) {
+            *request.body_mut() = None;
+        }
+        *request.url_mut() = url;
+        Ok(request)
+    }
 }
 
 impl Sender<Payload> for ByNext<'_, '_> {
@@ -232,16 +252,15 @@ impl Sender<Payload> for ByNext<'_, '_> {
             None => Url::parse(&parts.uri.to_string())
                 .map_err(|err| TransportError::Other(Box::new(err))),
         };
-        let sent = url.map(|url| {
-            let mut request = reqwest::Request::new(parts.method, url.clone());
+        let sent = url.and_then(|url| {
+            let mut request = self.outgoing(body, url.clone())?;
+            *request.method_mut() = parts.method;
             *request.headers_mut() = parts.headers;
             *request.version_mut() = parts.version;
-            *request.body_mut() = body.into_reqwest();
-            *request.timeout_mut() = self.timeout;
             if let Some(attempt) = parts.extensions.get::<Attempt>() {
                 self.extensions.insert(*attempt);
             }
-            (url, self.next.clone().run(request, self.extensions))
+            Ok((url, self.next.clone().run(request, self.extensions)))
         });
         async move {
             let (url, sent) = sent?;
