@@ -9,7 +9,7 @@ use crate::deadline::{bounded, Deadline};
 
 use super::engine::{Answer, Body, Call, Next, Outcome};
 use super::transport::TransportError;
-use super::ClientError;
+use super::{Attempt, ClientError};
 
 /// Sends one request of a call: the network under `Client`, the rest of the
 /// middleware chain, or the inner tower service.
@@ -25,11 +25,12 @@ pub(crate) trait Sender<B> {
         std::future::ready(Ok(()))
     }
 
-    /// Sends `request`, one attempt, no retries; `url` is its URI as a
-    /// `Url`, when the engine has one.
+    /// Sends `request`, one attempt, no retries, marked with `attempt`;
+    /// `url` is its URI as a `Url`, when the engine has one.
     fn send(
         &mut self,
         request: http::Request<B>,
+        attempt: Attempt,
         url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send;
 }
@@ -53,7 +54,7 @@ where
             Some(Ok(())) => {}
         }
         let (request, pending) = call.start()?;
-        let sent = sender.send(request, call.url());
+        let sent = sender.send(request, pending.attempt, call.url());
         let outcome = attempt_once(sent, pending.ends, deadline).await;
         match call.decide(pending, outcome) {
             Next::Follow => {}

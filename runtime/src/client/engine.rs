@@ -8,8 +8,8 @@
 //!
 //! 1. [`Call::start`] prepares the next request ([`Pending`]): it checks
 //!    the deadline, takes the host's breaker permit, refills the host's
-//!    bucket once per request, writes the deadline headers and marks the
-//!    request with its [`Attempt`];
+//!    bucket once per request, writes the deadline headers and numbers the
+//!    request ([`Attempt`], which the door puts where the next layer looks);
 //! 2. the door's [`Sender`](super::call::Sender) sends it, bounded by
 //!    [`Pending::ends`] and the deadline, and hands back what came of it;
 //! 3. [`Call::decide`] settles the permit and says what comes next
@@ -244,6 +244,9 @@ impl Target {
 pub(crate) struct Pending {
     /// When the attempt times out (the call's deadline bounds it too).
     pub(crate) ends: Deadline,
+    /// Which request of the call this is: the door puts it where the next
+    /// layer looks (the request's extensions, or the middleware chain's).
+    pub(crate) attempt: Attempt,
     permit: Option<Permit>,
 }
 
@@ -415,19 +418,19 @@ impl<B: Body> Call<B> {
             }
         }
         self.sent += 1;
-        let mut extensions = self.extensions.clone();
-        extensions.insert(Attempt {
+        let attempt = Attempt {
             number: self.sent,
             kind: self.next_kind,
-        });
+        };
         let mut request = http::Request::new(body);
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.target.uri.clone();
         *request.version_mut() = self.version;
         *request.headers_mut() = headers;
-        *request.extensions_mut() = extensions;
+        *request.extensions_mut() = self.extensions.clone();
         let pending = Pending {
             ends: self.deadline.map_or(attempt_ends, |d| d.min(attempt_ends)),
+            attempt,
             permit,
         };
         Ok((request, pending))

@@ -19,7 +19,7 @@ use super::call::{self, Sender};
 use super::engine::{self, Call, Options};
 use super::rules::Rules;
 use super::transport::TransportError;
-use super::{BoxError, ClientError};
+use super::{Attempt, BoxError, ClientError};
 
 /// A tower layer that gives any HTTP client service the rules of
 /// [`Client`](super::Client): attempts within the deadline, retries that
@@ -230,9 +230,11 @@ where
 
     fn send(
         &mut self,
-        request: http::Request<Replay<B>>,
+        mut request: http::Request<Replay<B>>,
+        attempt: Attempt,
         _url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
+        request.extensions_mut().insert(attempt);
         let service = self.ready.take();
         async move {
             let Some(mut service) = service else {

@@ -242,6 +242,7 @@ impl Sender<Payload> for ByNext<'_, '_> {
     fn send(
         &mut self,
         request: http::Request<Payload>,
+        attempt: Attempt,
         url: Option<&Url>,
     ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send {
         let (parts, body) = request.into_parts();
@@ -257,9 +258,7 @@ impl Sender<Payload> for ByNext<'_, '_> {
             *request.method_mut() = parts.method;
             *request.headers_mut() = parts.headers;
             *request.version_mut() = parts.version;
-            if let Some(attempt) = parts.extensions.get::<Attempt>() {
-                self.extensions.insert(*attempt);
-            }
+            self.extensions.insert(attempt);
             Ok((url, self.next.clone().run(request, self.extensions)))
         });
         async move {

@@ -16,7 +16,7 @@ use crate::deadline::Deadline;
 use super::call::{self, Sender};
 use super::engine::{self, Call};
 use super::transport::{ResponseBody, Transport, TransportError};
-use super::{Client, ClientError, Response};
+use super::{Attempt, Client, ClientError, Response};
 
 /// An outbound call being put together; [`send`](RequestBuilder::send) makes it.
 #[derive(Debug)]
@@ -234,9 +234,11 @@ impl Sender<Bytes> for ByTransport<'_> {
 
     fn send(
         &mut self,
-        request: http::Request<Bytes>,
+        mut request: http::Request<Bytes>,
+        attempt: Attempt,
         _url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
+        request.extensions_mut().insert(attempt);
         self.0.send(request)
     }
 }
