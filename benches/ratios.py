@@ -50,6 +50,7 @@ SUMMARY = [
     ("client_overhead/middleware", "timebox_deadline", "reqwest_retry", True, "-"),
     ("client_overhead/tower", "client_layer", "hyper_util", True, ">= 0.97"),
     ("client_overhead/tower", "client_layer_no_deadline", "hyper_util", True, "-"),
+    ("client_overhead/in_process", "client_layer", "service", True, "-"),
     ("retry_budget/1_thread", "timebox", "tower_tps", True, ">= 2"),
     ("retry_budget/2_threads", "timebox", "tower_tps", True, ">= 2"),
 ]
