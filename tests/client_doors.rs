@@ -26,33 +26,11 @@ use timebox::client::{Attempt, AttemptKind, Client, ClientError, ClientLayer, Cl
 use timebox::config::Config;
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::entropy::Entropy;
-use tokio::net::TcpListener;
 use tokio::time::{sleep, Instant};
 use tower::{Layer, Service, ServiceExt};
 
 use support::time::{MS, SECS};
-use support::upstream::{recording, Recorder};
-
-/// Serves `router` on a fresh port of 127.0.0.1 until the test ends.
-async fn serve(router: Router) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port on 127.0.0.1");
-    let addr = listener.local_addr().expect("a bound listener");
-    tokio::spawn(async move {
-        axum::serve(listener, router)
-            .await
-            .expect("the test server runs");
-    });
-    addr
-}
-
-/// `future`, failing the test instead of hanging past 5 s.
-async fn ends<F: Future>(future: F) -> F::Output {
-    tokio::time::timeout(SECS(5), future)
-        .await
-        .expect("the call ends long before 5 s")
-}
+use support::upstream::{ends, recording, serve, Recorder};
 
 /// Why a call through a door gave no response, as the scenarios tell them
 /// apart.
@@ -421,6 +399,43 @@ impl reqwest_middleware::Middleware for Attempts {
     }
 }
 
+impl Attempts {
+    /// hyper-util's client, recording each request's [`Attempt`] on its way
+    /// in.
+    fn around_hyper(
+        &self,
+    ) -> impl Service<
+        http::Request<Full<Bytes>>,
+        Response = http::Response<hyper::body::Incoming>,
+        Error = hyper_util::client::legacy::Error,
+        Future: Send,
+    > + Clone
+           + Send
+           + 'static {
+        let attempts = self.clone();
+        let hyper = hyper();
+        tower::service_fn(move |request: http::Request<Full<Bytes>>| {
+            attempts.record(request.extensions());
+            hyper.request(request)
+        })
+    }
+}
+
+/// A port of 127.0.0.1 that nothing listens on.
+fn closed_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener
+        .local_addr()
+        .expect("a bound listener has an address")
+}
+
+/// A request body reqwest cannot copy: a stream of one chunk.
+fn streaming_body() -> reqwest::Body {
+    reqwest::Body::wrap_stream(futures_util::stream::iter([Ok::<_, std::io::Error>(
+        Bytes::from("chunk"),
+    )]))
+}
+
 /// A redirect, then a 503, then a 200: first, redirect, retry.
 fn redirect_then_retry(recorder: &Recorder) -> Router {
     recording(recorder, |hit| async move {
@@ -461,14 +476,7 @@ async fn the_layer_marks_every_attempt_for_the_service_inside_it() {
     let recorder = Recorder::new();
     let addr = serve(redirect_then_retry(&recorder)).await;
     let attempts = Attempts::default();
-    let inner = {
-        let attempts = attempts.clone();
-        let hyper = hyper();
-        tower::service_fn(move |request: http::Request<Full<Bytes>>| {
-            attempts.record(request.extensions());
-            hyper.request(request)
-        })
-    };
+    let inner = attempts.around_hyper();
     let client = ClientLayer::new(&config()).layer(inner);
     let request = http::Request::get(format!("http://{addr}/"))
         .body(Full::default())
@@ -528,12 +536,11 @@ async fn a_streaming_body_is_sent_once_and_never_retried() {
     }))
     .await;
     let client = ByMiddleware::new(&config()).0;
-    let chunks = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from("chunk"))]);
 
     let response = ends(
         client
             .put(format!("http://{addr}/"))
-            .body(reqwest::Body::wrap_stream(chunks))
+            .body(streaming_body())
             .send(),
     )
     .await
@@ -626,9 +633,7 @@ async fn the_middlewares_deadline_error_holds_the_deadline_in_its_sources() {
 
 #[tokio::test]
 async fn an_error_of_the_chain_comes_back_from_the_middleware_as_it_was() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    let addr = closed_port();
     let mut config = config();
     config.http.client.max_retries = 1;
     let client = ByMiddleware::new(&config).0;
@@ -647,18 +652,9 @@ async fn an_error_of_the_chain_comes_back_from_the_middleware_as_it_was() {
 
 #[tokio::test]
 async fn the_layer_retries_a_refused_connection_and_says_connect() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    let addr = closed_port();
     let attempts = Attempts::default();
-    let inner = {
-        let attempts = attempts.clone();
-        let hyper = hyper();
-        tower::service_fn(move |request: http::Request<Full<Bytes>>| {
-            attempts.record(request.extensions());
-            hyper.request(request)
-        })
-    };
+    let inner = attempts.around_hyper();
     let mut config = config();
     config.http.client.max_retries = 2;
     let client = ClientLayer::new(&config).layer(inner);
@@ -803,12 +799,11 @@ async fn a_303_after_a_streaming_body_is_followed_as_a_get() {
     }))
     .await;
     let client = ByMiddleware::new(&config()).0;
-    let chunks = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from("chunk"))]);
 
     let response = ends(
         client
             .post(format!("http://{addr}/"))
-            .body(reqwest::Body::wrap_stream(chunks))
+            .body(streaming_body())
             .send(),
     )
     .await

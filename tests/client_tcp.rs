@@ -5,8 +5,7 @@
 mod support;
 
 use std::convert::Infallible;
-use std::future::{pending, Future};
-use std::net::SocketAddr;
+use std::future::pending;
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -25,31 +24,7 @@ use tokio::net::TcpListener;
 use tokio::time::{sleep, Instant};
 
 use support::time::{MS, SECS};
-use support::upstream::{recording, Recorder};
-
-/// Serves `router` on a fresh port of 127.0.0.1 until the test ends.
-async fn serve(router: Router) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port on 127.0.0.1");
-    let addr = listener
-        .local_addr()
-        .expect("a bound listener has an address");
-    tokio::spawn(async move {
-        axum::serve(listener, router)
-            .await
-            .expect("the test server runs");
-    });
-    addr
-}
-
-/// `future`, failing the test instead of hanging when it does not end in
-/// `SECS(5)` — far past every deadline used here.
-async fn ends<F: Future>(future: F) -> F::Output {
-    tokio::time::timeout(SECS(5), future)
-        .await
-        .expect("the call ends long before 5 s")
-}
+use support::upstream::{ends, recording, serve, Recorder};
 
 fn client() -> Client {
     Client::new(&Config::default())

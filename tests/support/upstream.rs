@@ -1,11 +1,38 @@
 //! Upstream services for client tests: routers that record every request.
 
+use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::Request;
 use axum::Router;
+use tokio::net::TcpListener;
 use tokio::time::Instant;
+
+/// Serves `router` on a fresh port of 127.0.0.1 until the test ends.
+pub async fn serve(router: Router) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port on 127.0.0.1");
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .await
+            .expect("the test server runs");
+    });
+    addr
+}
+
+/// `future`, failing the test instead of hanging when it does not end in
+/// 5 s, far past every deadline the client tests use (real time).
+pub async fn ends<F: Future>(future: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(5), future)
+        .await
+        .expect("the call ends long before 5 s")
+}
 
 /// One request an upstream saw.
 #[derive(Debug, Clone)]
