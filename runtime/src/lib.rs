@@ -48,6 +48,7 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod attempt;
 pub mod breaker;
 #[cfg(feature = "client")]
 pub mod client;
@@ -58,6 +59,7 @@ pub mod deadline;
 pub mod entropy;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod observe;
 #[cfg(feature = "server")]
 mod problem;
 pub mod registry;

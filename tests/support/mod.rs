@@ -6,6 +6,7 @@ pub mod chain;
 pub mod child;
 pub mod http;
 pub mod logs;
+pub mod observe;
 pub mod postgres;
 pub mod raw;
 pub mod time;

@@ -10,6 +10,7 @@ use super::shared::Shared;
 use super::state::{BreakerState, Machine};
 use super::window::CallCounts;
 use crate::config::BreakerConfig;
+use crate::observe::{BreakerCallOutcome, Label, Observers};
 
 /// A circuit breaker for one upstream host.
 ///
@@ -76,8 +77,20 @@ impl CircuitBreaker {
     /// the `host:port` key).
     #[must_use]
     pub fn for_host(host: &str, config: &BreakerConfig) -> Self {
+        Self::observed(host, host.into(), config, Observers::new())
+    }
+
+    /// A breaker for `host` that tells `observers` its transitions and how
+    /// it counted each call, naming the host `label` there.
+    pub(crate) fn observed(
+        host: &str,
+        label: Label,
+        config: &BreakerConfig,
+        observers: Observers,
+    ) -> Self {
+        let machine = Machine::new(config, Instant::now());
         Self {
-            shared: Arc::new(Shared::new(Machine::new(config, Instant::now()), host)),
+            shared: Arc::new(Shared::new(machine, host, label, observers)),
         }
     }
 
@@ -92,7 +105,10 @@ impl CircuitBreaker {
     /// [`Open`] when the call must not be made; the host was not contacted.
     pub fn try_acquire(&self) -> Result<Permit, Open> {
         let now = Instant::now();
-        let generation = self.shared.run(|machine| machine.acquire(now))?;
+        let generation = self
+            .shared
+            .run(|machine| machine.acquire(now))
+            .inspect_err(|_| self.shared.told(BreakerCallOutcome::Rejected))?;
         Ok(Permit::new(Arc::clone(&self.shared), generation, now))
     }
 

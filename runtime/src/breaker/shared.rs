@@ -3,6 +3,8 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::state::Machine;
+use super::transition::Transition;
+use crate::observe::{BreakerCallOutcome, Event, Label, Observers};
 
 /// The state every clone and every permit of one breaker share.
 #[derive(Debug)]
@@ -10,13 +12,18 @@ pub(super) struct Shared {
     machine: Mutex<Machine>,
     /// The host the logs name.
     host: Box<str>,
+    /// The host the events name (bounded, see `HostLabels`).
+    label: Label,
+    observers: Observers,
 }
 
 impl Shared {
-    pub(super) fn new(machine: Machine, host: &str) -> Self {
+    pub(super) fn new(machine: Machine, host: &str, label: Label, observers: Observers) -> Self {
         Self {
             machine: Mutex::new(machine),
             host: host.into(),
+            label,
+            observers,
         }
     }
 
@@ -26,17 +33,40 @@ impl Shared {
         self.machine.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `step` on the state, then logs the change of state it made, if
-    /// any, once the lock is released.
+    /// Runs `step` on the state, then logs and tells the change of state it
+    /// made, if any, once the lock is released.
     pub(super) fn run<R>(&self, step: impl FnOnce(&mut Machine) -> R) -> R {
-        let (result, transition) = {
-            let mut machine = self.lock();
-            let result = step(&mut machine);
-            (result, machine.take_transition())
-        };
+        let (result, transition) = self.step(step);
+        self.tell(transition);
+        result
+    }
+
+    /// Runs `step` on the state; the change of state it made is the
+    /// caller's to [`tell`](Self::tell).
+    pub(super) fn step<R>(&self, step: impl FnOnce(&mut Machine) -> R) -> (R, Option<Transition>) {
+        let mut machine = self.lock();
+        let result = step(&mut machine);
+        (result, machine.take_transition())
+    }
+
+    /// Logs and tells a change of state.
+    pub(super) fn tell(&self, transition: Option<Transition>) {
         if let Some(transition) = transition {
             transition.log(&self.host);
+            let (from, to) = transition.states();
+            self.observers.emit(|| Event::BreakerTransition {
+                host: self.label.clone(),
+                from,
+                to,
+            });
         }
-        result
+    }
+
+    /// Tells how a call was counted.
+    pub(super) fn told(&self, outcome: BreakerCallOutcome) {
+        self.observers.emit(|| Event::BreakerCall {
+            host: self.label.clone(),
+            outcome,
+        });
     }
 }

@@ -8,6 +8,7 @@ use super::error::Open;
 use super::transition::Transition;
 use super::window::{Call, CallCounts, Window};
 use crate::config::{BreakerConfig, CancelledCallOutcome};
+use crate::observe::BreakerCallOutcome;
 
 /// Where a [`CircuitBreaker`](super::CircuitBreaker) stands, for tests and
 /// metrics.
@@ -31,6 +32,30 @@ pub enum BreakerState {
     Open,
     /// A few trial calls go through; their outcomes close or reopen it.
     HalfOpen,
+}
+
+impl BreakerState {
+    /// A stable `snake_case` name: `"closed"`, `"half_open"` or `"open"`,
+    /// for logs and metrics.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::HalfOpen => "half_open",
+            Self::Open => "open",
+        }
+    }
+
+    /// The value of the `timebox.breaker.state` gauge: 0 closed, 1
+    /// half-open, 2 open.
+    #[must_use]
+    pub const fn gauge(self) -> f64 {
+        match self {
+            Self::Closed => 0.0,
+            Self::HalfOpen => 1.0,
+            Self::Open => 2.0,
+        }
+    }
 }
 
 /// How a permit ended, as its holder reported it.
@@ -139,11 +164,17 @@ impl Machine {
         outcome: Outcome,
         elapsed: Duration,
         now: Instant,
-    ) {
+    ) -> Option<BreakerCallOutcome> {
         if generation != self.generation {
-            return;
+            return None;
         }
         let call = self.classify(outcome, elapsed);
+        let counted = match call {
+            None => BreakerCallOutcome::Cancelled,
+            Some(Call { failure: true, .. }) => BreakerCallOutcome::Failure,
+            Some(Call { slow: true, .. }) => BreakerCallOutcome::Slow,
+            Some(_) => BreakerCallOutcome::Success,
+        };
         match &mut self.phase {
             Phase::Closed => {
                 if let Some(call) = call {
@@ -173,6 +204,7 @@ impl Machine {
             // No permit is issued while open, so none has this generation.
             Phase::Open { .. } => {}
         }
+        Some(counted)
     }
 
     pub(super) fn state(&mut self, now: Instant) -> BreakerState {

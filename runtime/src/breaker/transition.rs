@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::window::CallCounts;
+use super::BreakerState;
 
 /// A change of state, recorded under the breaker's lock and logged once the
 /// lock is released.
@@ -20,6 +21,16 @@ pub(super) enum Transition {
 }
 
 impl Transition {
+    /// The state left and the state entered.
+    pub(super) const fn states(self) -> (BreakerState, BreakerState) {
+        match self {
+            Self::Opened { .. } => (BreakerState::Closed, BreakerState::Open),
+            Self::Reopened { .. } => (BreakerState::HalfOpen, BreakerState::Open),
+            Self::HalfOpened { .. } => (BreakerState::Open, BreakerState::HalfOpen),
+            Self::Closed => (BreakerState::HalfOpen, BreakerState::Closed),
+        }
+    }
+
     /// Says what happened: `warn!` when calls start being refused, `info!`
     /// when they stop, `debug!` for the trials in between.
     pub(super) fn log(self, host: &str) {

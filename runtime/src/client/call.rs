@@ -46,6 +46,16 @@ where
     B: Body,
     S: Sender<B>,
 {
+    let result = run(&mut call, sender).await;
+    call.end(&result);
+    result
+}
+
+async fn run<B, S>(call: &mut Call<B>, sender: &mut S) -> Result<S::Response, ClientError>
+where
+    B: Body,
+    S: Sender<B>,
+{
     let deadline = call.deadline();
     loop {
         match gated(deadline, sender.ready()).await {

@@ -33,6 +33,7 @@ use crate::breaker::{BreakerState, CircuitBreaker, Permit};
 use crate::deadline::header::{self, DEADLINE_HEADER};
 use crate::deadline::Deadline;
 use crate::deadline::Format;
+use crate::observe::{CallOutcome, Event, Label, SkipReason, Stage};
 use crate::retry::{classify_status, hint_wait, host_key, is_idempotent, RetryBudget, RetryKind};
 
 use super::redirect::{self, MAX_HOPS};
@@ -198,6 +199,8 @@ pub(crate) struct Call<B> {
     /// When the current attempt times out: one timeout covers its whole
     /// chain of hops. Set when the first request of an attempt starts.
     attempt_ends: Option<Deadline>,
+    /// When the call began, when someone listens (for its duration).
+    began: Option<Instant>,
 }
 
 /// Where the next request goes, and its host's breaker and budget: found
@@ -207,6 +210,8 @@ struct Target {
     /// The same as a `Url`, once a door or a redirect made one.
     url: Option<Url>,
     host: String,
+    /// The host's `host` value in events, when someone listens.
+    label: Option<Label>,
     breaker: Option<CircuitBreaker>,
     budget: Option<RetryBudget>,
     /// Whether this request has refilled the host's bucket.
@@ -221,6 +226,10 @@ impl Target {
             ))
         })?;
         Ok(Self {
+            label: rules
+                .observers
+                .is_listening()
+                .then(|| rules.labels.of(&host)),
             breaker: rules.breaker(&host),
             budget: rules.budgets.for_host(&host),
             uri,
@@ -335,6 +344,7 @@ impl<B: Body> Call<B> {
             charge: None,
             attempt_timeout,
             attempt_ends: None,
+            began: rules.observers.is_listening().then(Instant::now),
             rules,
         })
     }
@@ -388,6 +398,7 @@ impl<B: Body> Call<B> {
         if !self.target.refilled {
             if let Some(budget) = &self.target.budget {
                 budget.on_first_attempt();
+                self.tell_tokens(budget);
             }
             self.target.refilled = true;
         }
@@ -428,6 +439,10 @@ impl<B: Body> Call<B> {
         *request.version_mut() = self.version;
         *request.headers_mut() = headers;
         *request.extensions_mut() = self.extensions.clone();
+        self.rules.observers.emit(|| Event::AttemptStarted {
+            host: self.label(),
+            attempt,
+        });
         let pending = Pending {
             ends: self.deadline.map_or(attempt_ends, |d| d.min(attempt_ends)),
             attempt,
@@ -438,7 +453,14 @@ impl<B: Body> Call<B> {
 
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
-        let Pending { permit, .. } = pending;
+        let Pending {
+            permit, attempt, ..
+        } = pending;
+        self.rules.observers.emit(|| Event::AttemptFinished {
+            host: self.label(),
+            attempt,
+            outcome: outcome.observed(),
+        });
         let result = match outcome {
             // The deadline passed during the attempt: our impatience, not
             // the host's fault, so the permit is dropped without an outcome.
@@ -518,10 +540,15 @@ impl<B: Body> Call<B> {
             Err(ClientError::Timeout | ClientError::Connect(_)) => Some(RetryKind::Transient),
             Err(_) => None,
         };
-        let Some(kind) = kind.filter(|_| self.may_retry && self.retries_made < self.max_retries)
-        else {
+        let Some(kind) = kind else {
             return self.finish(result);
         };
+        if !self.may_retry {
+            return self.skip(SkipReason::NotIdempotent, result);
+        }
+        if self.retries_made >= self.max_retries {
+            return self.skip(SkipReason::MaxAttempts, result);
+        }
         let reason = RetryReason::of(&result);
         let attempt = self.retries_made + 1;
         // A retry the host's open breaker would refuse is not worth waiting
@@ -530,7 +557,7 @@ impl<B: Body> Call<B> {
         if breaker.is_some_and(|breaker| breaker.state() == BreakerState::Open) {
             let host = &self.target.host;
             tracing::debug!(host, attempt, %reason, "no retry: the host's circuit breaker is open");
-            return self.finish(result);
+            return self.skip(SkipReason::BreakerOpen, result);
         }
         let config = &self.rules.config;
         let hint = match &result {
@@ -556,7 +583,7 @@ impl<B: Body> Call<B> {
                     left_ms = left.as_millis(),
                     "no retry: the wait does not fit the time left"
                 );
-                return self.finish(result);
+                return self.skip(SkipReason::Deadline, result);
             }
         }
         // B2: a retry the bucket cannot pay for is not made.
@@ -569,8 +596,9 @@ impl<B: Body> Call<B> {
                     tokens = budget.tokens(),
                     "no retry: the host's retry budget cannot pay for it"
                 );
-                return self.finish(result);
+                return self.skip(SkipReason::Budget, result);
             }
+            self.tell_tokens(&budget);
             self.charge = Some(Charge {
                 budget,
                 kind,
@@ -595,11 +623,86 @@ impl<B: Body> Call<B> {
         if let Ok(response) = &result {
             if response.status().as_u16() < 400 {
                 if let Some(charge) = self.charge.take() {
-                    charge.refund();
+                    let budget = charge.refund();
+                    self.tell_tokens(&budget);
                 }
             }
         }
         Next::Return(result)
+    }
+}
+
+impl<B> Call<B> {
+    /// Ends the call with `result`: tells its outcome and duration, and a
+    /// deadline that passed in it.
+    pub(crate) fn end<R: Answer>(&self, result: &Result<R, ClientError>) {
+        let observers = &self.rules.observers;
+        let outcome = match result {
+            Ok(response) => CallOutcome::Status(response.status().as_u16()),
+            Err(err) => outcome_of(err),
+        };
+        if outcome == CallOutcome::DeadlineExceeded {
+            observers.emit(|| Event::DeadlineExceeded {
+                stage: Stage::Outbound,
+                route: None,
+            });
+        }
+        observers.emit(|| Event::CallFinished {
+            host: self.label(),
+            outcome,
+            duration: self.began.map(|began| began.elapsed()).unwrap_or_default(),
+        });
+    }
+
+    /// A retry not made: tells why, and the last result is the answer.
+    fn skip<R: Answer>(&mut self, reason: SkipReason, result: Result<R, ClientError>) -> Next<R>
+    where
+        B: Body,
+    {
+        self.rules.observers.emit(|| Event::RetrySkipped {
+            host: self.label(),
+            reason,
+        });
+        self.finish(result)
+    }
+
+    fn tell_tokens(&self, budget: &RetryBudget) {
+        self.rules.observers.emit(|| Event::BudgetTokens {
+            host: self.label(),
+            tokens: budget.tokens(),
+        });
+    }
+
+    /// The target's `host` value in events.
+    fn label(&self) -> Label {
+        let target = &self.target;
+        target
+            .label
+            .clone()
+            .unwrap_or_else(|| self.rules.labels.of(&target.host))
+    }
+}
+
+impl<R: Answer> Outcome<R> {
+    fn observed(&self) -> CallOutcome {
+        match self {
+            Self::Response(response) => CallOutcome::Status(response.status().as_u16()),
+            Self::Failed(TransportError::Connect(_)) => CallOutcome::Connect,
+            Self::Failed(TransportError::Other(_)) => CallOutcome::Error,
+            Self::TimedOut => CallOutcome::Timeout,
+            Self::DeadlineExceeded => CallOutcome::DeadlineExceeded,
+        }
+    }
+}
+
+fn outcome_of(err: &ClientError) -> CallOutcome {
+    match err {
+        ClientError::DeadlineExceeded(_) => CallOutcome::DeadlineExceeded,
+        ClientError::Timeout => CallOutcome::Timeout,
+        ClientError::CircuitBreakerOpen { .. } => CallOutcome::CircuitOpen,
+        ClientError::Connect(_) => CallOutcome::Connect,
+        ClientError::Status(status) => CallOutcome::Status(status.as_u16()),
+        _ => CallOutcome::Error,
     }
 }
 
@@ -646,9 +749,10 @@ struct Charge {
 }
 
 impl Charge {
-    fn refund(mut self) {
+    fn refund(mut self) -> RetryBudget {
         self.budget.refund(self.kind);
         self.sent = true; // refunded once: the drop below must not again
+        self.budget.clone()
     }
 }
 

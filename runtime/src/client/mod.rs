@@ -65,7 +65,6 @@
 //! # }
 //! ```
 
-mod attempt;
 mod call;
 #[allow(clippy::module_inception)]
 mod client;
@@ -80,7 +79,7 @@ mod response;
 mod rules;
 mod transport;
 
-pub use attempt::{Attempt, AttemptKind};
+pub use crate::attempt::{Attempt, AttemptKind};
 pub use client::{Client, ClientBuilder};
 pub use error::{BoxError, ClientError};
 pub use layer::{ClientLayer, ClientService, ResponseFuture};

@@ -9,6 +9,7 @@ use crate::breaker::CircuitBreaker;
 use crate::config::{BreakerConfig, ClientConfig, Config};
 use crate::deadline::Formats;
 use crate::entropy::Entropy;
+use crate::observe::{HostLabels, Observers};
 use crate::retry::{Backoff, RetryBudgets};
 
 /// The state the call engine reads and updates: one per `Client`,
@@ -20,6 +21,9 @@ pub(crate) struct Rules {
     pub(crate) entropy: Entropy,
     /// The deadline headers each attempt writes.
     pub(crate) deadline_headers: Formats,
+    /// Who hears the calls' events, and the `host` values they give.
+    pub(crate) observers: Observers,
+    pub(crate) labels: HostLabels,
     breaker_config: BreakerConfig,
     breakers: Mutex<HashMap<String, CircuitBreaker>>,
 }
@@ -35,6 +39,8 @@ impl Rules {
             config: client.clone(),
             entropy,
             deadline_headers: Formats::written(client),
+            observers: config.observers.clone(),
+            labels: HostLabels::new(client.retry_budget.max_hosts),
             breaker_config: config.breaker.clone(),
             breakers: Mutex::new(HashMap::new()),
         }
@@ -50,7 +56,12 @@ impl Rules {
         if let Some(breaker) = breakers.get(host) {
             return Some(breaker.clone());
         }
-        let breaker = CircuitBreaker::for_host(host, &self.breaker_config);
+        let breaker = CircuitBreaker::observed(
+            host,
+            self.labels.of(host),
+            &self.breaker_config,
+            self.observers.clone(),
+        );
         breakers.insert(host.to_owned(), breaker.clone());
         Some(breaker)
     }

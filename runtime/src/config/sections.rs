@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{BreakerConfig, BudgetConfig, GrpcConfig};
+use crate::observe::{Observer, Observers};
 
 /// Every timebox setting, one field per section of `timebox.toml`.
 ///
@@ -42,6 +43,32 @@ pub struct Config {
     pub http: HttpConfig,
     /// `[breaker]`: the per-host circuit breaker of the outbound client.
     pub breaker: BreakerConfig,
+    /// Who hears the events of the parts built from this config (not a
+    /// setting: never read from a file, never written out). Empty by
+    /// default; add one with [`Config::observed_by`].
+    #[serde(skip)]
+    pub observers: Observers,
+}
+
+impl Config {
+    /// This config with `observer` among its observers: every part built
+    /// from it tells `observer` its events (see [`crate::observe`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use timebox::config::Config;
+    /// use timebox::observe::Recording;
+    ///
+    /// let recording = Recording::new();
+    /// let config = Config::default().observed_by(recording.clone());
+    /// assert_eq!(config.observers.len(), 1);
+    /// ```
+    #[must_use]
+    pub fn observed_by(mut self, observer: impl Observer) -> Self {
+        self.observers = self.observers.with(observer);
+        self
+    }
 }
 
 /// `[server]`: inbound request deadlines and the two-phase shutdown.

@@ -68,6 +68,18 @@ impl Format {
         }
     }
 
+    /// The header's name, as a string.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Timebox => "x-timebox-deadline-ms",
+            Self::GrpcTimeout => "grpc-timeout",
+            Self::EnvoyExpected => "x-envoy-expected-rq-timeout-ms",
+            Self::ConnectTimeout => "connect-timeout-ms",
+            Self::EnvoyUpstream => "x-envoy-upstream-rq-timeout-ms",
+        }
+    }
+
     /// The format whose header is called `name` (lowercase, as in config).
     #[must_use]
     pub fn from_name(name: &str) -> Option<Self> {

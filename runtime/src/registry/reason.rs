@@ -34,6 +34,17 @@ pub enum CancelReason {
 }
 
 impl CancelReason {
+    /// A stable `snake_case` name without the timer: `"disconnect"`,
+    /// `"timeout"` or `"shutdown"`, for metrics.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Disconnect => "disconnect",
+            Self::Timeout(_) => "timeout",
+            Self::Shutdown => "shutdown",
+        }
+    }
+
     /// Whether a timer caused the cancellation.
     #[must_use]
     pub const fn is_timeout(self) -> bool {

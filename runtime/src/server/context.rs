@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::deadline::Format;
 use crate::entropy::Entropy;
+use crate::observe::Observers;
 
 use super::route_deadline::RouteClaim;
 
@@ -18,12 +20,15 @@ pub(crate) struct RequestContext {
     /// `server.timeouts.request_timeout_ms`, for routes that inherit it.
     pub(crate) global: Option<Duration>,
     /// The inbound deadline header, when accepted and parseable.
-    pub(crate) inbound: Option<Duration>,
+    pub(crate) inbound: Option<(Duration, Format)>,
     /// The application's random source, for `Retry-After`.
     pub(crate) entropy: Entropy,
     /// Set while `TimeboxLayer` gates the request at the global deadline: a
     /// route rule below takes it over (see [`RouteClaim`]).
     pub(crate) claim: Option<RouteClaim>,
+    /// The app's observers (`TimeboxLayer`'s config): the route rules below
+    /// tell them too.
+    pub(crate) observers: Observers,
 }
 
 impl RequestContext {

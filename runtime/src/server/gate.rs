@@ -12,6 +12,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::entropy::Entropy;
+use crate::observe::{Event, ShedReason};
 use crate::problem;
 use crate::shutdown::{InFlightGuard, Shutdown};
 
@@ -85,6 +86,10 @@ where
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let token = self.shutdown.token();
         if token.is_cancelled() {
+            self.shutdown.observers().emit(|| Event::RequestShed {
+                reason: ShedReason::ShuttingDown,
+                route: None,
+            });
             let entropy = req
                 .extensions()
                 .get::<Entropy>()

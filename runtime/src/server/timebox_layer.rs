@@ -17,6 +17,7 @@ use tower_service::Service;
 use crate::config::Config;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
+use crate::observe::{DeadlineSource, Observers};
 
 use super::context::RequestContext;
 use super::route_deadline::{Answer, Expiry, RouteClaim, RouteName, State};
@@ -71,6 +72,7 @@ struct Settings {
     global: Option<Duration>,
     inbound: Formats,
     entropy: Entropy,
+    observers: Observers,
 }
 
 impl TimeboxLayer {
@@ -84,6 +86,7 @@ impl TimeboxLayer {
                 global,
                 inbound: Formats::trusted(&config.server.timeouts),
                 entropy: Entropy::from_os(),
+                observers: config.observers.clone(),
             }),
         }
     }
@@ -136,10 +139,7 @@ where
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let settings = &*self.settings;
         let start = Instant::now();
-        let inbound = settings
-            .inbound
-            .earliest(req.headers())
-            .map(|(left, _)| left);
+        let inbound = settings.inbound.earliest(req.headers());
         let entropy = req
             .extensions()
             .get::<Entropy>()
@@ -152,6 +152,7 @@ where
             inbound,
             entropy: entropy.clone(),
             claim: claim.clone(),
+            observers: settings.observers.clone(),
         });
         let Some(global) = settings.global else {
             return TimeboxFuture {
@@ -160,13 +161,17 @@ where
             };
         };
         // An inbound header can only shorten the deadline.
-        let budget = inbound.map_or(global, |inbound| global.min(inbound));
+        let (budget, source) = DeadlineSource::Global.shortened(global, inbound);
         let expiry = Expiry {
             method: req.method().clone(),
             route: RouteName::Matched(req.extensions().get::<MatchedPath>().cloned()),
             budget,
+            source,
             start: Some(start),
             entropy: Some(entropy),
+            observers: settings.observers.clone(),
+            // Told at the first poll, unless a route rule takes over.
+            untold: claim.is_none(),
         };
         if budget.is_zero() {
             return TimeboxFuture {
@@ -204,11 +209,16 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let mut answer = this.state.as_mut().poll_answer(cx);
-        if this.claim.take().is_some_and(|claim| claim.settle()) {
+        match this.claim.take().map(|claim| claim.settle()) {
             // The route has a rule of its own and waits for us to let go:
-            // from now on only its rule applies.
-            this.state.as_mut().release();
-            answer = this.state.poll_answer(cx);
+            // from now on only its rule applies, and it tells its deadline.
+            Some(true) => {
+                this.state.as_mut().release();
+                answer = this.state.poll_answer(cx);
+            }
+            // The global deadline is the request's: told once that is known.
+            Some(false) => this.state.as_mut().tell_set(),
+            None => {}
         }
         answer.map(|answer| match answer {
             Answer::Inner(output) => output,

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::observe::{Event, Observers, PhaseOutcome, ShutdownPhase};
 
 use super::{DrainToken, InFlight, ShutdownToken};
 
@@ -68,6 +70,7 @@ struct Shared {
     prestop: Duration,
     grace: Duration,
     drain_force: Duration,
+    observers: Observers,
     #[cfg(feature = "server")]
     connections: ConnectionBounds,
 }
@@ -100,6 +103,7 @@ impl Shutdown {
                 prestop: Duration::from_secs(server.prestop_grace_secs),
                 grace: Duration::from_secs(server.shutdown_timeout_secs),
                 drain_force: Duration::from_secs(server.drain_force_secs),
+                observers: config.observers.clone(),
                 #[cfg(feature = "server")]
                 connections: ConnectionBounds {
                     header_read: server.header_read_timeout(),
@@ -181,6 +185,12 @@ impl Shutdown {
         self.shared.forced.is_cancelled()
     }
 
+    /// The app's observers, for the parts that refuse requests for us.
+    #[cfg(feature = "server")]
+    pub(crate) fn observers(&self) -> &Observers {
+        &self.shared.observers
+    }
+
     #[cfg(feature = "server")]
     pub(crate) fn connection_bounds(&self) -> ConnectionBounds {
         self.shared.connections
@@ -195,7 +205,9 @@ impl Shutdown {
     pub async fn wait_drained(&self) {
         let shared = &self.shared;
         shared.triggered.cancelled().await;
+        let phase = self.phase(ShutdownPhase::Prestop);
         self.unless_forced(tokio::time::sleep(shared.prestop)).await;
+        phase.end();
         tracing::info!(
             in_flight = shared.in_flight.count(),
             "shutdown phase 1: new requests get 503; waiting up to {} s \
@@ -203,11 +215,13 @@ impl Shutdown {
             shared.grace.as_secs_f64()
         );
         shared.token.cancel();
+        let phase = self.phase(ShutdownPhase::Grace);
         self.unless_forced(tokio::time::timeout(
             shared.grace,
             shared.in_flight.wait_zero(),
         ))
         .await;
+        phase.end();
         tracing::info!(
             in_flight = shared.in_flight.count(),
             "shutdown phase 2: streams still running are told to end; waiting up to \
@@ -215,17 +229,27 @@ impl Shutdown {
             shared.drain_force.as_secs_f64()
         );
         shared.drain.cancel();
+        let phase = self.phase(ShutdownPhase::Drain);
         self.unless_forced(tokio::time::timeout(
             shared.drain_force,
             shared.in_flight.wait_zero(),
         ))
         .await;
+        phase.end();
         match shared.in_flight.count() {
             0 => tracing::info!("shutdown complete: nothing in flight"),
             left => tracing::warn!(
                 in_flight = left,
                 "shutdown complete with requests still in flight; they are cut"
             ),
+        }
+    }
+
+    fn phase(&self, phase: ShutdownPhase) -> PhaseClock<'_> {
+        PhaseClock {
+            shutdown: self,
+            phase,
+            began: Instant::now(),
         }
     }
 
@@ -294,5 +318,35 @@ impl Signals {
     #[cfg(not(unix))]
     async fn next(&mut self) -> bool {
         tokio::signal::ctrl_c().await.is_ok()
+    }
+}
+
+/// One phase of [`Shutdown::wait_drained`] under way, told when it ends.
+struct PhaseClock<'a> {
+    shutdown: &'a Shutdown,
+    phase: ShutdownPhase,
+    began: Instant,
+}
+
+impl PhaseClock<'_> {
+    /// Tells how long the phase lasted, and whether it drained: nothing in
+    /// flight at its end (for the pre-stop grace, which waits for nothing:
+    /// not skipped by a second trigger).
+    fn end(self) {
+        let shared = &self.shutdown.shared;
+        let cut = match self.phase {
+            ShutdownPhase::Prestop => shared.forced.is_cancelled(),
+            ShutdownPhase::Grace | ShutdownPhase::Drain => shared.in_flight.count() > 0,
+        };
+        let outcome = if cut {
+            PhaseOutcome::Forced
+        } else {
+            PhaseOutcome::Drained
+        };
+        shared.observers.emit(|| Event::ShutdownPhase {
+            phase: self.phase,
+            duration: self.began.elapsed(),
+            outcome,
+        });
     }
 }

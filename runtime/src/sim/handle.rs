@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::entropy::Entropy;
+use crate::observe::{Event, Observers, Recording};
 
 use super::{SimApp, SimNet};
 use crate::client::Client;
@@ -16,6 +19,9 @@ pub struct Sim {
     seed: u64,
     entropy: Entropy,
     net: SimNet,
+    recording: Recording,
+    /// The same recording, as the observer every observed config shares.
+    observers: Observers,
 }
 
 impl Sim {
@@ -26,10 +32,13 @@ impl Sim {
     #[must_use]
     pub fn new(seed: u64) -> Self {
         let entropy = Entropy::seeded(seed);
+        let recording = Recording::new();
         Self {
             seed,
             net: SimNet::new(entropy.clone()),
             entropy,
+            observers: Observers::new().with(recording.clone()),
+            recording,
         }
     }
 
@@ -72,10 +81,34 @@ impl Sim {
     }
 
     /// A client configured by `config` that reaches only the hosts of
-    /// [`Sim::net`].
+    /// [`Sim::net`], observed by the run's recording (see [`Sim::observed`]).
     #[must_use]
     pub fn client_with(&self, config: &Config) -> Client {
-        Client::with_transport(config, std::sync::Arc::new(self.net()), self.entropy())
+        let config = self.observe(config.clone());
+        Client::with_transport(&config, Arc::new(self.net()), self.entropy())
+    }
+
+    /// The default configuration, observed by the run's recording: build
+    /// the app's parts (layers, shutdown, streams) from it, or from
+    /// [`Sim::observe`] of your own, and [`Sim::observed`] lists their
+    /// events.
+    #[must_use]
+    pub fn config(&self) -> Config {
+        self.observe(Config::default())
+    }
+
+    /// `config`, observed by the run's recording as well.
+    #[must_use]
+    pub fn observe(&self, mut config: Config) -> Config {
+        config.observers = config.observers.joined(&self.observers);
+        config
+    }
+
+    /// Every event the parts observed by this run told so far, in order.
+    /// The same seed gives the same sequence.
+    #[must_use]
+    pub fn observed(&self) -> Vec<Event> {
+        self.recording.events()
     }
 
     /// The run's seeded random source. Clones share one stream, so the

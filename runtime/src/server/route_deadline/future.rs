@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::deadline::Gated;
 use crate::entropy::Entropy;
+use crate::observe::{DeadlineSource, Event, Label, Observers, Stage};
 use crate::problem;
 
 use super::RouteClaim;
@@ -52,10 +53,26 @@ pub(crate) struct Expiry {
     pub(crate) method: Method,
     pub(crate) route: RouteName,
     pub(crate) budget: Duration,
+    /// Where the budget came from.
+    pub(crate) source: DeadlineSource,
     /// When the deadline started counting; `None` when it starts at the
     /// first poll of the gated future, which then knows.
     pub(crate) start: Option<Instant>,
     pub(crate) entropy: Option<Entropy>,
+    pub(crate) observers: Observers,
+    /// Whether the deadline is still to be told at the first poll.
+    pub(crate) untold: bool,
+}
+
+impl Expiry {
+    fn tell_set(&mut self) {
+        self.untold = false;
+        self.observers.emit(|| Event::DeadlineSet {
+            source: self.source.clone(),
+            budget: self.budget,
+            route: self.route.label(),
+        });
+    }
 }
 
 /// The route a request was routed to, for the timeout log line.
@@ -68,6 +85,15 @@ pub(crate) enum RouteName {
 }
 
 impl RouteName {
+    /// The `route` value of events: `None` for a request that matched none.
+    fn label(&self) -> Option<Label> {
+        match self {
+            Self::Mounted(path) => Some((*path).into()),
+            Self::Matched(Some(path)) => Some(path.as_str().into()),
+            Self::Matched(None) => None,
+        }
+    }
+
     fn as_str(&self) -> &str {
         match self {
             Self::Mounted(path) => path,
@@ -122,11 +148,31 @@ pub(super) fn held(claim: &mut Option<RouteClaim>) -> bool {
     false
 }
 
+impl<F> State<F> {
+    /// Tells the request's deadline now (a `TimeboxLayer` whose global
+    /// deadline no route rule took over).
+    pub(crate) fn tell_set(self: Pin<&mut Self>) {
+        if let Some(expiry) = self.expiry() {
+            expiry.tell_set();
+        }
+    }
+
+    fn expiry(self: Pin<&mut Self>) -> Option<&mut Expiry> {
+        match self.project() {
+            StateProj::Bounded { expiry, .. } | StateProj::Expired(expiry) => expiry.as_mut(),
+            StateProj::Passthrough(_) | StateProj::Done => None,
+        }
+    }
+}
+
 impl<F: Future> State<F> {
     pub(crate) fn poll_answer(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Answer<F::Output>> {
+        if let Some(expiry) = self.as_mut().expiry().filter(|expiry| expiry.untold) {
+            expiry.tell_set();
+        }
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => match ready!(future.as_mut().poll(cx)) {
@@ -172,6 +218,10 @@ where
 }
 
 fn timeout_response(expiry: &Expiry) -> Response {
+    expiry.observers.emit(|| Event::DeadlineExceeded {
+        stage: Stage::Handler,
+        route: expiry.route.label(),
+    });
     let route = expiry.route.as_str();
     tracing::warn!(
         method = %expiry.method,

@@ -19,6 +19,7 @@ use pin_project::pin_project;
 
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
+use crate::observe::DeadlineSource;
 use crate::server::context::RequestContext;
 
 use super::future::{held, Answer, Expiry, RouteName, State};
@@ -69,12 +70,9 @@ where
         // S3: an accepted inbound header can only shorten the deadline.
         let inbound = match context {
             Some(context) => context.inbound,
-            None => settings
-                .inbound
-                .earliest(req.headers())
-                .map(|(left, _)| left),
+            None => settings.inbound.earliest(req.headers()),
         };
-        let budget = inbound.map_or(route_budget, |inbound| route_budget.min(inbound));
+        let (budget, source) = DeadlineSource::Route.shortened(route_budget, inbound);
         let expiry = Expiry {
             method: req.method().clone(),
             // A request may bring its own random source (`Sim::app` does).
@@ -84,7 +82,12 @@ where
             },
             route: RouteName::Mounted(settings.path),
             budget,
+            source,
             start: context.map(|context| context.start),
+            observers: context
+                .map(|context| context.observers.clone())
+                .unwrap_or_default(),
+            untold: true,
         };
         if budget.is_zero() {
             return HandlerFuture {

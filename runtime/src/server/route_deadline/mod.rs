@@ -14,6 +14,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::deadline::{Deadline, Gated, Start};
+use crate::observe::DeadlineSource;
 
 use super::context::RequestContext;
 use super::RouteTimeout;
@@ -120,18 +121,19 @@ where
             return RouteDeadlineFuture::new(State::passthrough(self.inner.call(req)), claim);
         };
         // S3: an inbound header can only shorten a route that has a deadline.
-        let budget = match context.and_then(|c| c.inbound) {
-            Some(inbound) => timeout.min(inbound),
-            None => timeout,
-        };
+        let (budget, source) =
+            DeadlineSource::Route.shortened(timeout, context.and_then(|c| c.inbound));
         let start = context.map_or_else(Instant::now, |c| c.start);
         let deadline = Deadline::after_start(start, budget);
         let expiry = Expiry {
             method: req.method().clone(),
             route: RouteName::Matched(req.extensions().get::<MatchedPath>().cloned()),
             budget,
+            source,
             start: Some(start),
             entropy: context.map(|c| c.entropy.clone()),
+            observers: context.map(|c| c.observers.clone()).unwrap_or_default(),
+            untold: true,
         };
         // A zero budget (an inbound header of 0) is answered without calling
         // the inner service and without reading the clock; any other passed

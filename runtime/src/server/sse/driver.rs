@@ -11,6 +11,7 @@ use futures_core::Stream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::observe::{self, Label, Observers};
 use crate::registry::{CancelReason, EndStep, RemoteCleanup, RequestGuard};
 use crate::shutdown::DrainToken;
 use crate::watchdog::{StreamTimeout, Watched};
@@ -71,12 +72,46 @@ pub(super) struct Hooks {
     pub(super) observer: Option<Observer>,
 }
 
+/// Who hears the stream's events, and the route they name.
+#[derive(Default)]
+pub(super) struct Told {
+    pub(super) observers: Observers,
+    pub(super) route: Option<Label>,
+}
+
+impl Told {
+    fn first_item(&self, after: Duration) {
+        self.observers.emit(|| observe::Event::StreamFirstItem {
+            route: self.route.clone(),
+            after,
+        });
+    }
+
+    fn ended(&self, ending: &Ending) {
+        let reason = match ending {
+            Ending::Complete => return,
+            Ending::Timeout(timeout) => {
+                self.observers.emit(|| observe::Event::StreamTimeout {
+                    kind: timeout.kind(),
+                    route: self.route.clone(),
+                });
+                CancelReason::Timeout(timeout.kind())
+            }
+            Ending::Disconnect => CancelReason::Disconnect,
+            Ending::Shutdown => CancelReason::Shutdown,
+        };
+        self.observers
+            .emit(|| observe::Event::RequestCancelled { reason });
+    }
+}
+
 pub(super) struct Driver<S> {
     pub(super) watched: Watched<S>,
     pub(super) heartbeat: Option<Duration>,
     pub(super) drain: Option<DrainToken>,
     pub(super) guard: Option<RequestGuard>,
     pub(super) hooks: Hooks,
+    pub(super) told: Told,
     pub(super) tx: mpsc::Sender<Event>,
 }
 
@@ -96,8 +131,11 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             drain,
             guard,
             hooks,
+            told,
             tx,
         } = self;
+        let started = Instant::now();
+        let mut first = true;
         let mut watched = pin!(watched);
         let drained = async {
             match &drain {
@@ -121,6 +159,9 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                 () = tx.closed() => break Ending::Disconnect,
                 item = poll_fn(|cx| watched.as_mut().poll_next(cx)) => match item {
                     Some(Ok(event)) => {
+                        if std::mem::take(&mut first) {
+                            told.first_item(started.elapsed());
+                        }
                         // A full buffer (a slow client) must not hold off the
                         // timers or the drain.
                         tokio::select! {
@@ -142,6 +183,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                 }
             }
         };
+        told.ended(&ending);
         end(ending, guard, hooks, &tx).await;
     }
 }

@@ -9,11 +9,12 @@ use axum::response::{IntoResponse, Response};
 use futures_core::Stream;
 use tokio::sync::mpsc;
 
+use crate::observe::Observers;
 use crate::registry::{CancelReason, RemoteCleanup, RequestGuard};
 use crate::shutdown::DrainToken;
 use crate::watchdog::{Watchdog, WatchdogExt, WatchdogHandle, Watched};
 
-use super::driver::{Driver, Hooks, Step};
+use super::driver::{Driver, Hooks, Step, Told};
 
 /// Default interval of heartbeat comments.
 const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
@@ -46,6 +47,7 @@ pub struct SseStream<S> {
     drain: Option<DrainToken>,
     guard: Option<RequestGuard>,
     hooks: Hooks,
+    told: Told,
 }
 
 impl<S> SseStream<S>
@@ -60,6 +62,7 @@ where
             drain: None,
             guard: None,
             hooks: Hooks::default(),
+            told: Told::default(),
         }
     }
 
@@ -120,6 +123,18 @@ where
         self
     }
 
+    /// Tells `observers` (the app's, `config.observers`) the stream's
+    /// events: its first item, a watchdog timeout and a cancellation, naming
+    /// `route` (the route template, never a raw path).
+    #[must_use]
+    pub fn observed(mut self, observers: &Observers, route: &str) -> Self {
+        self.told = Told {
+            observers: observers.clone(),
+            route: Some(route.into()),
+        };
+        self
+    }
+
     /// Called with every [`Step`] as it happens: for logs and metrics.
     #[must_use]
     pub fn on_step(mut self, observer: impl Fn(Step) + Send + Sync + 'static) -> Self {
@@ -147,6 +162,7 @@ where
             drain: self.drain,
             guard: self.guard,
             hooks: self.hooks,
+            told: self.told,
             tx,
         };
         tokio::spawn(driver.run());

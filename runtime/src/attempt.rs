@@ -2,7 +2,7 @@
 
 /// Which request of a call an attempt is: the call engine puts one into the
 /// extensions of every request it sends, whichever door the call came
-/// through (`Client`, the reqwest middleware, [`ClientLayer`](super::ClientLayer)).
+/// through (`Client`, the reqwest middleware, [`ClientLayer`](crate::client::ClientLayer)).
 ///
 /// A tracing middleware or an inner service reads it to name its span or
 /// count retries:
@@ -39,4 +39,17 @@ pub enum AttemptKind {
     Retry,
     /// The next hop of a redirect the engine follows.
     Redirect,
+}
+
+impl AttemptKind {
+    /// A stable `snake_case` name: `"first"`, `"retry"` or `"redirect"`, for
+    /// logs and metrics.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::First => "first",
+            Self::Retry => "retry",
+            Self::Redirect => "redirect",
+        }
+    }
 }

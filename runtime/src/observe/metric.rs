@@ -1,0 +1,209 @@
+//! The metric table (O3) and how each event moves it: the one source both
+//! metric sinks read, so their names, kinds, units and attributes cannot
+//! drift apart.
+
+use super::{CallOutcome, Event};
+
+/// What kind of instrument a metric is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A monotonic count.
+    Counter,
+    /// A value that goes up and down.
+    Gauge,
+    /// A distribution of values.
+    Histogram,
+}
+
+impl Kind {
+    /// `"counter"`, `"gauge"` or `"histogram"`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Counter => "counter",
+            Self::Gauge => "gauge",
+            Self::Histogram => "histogram",
+        }
+    }
+}
+
+/// One row of the metric table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metric {
+    /// The name, dotted (`timebox.client.attempts`); Prometheus shows it
+    /// with underscores, counters with `_total`.
+    pub name: &'static str,
+    /// The instrument.
+    pub kind: Kind,
+    /// The UCUM unit (`"s"`), or `None` for a count.
+    pub unit: Option<&'static str>,
+    /// What it measures.
+    pub description: &'static str,
+    /// Its attributes, in order.
+    pub attributes: &'static [&'static str],
+}
+
+macro_rules! metrics {
+    ($($id:ident: $name:literal, $kind:ident, $unit:expr, [$($attr:literal),*], $description:literal;)*) => {
+        $(
+            const $id: Metric = Metric {
+                name: $name,
+                kind: Kind::$kind,
+                unit: $unit,
+                description: $description,
+                attributes: &[$($attr),*],
+            };
+        )*
+        /// Every metric the sinks register, in the order of DESIGN's table.
+        pub const METRICS: &[Metric] = &[$($id),*];
+    };
+}
+
+metrics! {
+    DEADLINE_REMAINING: "timebox.deadline.remaining", Histogram, Some("s"), ["source", "route"],
+        "Time a request's deadline left it at entry";
+    DEADLINE_EXCEEDED: "timebox.deadline.exceeded", Counter, None, ["stage", "route"],
+        "Deadlines that passed, by where the work was";
+    CLIENT_ATTEMPTS: "timebox.client.attempts", Counter, None, ["host", "kind", "outcome"],
+        "Requests the client sent, by why and what came of them";
+    RETRY_SKIPPED: "timebox.client.retry.skipped", Counter, None, ["host", "reason"],
+        "Retries the client did not make, by why";
+    CALL_DURATION: "timebox.client.call.duration", Histogram, Some("s"), ["host", "outcome"],
+        "Client calls from first attempt to answer, retries included";
+    BUDGET_TOKENS: "timebox.retry_budget.tokens", Gauge, None, ["host"],
+        "Tokens in a host's retry budget";
+    BREAKER_STATE: "timebox.breaker.state", Gauge, None, ["host"],
+        "A host's circuit breaker: 0 closed, 1 half-open, 2 open";
+    BREAKER_TRANSITIONS: "timebox.breaker.transitions", Counter, None, ["host", "from", "to"],
+        "Changes of a host's circuit breaker state";
+    BREAKER_CALLS: "timebox.breaker.calls", Counter, None, ["host", "outcome"],
+        "Calls a host's circuit breaker counted or refused";
+    STREAM_TIMEOUTS: "timebox.stream.timeouts", Counter, None, ["kind", "route"],
+        "Streams ended by a watchdog timer";
+    STREAM_FIRST_ITEM: "timebox.stream.first_item.duration", Histogram, Some("s"), ["route"],
+        "Time from a stream's start to its first item";
+    REQUESTS_CANCELLED: "timebox.requests.cancelled", Counter, None, ["reason"],
+        "Registered requests cancelled, by why";
+    SHUTDOWN_PHASE: "timebox.shutdown.phase.duration", Histogram, Some("s"), ["phase", "outcome"],
+        "How long each shutdown phase lasted, and whether it drained";
+    SERVER_SHED: "timebox.server.shed", Counter, None, ["reason", "route"],
+        "Requests refused before their handler ran";
+}
+
+/// The label of a request that matched no route.
+const UNMATCHED: &str = "unmatched";
+
+fn route(route: &Option<super::Label>) -> &str {
+    route.as_deref().unwrap_or(UNMATCHED)
+}
+
+/// How one event moves one metric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Value {
+    /// Add 1 to a counter.
+    Increment,
+    /// Set a gauge.
+    Set(f64),
+    /// Record a value in a histogram.
+    Record(f64),
+}
+
+/// Calls `apply` for each metric `event` moves, with its attribute values
+/// in the table's order.
+pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Value, &[&str])) {
+    match event {
+        Event::DeadlineSet {
+            source,
+            budget,
+            route: r,
+        } => apply(
+            &DEADLINE_REMAINING,
+            Value::Record(budget.as_secs_f64()),
+            &[source.as_str(), route(r)],
+        ),
+        Event::DeadlineExceeded { stage, route: r } => apply(
+            &DEADLINE_EXCEEDED,
+            Value::Increment,
+            &[stage.as_str(), route(r)],
+        ),
+        // An attempt is counted once, when its outcome is known.
+        Event::AttemptStarted { .. } => {}
+        Event::AttemptFinished {
+            host,
+            attempt,
+            outcome,
+        } => apply(
+            &CLIENT_ATTEMPTS,
+            Value::Increment,
+            &[host, attempt.kind.as_str(), outcome.as_str()],
+        ),
+        Event::RetrySkipped { host, reason } => {
+            apply(&RETRY_SKIPPED, Value::Increment, &[host, reason.as_str()]);
+        }
+        Event::CallFinished {
+            host,
+            outcome,
+            duration,
+        } => apply(
+            &CALL_DURATION,
+            Value::Record(duration.as_secs_f64()),
+            &[host, outcome.as_str()],
+        ),
+        Event::BudgetTokens { host, tokens } => {
+            apply(&BUDGET_TOKENS, Value::Set(*tokens), &[host]);
+        }
+        Event::BreakerTransition { host, from, to } => {
+            apply(&BREAKER_STATE, Value::Set(to.gauge()), &[host]);
+            apply(
+                &BREAKER_TRANSITIONS,
+                Value::Increment,
+                &[host, from.as_str(), to.as_str()],
+            );
+        }
+        Event::BreakerCall { host, outcome } => {
+            apply(&BREAKER_CALLS, Value::Increment, &[host, outcome.as_str()]);
+        }
+        Event::StreamTimeout { kind, route: r } => apply(
+            &STREAM_TIMEOUTS,
+            Value::Increment,
+            &[kind.as_str(), route(r)],
+        ),
+        Event::StreamFirstItem { route: r, after } => apply(
+            &STREAM_FIRST_ITEM,
+            Value::Record(after.as_secs_f64()),
+            &[route(r)],
+        ),
+        Event::RequestCancelled { reason } => {
+            apply(&REQUESTS_CANCELLED, Value::Increment, &[reason.as_str()]);
+        }
+        Event::ShutdownPhase {
+            phase,
+            duration,
+            outcome,
+        } => apply(
+            &SHUTDOWN_PHASE,
+            Value::Record(duration.as_secs_f64()),
+            &[phase.as_str(), outcome.as_str()],
+        ),
+        Event::RequestShed { reason, route: r } => {
+            apply(&SERVER_SHED, Value::Increment, &[reason.as_str(), route(r)])
+        }
+    }
+}
+
+impl CallOutcome {
+    /// The O4 `error.type` of a failed attempt or call, `None` for an
+    /// answer.
+    #[must_use]
+    pub const fn error_type(self) -> Option<&'static str> {
+        match self {
+            Self::Status(_) => None,
+            Self::Timeout => Some("timeout"),
+            Self::DeadlineExceeded => Some("deadline_exceeded"),
+            Self::CircuitOpen => Some("circuit_open"),
+            Self::Connect => Some("connect"),
+            Self::Error => Some("_OTHER"),
+        }
+    }
+}

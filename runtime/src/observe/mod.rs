@@ -1,0 +1,86 @@
+//! What timebox decided, told as it decides: events, observers and sinks.
+//!
+//! Every decision timebox makes (a request's deadline, an attempt and why it
+//! was sent, a retry not made and why, a breaker opening, a stream timing
+//! out, a shutdown phase ending) is raised as one [`Event`] at the point it
+//! is made (O1). The app's [`Observers`] hear them (O2): install one on the
+//! [`Config`](crate::config::Config) that the app's parts are built from,
+//! and every server layer, client, breaker, budget, stream and shutdown made
+//! from it tells it, and nothing else does. Two apps in one process, or two
+//! tests running in parallel, never see each other's events. With no
+//! observer an event is never built.
+//!
+//! # Sinks (O3)
+//!
+//! - `tracing`, always: each event at `DEBUG` under the target
+//!   `timebox::observe`, its attributes as fields
+//!   (`RUST_LOG=timebox::observe=debug`).
+#![cfg_attr(
+    feature = "metrics",
+    doc = "- [`MetricsObserver`] (feature `metrics`): the `metrics` facade, for any recorder (Prometheus, StatsD, ..)."
+)]
+#![cfg_attr(
+    not(feature = "metrics"),
+    doc = "- `MetricsObserver` (feature `metrics`): the `metrics` facade, for any recorder (Prometheus, StatsD, ..)."
+)]
+#![cfg_attr(
+    feature = "otel",
+    doc = "- [`OtelObserver`] (feature `otel`): an OpenTelemetry `Meter`, the API only; the app brings the SDK."
+)]
+#![cfg_attr(
+    not(feature = "otel"),
+    doc = "- `OtelObserver` (feature `otel`): an OpenTelemetry `Meter`, the API only; the app brings the SDK."
+)]
+//!
+//! Both metric sinks register the same [`METRICS`], the table of DESIGN
+//! §13: names, kinds, units and attributes. Attribute values are bounded:
+//! `host` is the host key of one of a client's first `max_hosts` hosts, or
+//! `other`; `route` is the matched route template, or `unmatched`.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use timebox::client::Client;
+//! use timebox::config::Config;
+//! use timebox::deadline::Deadline;
+//! use timebox::observe::{Event, Recording};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let recording = Recording::new();
+//! let config = Config::default().observed_by(recording.clone());
+//! let client = Client::new(&config);
+//!
+//! // Nothing listens on port 9 of loopback, and the deadline is past.
+//! let result = Deadline::after(Duration::ZERO)
+//!     .scope(client.get("http://127.0.0.1:9/").send())
+//!     .await;
+//! assert!(result.is_err());
+//! assert!(matches!(recording.events()[..], [Event::CallFinished { .. }]));
+//! # }
+//! ```
+
+mod event;
+mod labels;
+mod metric;
+#[cfg(feature = "metrics")]
+mod metrics;
+mod observers;
+#[cfg(feature = "otel")]
+mod otel;
+mod recording;
+mod trace;
+
+pub use event::{
+    BreakerCallOutcome, CallOutcome, DeadlineSource, Event, Label, PhaseOutcome, ShedReason,
+    ShutdownPhase, SkipReason, Stage,
+};
+pub(crate) use labels::HostLabels;
+pub use metric::{Kind, Metric, METRICS};
+#[cfg(feature = "metrics")]
+pub use metrics::MetricsObserver;
+pub use observers::{Observer, Observers};
+#[cfg(feature = "otel")]
+pub use otel::OtelObserver;
+pub use recording::Recording;

@@ -1,0 +1,257 @@
+//! The event model (DESIGN §13, O1–O2): the exact sequence of events that
+//! a recording observer hears, on a paused clock or under `#[sim_test]`.
+
+mod support;
+
+use axum::response::sse::Event as SseEvent;
+use axum::response::IntoResponse;
+use futures_util::StreamExt;
+use http::StatusCode;
+use http_body_util::BodyExt;
+use timebox::config::Config;
+use timebox::deadline::Deadline;
+use timebox::observe::Recording;
+use timebox::server::sse::SseStream;
+use timebox::shutdown::Shutdown;
+use timebox::sim::Sim;
+use timebox::sim_test;
+use timebox::watchdog::Watchdog;
+use tokio::time::sleep;
+
+use support::http::request;
+use support::observe::lines;
+use support::time::{MS, SECS};
+use support::upstream::{recording, Recorder};
+
+/// An upstream that answers `status` at once.
+fn answering(status: StatusCode) -> axum::Router {
+    recording(&Recorder::new(), move |_| async move { status })
+}
+
+#[sim_test]
+async fn a_retry_the_empty_budget_cannot_pay_for_is_skipped_for_budget(sim: Sim) {
+    sim.net()
+        .host("up", answering(StatusCode::SERVICE_UNAVAILABLE));
+    let mut config = sim.config();
+    // Fewer tokens than one retry costs (14).
+    config.http.client.retry_budget.capacity = 10;
+    let client = sim.client_with(&config);
+    let response = client.get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        lines(&sim.observed()),
+        [
+            "budget_tokens host=up:80 tokens=10",
+            "attempt_started host=up:80 kind=first number=1",
+            "attempt_finished host=up:80 kind=first number=1 outcome=5xx",
+            "breaker_call host=up:80 outcome=failure",
+            "retry_skipped host=up:80 reason=budget",
+            "call_finished host=up:80 outcome=5xx duration=0ms",
+        ]
+    );
+}
+
+#[sim_test]
+async fn a_retry_whose_wait_does_not_fit_the_time_left_is_skipped_for_deadline(sim: Sim) {
+    sim.net()
+        .host("up", answering(StatusCode::SERVICE_UNAVAILABLE));
+    let client = sim.client_with(&sim.config());
+    let response = Deadline::after(MS(5))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        lines(&sim.observed()),
+        [
+            "budget_tokens host=up:80 tokens=500",
+            "attempt_started host=up:80 kind=first number=1",
+            "attempt_finished host=up:80 kind=first number=1 outcome=5xx",
+            "breaker_call host=up:80 outcome=failure",
+            "retry_skipped host=up:80 reason=deadline",
+            "call_finished host=up:80 outcome=5xx duration=0ms",
+        ]
+    );
+}
+
+#[sim_test]
+async fn a_breaker_opens_admits_trials_when_half_open_and_closes(sim: Sim) {
+    let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = failing.clone();
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), move |_| {
+            let failing = flag.load(std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if failing {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    StatusCode::OK
+                }
+            }
+        }),
+    );
+    let mut config = sim.config();
+    config.http.client.max_retries = 0;
+    config.breaker.minimum_sample_count = 2;
+    config.breaker.open_secs = 30;
+    config.breaker.half_open_trials = 1;
+    let client = sim.client_with(&config);
+    for _ in 0..2 {
+        client.get("http://up/").send().await.unwrap();
+    }
+    let refused = client.get("http://up/").send().await.unwrap_err();
+    assert!(refused.to_string().contains("circuit breaker"), "{refused}");
+    sleep(SECS(30)).await;
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(client.get("http://up/").send().await.unwrap().status(), 200);
+    let breaker: Vec<_> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("breaker_"))
+        .collect();
+    assert_eq!(
+        breaker,
+        [
+            "breaker_call host=up:80 outcome=failure",
+            "breaker_call host=up:80 outcome=failure",
+            "breaker_transition host=up:80 from=closed to=open",
+            "breaker_call host=up:80 outcome=rejected",
+            "breaker_transition host=up:80 from=open to=half_open",
+            "breaker_call host=up:80 outcome=success",
+            "breaker_transition host=up:80 from=half_open to=closed",
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_goes_quiet_times_out_for_inactivity() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let events = futures_util::stream::once(async {
+        sleep(MS(200)).await;
+        SseEvent::default().data("first")
+    })
+    .chain(futures_util::stream::pending());
+    let stream = SseStream::new(events, Watchdog::new().inactivity(SECS(1)))
+        .heartbeat(None)
+        .observed(&config.observers, "/chat");
+    let body = stream.into_response().into_body().collect().await.unwrap();
+    assert!(!body.to_bytes().is_empty());
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "stream_first_item route=/chat after=200ms",
+            "stream_timeout kind=inactivity route=/chat",
+            "request_cancelled reason=timeout (inactivity)",
+        ]
+    );
+}
+
+fn shutdown_config(recording: &Recording) -> Config {
+    let mut config = Config::default().observed_by(recording.clone());
+    config.server.prestop_grace_secs = 2;
+    config.server.shutdown_timeout_secs = 30;
+    config.server.drain_force_secs = 10;
+    config
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_that_drains_says_so_for_each_phase() {
+    let recording = Recording::new();
+    let shutdown = Shutdown::new(&shutdown_config(&recording));
+    let guard = shutdown.in_flight().enter();
+    tokio::spawn(async move {
+        sleep(SECS(7)).await;
+        drop(guard);
+    });
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "shutdown_phase phase=prestop duration=2000ms outcome=drained",
+            "shutdown_phase phase=grace duration=5000ms outcome=drained",
+            "shutdown_phase phase=drain duration=0ms outcome=drained",
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_cut_at_its_bounds_says_forced() {
+    let recording = Recording::new();
+    let shutdown = Shutdown::new(&shutdown_config(&recording));
+    let _stuck = shutdown.in_flight().enter();
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "shutdown_phase phase=prestop duration=2000ms outcome=drained",
+            "shutdown_phase phase=grace duration=30000ms outcome=forced",
+            "shutdown_phase phase=drain duration=10000ms outcome=forced",
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_route_deadline_is_told_when_set_and_when_exceeded() {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.server.timeouts.request_timeout_ms = Some(2_000);
+    let app = axum::Router::new()
+        .route(
+            "/slow/{id}",
+            axum::routing::get(|| async {
+                sleep(SECS(10)).await;
+                "late"
+            }),
+        )
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    let response = tower::ServiceExt::oneshot(app, request("GET", "/slow/7"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "deadline_set source=global budget=2000ms route=/slow/{id}",
+            "deadline_exceeded stage=handler route=/slow/{id}",
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_apps_in_one_process_never_hear_each_other() {
+    let (first, second) = (Recording::new(), Recording::new());
+    let a = Shutdown::new(&shutdown_config(&first));
+    let _b = Shutdown::new(&shutdown_config(&second));
+    a.force();
+    a.wait_drained().await;
+    assert_eq!(first.events().len(), 3);
+    assert!(second.events().is_empty());
+}
+
+/// One run of the budget scenario with `seed`, on its own paused runtime.
+fn observed_run(seed: u64) -> Vec<String> {
+    support::paused_runtime().block_on(async {
+        let sim = Sim::new(seed);
+        sim.net()
+            .host("up", answering(StatusCode::SERVICE_UNAVAILABLE))
+            .latency(MS(1), MS(40));
+        let client = sim.client();
+        for _ in 0..5 {
+            let _ = Deadline::after(SECS(1))
+                .scope(client.get("http://up/").send())
+                .await;
+        }
+        lines(&sim.observed())
+    })
+}
+
+#[test]
+fn the_same_seed_gives_the_same_event_sequence() {
+    let first = observed_run(3);
+    assert!(first.len() > 10, "{first:?}");
+    assert_eq!(first, observed_run(3));
+    assert_ne!(first, observed_run(4));
+}

@@ -1,0 +1,95 @@
+//! Events written as one short line each, so a test states a whole
+//! sequence plainly.
+
+use timebox::observe::Event;
+
+/// `event` as `name key=value ..`, durations in whole milliseconds.
+pub fn line(event: &Event) -> String {
+    match event {
+        Event::DeadlineSet {
+            source,
+            budget,
+            route,
+        } => format!(
+            "deadline_set source={} budget={}ms route={}",
+            source.as_str(),
+            budget.as_millis(),
+            route.as_deref().unwrap_or("-")
+        ),
+        Event::DeadlineExceeded { stage, route } => format!(
+            "deadline_exceeded stage={} route={}",
+            stage.as_str(),
+            route.as_deref().unwrap_or("-")
+        ),
+        Event::AttemptStarted { host, attempt } => format!(
+            "attempt_started host={host} kind={} number={}",
+            attempt.kind.as_str(),
+            attempt.number
+        ),
+        Event::AttemptFinished {
+            host,
+            attempt,
+            outcome,
+        } => format!(
+            "attempt_finished host={host} kind={} number={} outcome={}",
+            attempt.kind.as_str(),
+            attempt.number,
+            outcome.as_str()
+        ),
+        Event::RetrySkipped { host, reason } => {
+            format!("retry_skipped host={host} reason={}", reason.as_str())
+        }
+        Event::CallFinished {
+            host,
+            outcome,
+            duration,
+        } => format!(
+            "call_finished host={host} outcome={} duration={}ms",
+            outcome.as_str(),
+            duration.as_millis()
+        ),
+        Event::BudgetTokens { host, tokens } => {
+            format!("budget_tokens host={host} tokens={tokens}")
+        }
+        Event::BreakerTransition { host, from, to } => format!(
+            "breaker_transition host={host} from={} to={}",
+            from.as_str(),
+            to.as_str()
+        ),
+        Event::BreakerCall { host, outcome } => {
+            format!("breaker_call host={host} outcome={}", outcome.as_str())
+        }
+        Event::StreamTimeout { kind, route } => format!(
+            "stream_timeout kind={} route={}",
+            kind.as_str(),
+            route.as_deref().unwrap_or("-")
+        ),
+        Event::StreamFirstItem { route, after } => format!(
+            "stream_first_item route={} after={}ms",
+            route.as_deref().unwrap_or("-"),
+            after.as_millis()
+        ),
+        Event::RequestCancelled { reason } => format!("request_cancelled reason={reason}"),
+        Event::ShutdownPhase {
+            phase,
+            duration,
+            outcome,
+        } => format!(
+            "shutdown_phase phase={} duration={}ms outcome={}",
+            phase.as_str(),
+            duration.as_millis(),
+            outcome.as_str()
+        ),
+        Event::RequestShed { reason, route } => format!(
+            "request_shed reason={} route={}",
+            reason.as_str(),
+            route.as_deref().unwrap_or("-")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Every event as its line.
+pub fn lines(events: &[Event]) -> Vec<String> {
+    events.iter().map(line).collect()
+}
