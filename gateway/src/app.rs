@@ -1,4 +1,5 @@
-//! The routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /ready`.
+//! The routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /ready`
+//! and `GET /metrics`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use futures_util::Stream;
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 use timebox::config::Config;
 use timebox::registry::{Registry, RequestGuard};
@@ -23,6 +25,9 @@ use crate::model::{Output, Run};
 use crate::openai::{model_list, ApiError, ChatRequest, Completion};
 use crate::script::{Script, MODELS};
 use crate::tools::{Progress, Tools};
+
+/// The chat route's template, as metrics name it.
+const CHAT_ROUTE: &str = "/v1/chat/completions";
 
 /// Outputs a model may run ahead of the response being written.
 const OUTPUT_BUFFER: usize = 16;
@@ -38,27 +43,37 @@ struct Inner {
     config: Config,
     registry: Registry,
     tools: Tools,
+    metrics: PrometheusHandle,
     next_id: AtomicU64,
 }
 
 impl App {
-    pub(crate) fn new(config: Config, tools: Tools) -> Self {
+    /// The app of `config`, whose events `metrics` shows: `config` must be
+    /// observed by a `MetricsObserver` recording into `metrics`' recorder.
+    pub(crate) fn new(config: Config, tools: Tools, metrics: PrometheusHandle) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
                 registry: Registry::new(),
                 tools,
+                metrics,
                 next_id: AtomicU64::new(1),
             }),
         }
     }
 
-    /// The router: the routes under their deadlines, the readiness route,
-    /// and this state.
+    /// The router: the routes under their deadlines, the readiness and
+    /// metrics routes, and this state.
+    ///
+    /// `/metrics` is on the gateway's own port, outside the deadlines: one
+    /// port to scrape, as for most single-binary services. A service that
+    /// must keep it off the public port serves the same handle on an admin
+    /// listener.
     pub(crate) fn router(self, shutdown: &Shutdown) -> Router {
         routes![chat_completions, models]
             .into_router(&self.inner.config)
             .route("/ready", timebox::server::readiness(shutdown))
+            .route("/metrics", axum::routing::get(metrics))
             .with_state(self)
     }
 
@@ -73,6 +88,17 @@ impl App {
             .map_err(|err| ApiError::internal(err.to_string()))?;
         Ok((id, guard))
     }
+}
+
+/// `GET /metrics`: every timebox metric, in the Prometheus text format.
+async fn metrics(State(app): State<App>) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        app.inner.metrics.render(),
+    )
 }
 
 /// `GET /v1/models`: the scripted models.
@@ -149,7 +175,8 @@ fn stream(
     let final_chunk = completion.chunk(json!({}), Some("stop"));
     let stream = SseStream::new(chunks(completion, output), Watchdog::from_config(config))
         .heartbeat(config.heartbeat())
-        .drain(drain);
+        .drain(drain)
+        .observed(&app.inner.config.observers, CHAT_ROUTE);
     let pending = run.pending().clone();
     run.watchdog(stream.watchdog_handle()).spawn();
     stream

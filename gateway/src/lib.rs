@@ -33,6 +33,8 @@ mod tools;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use metrics_exporter_prometheus::PrometheusBuilder;
+use timebox::observe::MetricsObserver;
 use timebox::registry::RemoteCleanup;
 use timebox::shutdown::Shutdown;
 use tracing_subscriber::EnvFilter;
@@ -87,13 +89,23 @@ enum GatewayError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot install the metrics recorder: {0}")]
+    Metrics(#[source] metrics_exporter_prometheus::BuildError),
     #[error("server failed: {0}")]
     Serve(#[source] std::io::Error),
 }
 
 async fn run() -> Result<(), GatewayError> {
     let settings = settings::Settings::load()?;
-    let shutdown = Shutdown::new(&settings.config);
+    // Prometheus's naming: counters end in `_total`, seconds in `_seconds`.
+    let metrics = PrometheusBuilder::new()
+        .with_recommended_naming(true)
+        .install_recorder()
+        .map_err(GatewayError::Metrics)?;
+    // The recorder first: the observer describes every metric to it. Every
+    // part is built from this config, so every part is observed.
+    let config = settings.config.observed_by(MetricsObserver::new());
+    let shutdown = Shutdown::new(&config);
     shutdown
         .listen_for_signals()
         .map_err(GatewayError::Signals)?;
@@ -102,7 +114,7 @@ async fn run() -> Result<(), GatewayError> {
     let listen = |source| GatewayError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
     let addr = listener.local_addr().map_err(listen)?;
-    let router = app::App::new(settings.config, tools.clone()).router(&shutdown);
+    let router = app::App::new(config, tools.clone(), metrics).router(&shutdown);
     println!("listening on http://{addr}");
     let served = timebox::server::serve(listener, router, shutdown).await;
     // The streams' last notices went to the tool server just before the

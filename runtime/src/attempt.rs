@@ -41,6 +41,15 @@ pub enum AttemptKind {
     Redirect,
 }
 
+impl Attempt {
+    /// The `number`th request of a call, sent for `kind`: for observers'
+    /// tests, which build the events they expect.
+    #[must_use]
+    pub const fn new(number: u32, kind: AttemptKind) -> Self {
+        Self { number, kind }
+    }
+}
+
 impl AttemptKind {
     /// A stable `snake_case` name: `"first"`, `"retry"` or `"redirect"`, for
     /// logs and metrics.

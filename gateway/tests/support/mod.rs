@@ -202,6 +202,19 @@ pub fn python() -> &'static Path {
     })
 }
 
+/// The Python interpreter of a virtual environment with the pinned
+/// `prometheus-client` package, made on first use.
+pub fn metrics_python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        venv::venv_python(
+            Path::new(env!("CARGO_TARGET_TMPDIR")),
+            "prometheus-client-venv",
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/metrics-requirements.txt"),
+        )
+    })
+}
+
 /// Runs one check of `python/client_checks.py` against `gateway`; what it
 /// saw, as JSON. Fails the test with the check's output when it fails.
 pub fn python_check(gateway: &Gateway, check: &str) -> serde_json::Value {

@@ -9,8 +9,8 @@ use super::Label;
 pub(crate) const OTHER_HOST: &str = "other";
 
 /// The `host` values one client gives its events: each of its first
-/// `max_hosts` hosts its own, every later one [`OTHER_HOST`], so a client
-/// that calls many hosts cannot grow a metric without bound.
+/// `max_hosts - 1` hosts its own, every later one [`OTHER_HOST`], so a
+/// client that calls many hosts gives at most `max_hosts` values.
 #[derive(Debug)]
 pub(crate) struct HostLabels {
     max: usize,
@@ -33,7 +33,8 @@ impl HostLabels {
         if let Some(label) = known.get(host) {
             return label.clone();
         }
-        if known.len() >= self.max {
+        // `other` is one of the `max` values.
+        if known.len() + 1 >= self.max {
             return self.other.clone();
         }
         let label: Label = host.into();

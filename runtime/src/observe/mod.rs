@@ -62,6 +62,7 @@
 //! ```
 
 mod event;
+#[cfg(feature = "client")]
 mod labels;
 mod metric;
 #[cfg(feature = "metrics")]
@@ -76,6 +77,7 @@ pub use event::{
     BreakerCallOutcome, CallOutcome, DeadlineSource, Event, Label, PhaseOutcome, ShedReason,
     ShutdownPhase, SkipReason, Stage,
 };
+#[cfg(feature = "client")]
 pub(crate) use labels::HostLabels;
 pub use metric::{Kind, Metric, METRICS};
 #[cfg(feature = "metrics")]

@@ -175,6 +175,8 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 budget,
                 inbound,
                 path: route.path,
+                source: route.timeout.source(),
+                observers: config.observers.clone(),
             });
             let routed = (route.mount)(settings);
             let merged = match by_path.remove(route.path) {

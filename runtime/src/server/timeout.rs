@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::observe::DeadlineSource;
+
 /// How one route's deadline is chosen.
 ///
 /// The route macros produce it from their keys: no key is `Inherit`,
@@ -18,6 +20,15 @@ pub enum RouteTimeout {
 }
 
 impl RouteTimeout {
+    /// Where a deadline this rule resolves to comes from: the global
+    /// default for [`RouteTimeout::Inherit`], the route otherwise.
+    pub(crate) const fn source(self) -> DeadlineSource {
+        match self {
+            RouteTimeout::Inherit => DeadlineSource::Global,
+            RouteTimeout::Override(_) | RouteTimeout::Off => DeadlineSource::Route,
+        }
+    }
+
     /// The deadline this route resolves to, given the global one.
     #[must_use]
     pub fn resolve(self, global: Option<Duration>) -> Option<Duration> {

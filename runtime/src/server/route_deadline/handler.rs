@@ -19,7 +19,7 @@ use pin_project::pin_project;
 
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::DeadlineSource;
+use crate::observe::{DeadlineSource, Observers};
 use crate::server::context::RequestContext;
 
 use super::future::{held, Answer, Expiry, RouteName, State};
@@ -28,7 +28,7 @@ use super::RouteClaim;
 /// What one route's deadline needs, resolved from the config when the
 /// router is built. `Copy`, so the per-request clone of a handler that axum
 /// makes costs no reference count.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct RouteSettings {
     /// The route's deadline: its override, else the global one; `None` for
     /// a route whose rule is `off` under a global deadline (it only keeps an
@@ -39,6 +39,11 @@ pub(crate) struct RouteSettings {
     pub(crate) inbound: Formats,
     /// The route's path, for the timeout log line.
     pub(crate) path: &'static str,
+    /// Where `budget` comes from, for the events.
+    pub(crate) source: DeadlineSource,
+    /// The observers of the config the route was mounted with, when no
+    /// `TimeboxLayer` above brings the app's.
+    pub(crate) observers: Observers,
 }
 
 /// A handler under its route's deadline.
@@ -72,7 +77,7 @@ where
             Some(context) => context.inbound,
             None => settings.inbound.earliest(req.headers()),
         };
-        let (budget, source) = DeadlineSource::Route.shortened(route_budget, inbound);
+        let (budget, source) = settings.source.clone().shortened(route_budget, inbound);
         let expiry = Expiry {
             method: req.method().clone(),
             // A request may bring its own random source (`Sim::app` does).
@@ -84,9 +89,10 @@ where
             budget,
             source,
             start: context.map(|context| context.start),
-            observers: context
-                .map(|context| context.observers.clone())
-                .unwrap_or_default(),
+            observers: context.map_or_else(
+                || settings.observers.clone(),
+                |context| context.observers.clone(),
+            ),
             untold: true,
         };
         if budget.is_zero() {

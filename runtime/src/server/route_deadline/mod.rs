@@ -14,7 +14,6 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::deadline::{Deadline, Gated, Start};
-use crate::observe::DeadlineSource;
 
 use super::context::RequestContext;
 use super::RouteTimeout;
@@ -121,8 +120,10 @@ where
             return RouteDeadlineFuture::new(State::passthrough(self.inner.call(req)), claim);
         };
         // S3: an inbound header can only shorten a route that has a deadline.
-        let (budget, source) =
-            DeadlineSource::Route.shortened(timeout, context.and_then(|c| c.inbound));
+        let (budget, source) = self
+            .timeout
+            .source()
+            .shortened(timeout, context.and_then(|c| c.inbound));
         let start = context.map_or_else(Instant::now, |c| c.start);
         let deadline = Deadline::after_start(start, budget);
         let expiry = Expiry {

@@ -1,0 +1,298 @@
+//! `GET /metrics` (DESIGN O3): what the gateway decided, in the Prometheus
+//! text format, read by the official Python parser and scraped by a real
+//! Prometheus server.
+
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{metrics_python, open_stream, read_to_end, Gateway};
+
+const CHAT: &str = "/v1/chat/completions";
+
+/// A gateway whose streams time out after 1 s of silence and whose answers
+/// that are not streamed must be ready in 300 ms.
+fn short_bounds_gateway() -> Gateway {
+    Gateway::start(&[
+        ("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "1"),
+        ("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "300"),
+    ])
+}
+
+/// Drives one hung stream to its inactivity timeout and one answer that is
+/// not streamed past its deadline.
+async fn cause_a_hung_stream_and_a_timed_out_request(gateway: &Gateway) {
+    let client = reqwest::Client::new();
+    let mut stream = open_stream(&client, &gateway.base, "scripted-hang").await;
+    let body = read_to_end(&mut stream).await;
+    assert!(body.contains("inactivity"), "{body}");
+    let late = client
+        .post(format!("{}{CHAT}", gateway.base))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "model": "scripted-slow-30s",
+                "messages": [{ "role": "user", "content": "What is a deadline?" }],
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(
+        late.status(),
+        503,
+        "{}",
+        late.text().await.unwrap_or_default()
+    );
+}
+
+async fn metrics_text(gateway: &Gateway) -> String {
+    let response = reqwest::get(format!("{}/metrics", gateway.base))
+        .await
+        .expect("the gateway answers /metrics");
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    response.text().await.expect("a text body")
+}
+
+/// `text` parsed by `prometheus_client.parser`: its families' types and
+/// its samples.
+fn parsed(text: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/parse_metrics.py");
+    let mut child = Command::new(metrics_python())
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the parser runs");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(text.as_bytes())
+        .expect("the parser reads the text");
+    let output = child.wait_with_output().expect("the parser ends");
+    assert!(
+        output.status.success(),
+        "the official parser refused the text: {}\n{text}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the parser prints JSON")
+}
+
+/// The value of the sample `name` whose labels include `labels`.
+fn sample(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    parsed["samples"].as_array()?.iter().find_map(|sample| {
+        let matches = sample[0] == name
+            && labels
+                .iter()
+                .all(|(key, value)| sample[1][*key].as_str() == Some(*value));
+        matches.then(|| sample[2].as_f64()).flatten()
+    })
+}
+
+#[tokio::test]
+async fn the_metrics_parse_with_the_official_parser_and_count_what_happened() {
+    let gateway = short_bounds_gateway();
+    cause_a_hung_stream_and_a_timed_out_request(&gateway).await;
+    let parsed = parsed(&metrics_text(&gateway).await);
+    assert_eq!(
+        parsed["types"]["timebox_stream_timeouts"], "counter",
+        "{parsed}"
+    );
+    assert_eq!(
+        sample(
+            &parsed,
+            "timebox_stream_timeouts_total",
+            &[("kind", "inactivity"), ("route", CHAT)]
+        ),
+        Some(1.0),
+        "{parsed}"
+    );
+    assert_eq!(
+        sample(
+            &parsed,
+            "timebox_requests_cancelled_total",
+            &[("reason", "timeout")]
+        ),
+        Some(1.0),
+        "{parsed}"
+    );
+    assert_eq!(
+        sample(
+            &parsed,
+            "timebox_deadline_exceeded_total",
+            &[("stage", "handler"), ("route", CHAT)]
+        ),
+        Some(1.0),
+        "{parsed}"
+    );
+    // Both non-streamed requests got the global deadline of 300 ms.
+    assert!(
+        sample(
+            &parsed,
+            "timebox_deadline_remaining_seconds_count",
+            &[("source", "global"), ("route", CHAT)]
+        )
+        .is_some_and(|count| count >= 1.0),
+        "{parsed}"
+    );
+}
+
+/// The `prometheus` binary, or a failure that says how to get it.
+fn prometheus() -> String {
+    let found = Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found,
+        "needs `prometheus` on PATH (Debian: `apt-get install prometheus`; .ci/run installs it)"
+    );
+    "prometheus".to_owned()
+}
+
+/// Asks the Prometheus at `api` for the instant value of `query`.
+async fn query(client: &reqwest::Client, api: &str, query: &str) -> Option<f64> {
+    let text = client
+        .get(format!("{api}/api/v1/query"))
+        .query(&[("query", query)])
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    let answer: Value = serde_json::from_str(&text).ok()?;
+    answer["data"]["result"][0]["value"][1]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+#[tokio::test]
+#[ignore = "needs prometheus on PATH; .ci/run installs it"]
+async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
+    let binary = prometheus();
+    let gateway = short_bounds_gateway();
+    let target = gateway.base.trim_start_matches("http://").to_owned();
+    let dir = tempdir();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gateway\n    \
+             static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .expect("the config is written");
+    let listen = free_loopback_port();
+    let mut server = Command::new(binary)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{listen}"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("prometheus.log")).expect("a log file"))
+        .spawn()
+        .expect("prometheus starts");
+    let _kill = KillOnDrop(&mut server);
+    cause_a_hung_stream_and_a_timed_out_request(&gateway).await;
+    let api = format!("http://127.0.0.1:{listen}");
+    let client = reqwest::Client::new();
+    let wanted = [
+        (
+            "timebox_stream_timeouts_total{kind=\"inactivity\",route=\"/v1/chat/completions\"}",
+            1.0,
+        ),
+        ("timebox_requests_cancelled_total{reason=\"timeout\"}", 1.0),
+        (
+            "timebox_deadline_exceeded_total{stage=\"handler\",route=\"/v1/chat/completions\"}",
+            1.0,
+        ),
+    ];
+    // Scrapes come every second; give it up to 30 s to have seen them all.
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut seen = Vec::new();
+        for (expression, _) in wanted {
+            seen.push(query(&client, &api, expression).await);
+        }
+        let expected: Vec<_> = wanted.iter().map(|(_, value)| Some(*value)).collect();
+        if seen == expected {
+            break;
+        }
+        if std::time::Instant::now() >= give_up {
+            let targets = client
+                .get(format!("{api}/api/v1/targets"))
+                .send()
+                .await
+                .map(|response| response.text());
+            let targets = match targets {
+                Ok(text) => text.await.unwrap_or_default(),
+                Err(err) => err.to_string(),
+            };
+            let raw = client
+                .get(format!("{api}/api/v1/query"))
+                .query(&[("query", wanted[0].0)])
+                .send()
+                .await
+                .map(|response| response.text());
+            let raw = match raw {
+                Ok(text) => text.await.unwrap_or_default(),
+                Err(err) => err.to_string(),
+            };
+            let log = format!(
+                "{raw}\n{}",
+                std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
+            );
+            panic!("prometheus saw {seen:?}, wanted {expected:?}\ntargets: {targets}\nlog: {log}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+struct KillOnDrop<'a>(&'a mut std::process::Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "prometheus-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// A port on loopback that was free a moment ago, for a server that takes
+/// its port on the command line.
+fn free_loopback_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}

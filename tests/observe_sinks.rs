@@ -1,0 +1,307 @@
+//! The two metric sinks (DESIGN O3) register the same names, kinds and
+//! units, those of the metric table, and keep every label set bounded.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+use timebox::breaker::BreakerState;
+use timebox::client::{Attempt, AttemptKind};
+use timebox::config::Config;
+use timebox::observe::{
+    BreakerCallOutcome, CallOutcome, DeadlineSource, Event, Kind, MetricsObserver, Observer,
+    OtelObserver, PhaseOutcome, Recording, ShedReason, ShutdownPhase, SkipReason, Stage, METRICS,
+};
+use timebox::registry::CancelReason;
+use timebox::sim::Sim;
+use timebox::sim_test;
+use timebox::watchdog::TimeoutKind;
+
+/// `(name, kind, unit)`, as both sinks must show them.
+type Registered = BTreeSet<(String, &'static str, String)>;
+
+/// One event for every metric of the table.
+fn one_of_each() -> Vec<Event> {
+    let host: timebox::observe::Label = "up:80".into();
+    let route = Some("/users/{id}".into());
+    vec![
+        Event::DeadlineSet {
+            source: DeadlineSource::Global,
+            budget: Duration::from_secs(2),
+            route: route.clone(),
+        },
+        Event::DeadlineExceeded {
+            stage: Stage::Handler,
+            route: route.clone(),
+        },
+        Event::AttemptFinished {
+            host: host.clone(),
+            attempt: Attempt::new(1, AttemptKind::First),
+            outcome: CallOutcome::Status(503),
+        },
+        Event::RetrySkipped {
+            host: host.clone(),
+            reason: SkipReason::Budget,
+        },
+        Event::CallFinished {
+            host: host.clone(),
+            outcome: CallOutcome::Status(503),
+            duration: Duration::from_millis(20),
+        },
+        Event::BudgetTokens {
+            host: host.clone(),
+            tokens: 10.0,
+        },
+        Event::BreakerTransition {
+            host: host.clone(),
+            from: BreakerState::Closed,
+            to: BreakerState::Open,
+        },
+        Event::BreakerCall {
+            host,
+            outcome: BreakerCallOutcome::Failure,
+        },
+        Event::StreamTimeout {
+            kind: TimeoutKind::Inactivity,
+            route: route.clone(),
+        },
+        Event::StreamFirstItem {
+            route: route.clone(),
+            after: Duration::from_millis(200),
+        },
+        Event::RequestCancelled {
+            reason: CancelReason::Timeout(TimeoutKind::Inactivity),
+        },
+        Event::ShutdownPhase {
+            phase: ShutdownPhase::Grace,
+            duration: Duration::from_secs(3),
+            outcome: PhaseOutcome::Drained,
+        },
+        Event::RequestShed {
+            reason: ShedReason::ShuttingDown,
+            route,
+        },
+    ]
+}
+
+/// What a `metrics` recorder was told: descriptions and registrations.
+#[derive(Default)]
+struct Told {
+    units: Mutex<Vec<(String, &'static str, Option<Unit>)>>,
+    registered: Mutex<Vec<(String, &'static str, Vec<(String, String)>)>>,
+}
+
+struct TellingRecorder(Arc<Told>);
+
+impl TellingRecorder {
+    fn describe(&self, key: KeyName, kind: &'static str, unit: Option<Unit>) {
+        let name = key.as_str().to_owned();
+        self.0.units.lock().unwrap().push((name, kind, unit));
+    }
+
+    fn register(&self, key: &Key, kind: &'static str) {
+        let labels = key
+            .labels()
+            .map(|label| (label.key().to_owned(), label.value().to_owned()))
+            .collect();
+        let name = key.name().to_owned();
+        self.0.registered.lock().unwrap().push((name, kind, labels));
+    }
+}
+
+impl Recorder for TellingRecorder {
+    fn describe_counter(&self, key: KeyName, unit: Option<Unit>, _: SharedString) {
+        self.describe(key, "counter", unit);
+    }
+    fn describe_gauge(&self, key: KeyName, unit: Option<Unit>, _: SharedString) {
+        self.describe(key, "gauge", unit);
+    }
+    fn describe_histogram(&self, key: KeyName, unit: Option<Unit>, _: SharedString) {
+        self.describe(key, "histogram", unit);
+    }
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        self.register(key, "counter");
+        Counter::noop()
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        self.register(key, "gauge");
+        Gauge::noop()
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        self.register(key, "histogram");
+        Histogram::noop()
+    }
+}
+
+/// What the `metrics` sink described and recorded for `events`.
+fn through_metrics(events: &[Event]) -> (Registered, Told) {
+    let told = Arc::new(Told::default());
+    let recorder = TellingRecorder(Arc::clone(&told));
+    metrics::with_local_recorder(&recorder, || {
+        let observer = MetricsObserver::new();
+        for event in events {
+            observer.on_event(event);
+        }
+    });
+    drop(recorder);
+    let told = Arc::into_inner(told).expect("the recorder is gone");
+    let units = told.units.lock().unwrap().clone();
+    let registered = told
+        .registered
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(name, kind, _)| {
+            let unit = units
+                .iter()
+                .find(|(described, _, _)| described == name)
+                .and_then(|(_, _, unit)| *unit)
+                .map_or("", |unit| match unit {
+                    Unit::Seconds => "s",
+                    _ => "",
+                });
+            (name.clone(), *kind, unit.to_owned())
+        })
+        .collect();
+    (registered, told)
+}
+
+/// What the OpenTelemetry sink exported for `events`.
+fn through_otel(events: &[Event]) -> Registered {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let observer = OtelObserver::new(&provider.meter("timebox-test"));
+    for event in events {
+        observer.on_event(event);
+    }
+    provider.force_flush().expect("the metrics are exported");
+    let exported = exporter.get_finished_metrics().expect("exported metrics");
+    exported
+        .iter()
+        .flat_map(|resource| resource.scope_metrics())
+        .flat_map(|scope| scope.metrics())
+        .map(|metric| {
+            let kind = match metric.data() {
+                AggregatedMetrics::U64(MetricData::Sum(_)) => "counter",
+                AggregatedMetrics::F64(MetricData::Gauge(_)) => "gauge",
+                AggregatedMetrics::F64(MetricData::Histogram(_)) => "histogram",
+                _ => "other",
+            };
+            let unit = match metric.unit() {
+                "{count}" => "",
+                unit => unit,
+            };
+            (metric.name().to_owned(), kind, unit.to_owned())
+        })
+        .collect()
+}
+
+fn table() -> Registered {
+    METRICS
+        .iter()
+        .map(|metric| {
+            let kind = match metric.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+                Kind::Histogram => "histogram",
+            };
+            (
+                metric.name.to_owned(),
+                kind,
+                metric.unit.unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn both_sinks_register_the_tables_names_kinds_and_units() {
+    let events = one_of_each();
+    let (metrics, told) = through_metrics(&events);
+    let otel = through_otel(&events);
+    assert_eq!(table().len(), 14);
+    assert_eq!(metrics, table());
+    assert_eq!(otel, table());
+    // Every metric is described once, at install.
+    assert_eq!(told.units.lock().unwrap().len(), METRICS.len());
+}
+
+#[test]
+fn each_metric_carries_the_tables_attributes() {
+    let (_, told) = through_metrics(&one_of_each());
+    for (name, _, labels) in told.registered.lock().unwrap().iter() {
+        let row = METRICS.iter().find(|row| row.name == name).unwrap();
+        let keys: Vec<_> = labels.iter().map(|(key, _)| key.as_str()).collect();
+        assert_eq!(keys, row.attributes, "{name}");
+    }
+}
+
+#[sim_test]
+async fn two_thousand_hosts_give_at_most_max_hosts_host_values(sim: Sim) {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.http.client.retry_budget.max_hosts = 16;
+    config.http.client.max_retries = 0;
+    let client = sim.client_with(&config);
+    // None of these hosts is on the simulated network: each call fails to
+    // connect, and is told.
+    for n in 0..2_000 {
+        let _ = client.get(format!("http://host-{n}/")).send().await;
+    }
+    let hosts: BTreeSet<String> = recording
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            Event::AttemptFinished { host, .. } | Event::CallFinished { host, .. } => {
+                Some(host.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(hosts.len(), 16, "{hosts:?}");
+    assert!(hosts.contains("other"));
+    assert!(hosts.contains("host-0:80"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn raw_paths_never_appear_as_routes() {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.server.timeouts.request_timeout_ms = Some(1_000);
+    let app = axum::Router::new()
+        .route(
+            "/users/{id}",
+            axum::routing::get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    for id in 0..50 {
+        let path = format!("/users/{id}");
+        let response =
+            tower::ServiceExt::oneshot(app.clone(), support::http::request("GET", &path))
+                .await
+                .unwrap();
+        assert_eq!(response.status(), 503);
+    }
+    let routes: BTreeSet<String> = recording
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            Event::DeadlineSet { route, .. } | Event::DeadlineExceeded { route, .. } => {
+                route.as_deref().map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(routes, BTreeSet::from(["/users/{id}".to_owned()]));
+}
