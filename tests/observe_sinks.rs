@@ -90,11 +90,14 @@ fn one_of_each() -> Vec<Event> {
     ]
 }
 
+/// One registration: the name, the kind and the labels.
+type Registration = (String, &'static str, Vec<(String, String)>);
+
 /// What a `metrics` recorder was told: descriptions and registrations.
 #[derive(Default)]
 struct Told {
     units: Mutex<Vec<(String, &'static str, Option<Unit>)>>,
-    registered: Mutex<Vec<(String, &'static str, Vec<(String, String)>)>>,
+    registered: Mutex<Vec<Registration>>,
 }
 
 struct TellingRecorder(Arc<Told>);

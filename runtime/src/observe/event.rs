@@ -179,6 +179,7 @@ impl DeadlineSource {
 impl DeadlineSource {
     /// The budget of a rule from this source, shortened by an accepted
     /// inbound header (S3), and the source that set it.
+    #[cfg(feature = "server")]
     pub(crate) fn shortened(
         self,
         rule: Duration,

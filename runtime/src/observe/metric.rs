@@ -2,7 +2,9 @@
 //! metric sinks read, so their names, kinds, units and attributes cannot
 //! drift apart.
 
-use super::{CallOutcome, Event};
+use super::CallOutcome;
+#[cfg(any(feature = "metrics", feature = "otel"))]
+use super::Event;
 
 /// What kind of instrument a metric is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,13 +94,16 @@ metrics! {
 }
 
 /// The label of a request that matched no route.
+#[cfg(any(feature = "metrics", feature = "otel"))]
 const UNMATCHED: &str = "unmatched";
 
-fn route(route: &Option<super::Label>) -> &str {
-    route.as_deref().unwrap_or(UNMATCHED)
+#[cfg(any(feature = "metrics", feature = "otel"))]
+fn route(route: Option<&super::Label>) -> &str {
+    route.map_or(UNMATCHED, |route| route)
 }
 
 /// How one event moves one metric.
+#[cfg(any(feature = "metrics", feature = "otel"))]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Value {
     /// Add 1 to a counter.
@@ -109,6 +114,7 @@ pub(crate) enum Value {
     Record(f64),
 }
 
+#[cfg(any(feature = "metrics", feature = "otel"))]
 /// Calls `apply` for each metric `event` moves, with its attribute values
 /// in the table's order.
 pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Value, &[&str])) {
@@ -120,12 +126,12 @@ pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Valu
         } => apply(
             &DEADLINE_REMAINING,
             Value::Record(budget.as_secs_f64()),
-            &[source.as_str(), route(r)],
+            &[source.as_str(), route(r.as_ref())],
         ),
         Event::DeadlineExceeded { stage, route: r } => apply(
             &DEADLINE_EXCEEDED,
             Value::Increment,
-            &[stage.as_str(), route(r)],
+            &[stage.as_str(), route(r.as_ref())],
         ),
         // An attempt is counted once, when its outcome is known.
         Event::AttemptStarted { .. } => {}
@@ -167,12 +173,12 @@ pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Valu
         Event::StreamTimeout { kind, route: r } => apply(
             &STREAM_TIMEOUTS,
             Value::Increment,
-            &[kind.as_str(), route(r)],
+            &[kind.as_str(), route(r.as_ref())],
         ),
         Event::StreamFirstItem { route: r, after } => apply(
             &STREAM_FIRST_ITEM,
             Value::Record(after.as_secs_f64()),
-            &[route(r)],
+            &[route(r.as_ref())],
         ),
         Event::RequestCancelled { reason } => {
             apply(&REQUESTS_CANCELLED, Value::Increment, &[reason.as_str()]);
@@ -186,9 +192,11 @@ pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Valu
             Value::Record(duration.as_secs_f64()),
             &[phase.as_str(), outcome.as_str()],
         ),
-        Event::RequestShed { reason, route: r } => {
-            apply(&SERVER_SHED, Value::Increment, &[reason.as_str(), route(r)])
-        }
+        Event::RequestShed { reason, route: r } => apply(
+            &SERVER_SHED,
+            Value::Increment,
+            &[reason.as_str(), route(r.as_ref())],
+        ),
     }
 }
 
