@@ -3,6 +3,7 @@
 
 use std::future::Future;
 
+use tracing::Instrument;
 use url::Url;
 
 use crate::deadline::{bounded, Deadline};
@@ -65,7 +66,9 @@ where
         }
         let (request, pending) = call.start()?;
         let sent = sender.send(request, pending.attempt, call.url());
-        let outcome = attempt_once(sent, pending.ends, deadline).await;
+        let outcome = attempt_once(sent, pending.ends, deadline)
+            .instrument(pending.span.clone())
+            .await;
         match call.decide(pending, outcome) {
             Next::Follow => {}
             Next::Retry(wait) => {

@@ -27,6 +27,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Uri, Version};
 use tokio::time::Instant;
+use tracing::Span;
 use url::Url;
 
 use crate::breaker::{BreakerState, CircuitBreaker, Permit};
@@ -38,6 +39,7 @@ use crate::retry::{classify_status, hint_wait, host_key, is_idempotent, RetryBud
 
 use super::redirect::{self, MAX_HOPS};
 use super::rules::Rules;
+use super::span;
 use super::transport::TransportError;
 use super::{Attempt, AttemptKind, ClientError};
 
@@ -201,6 +203,11 @@ pub(crate) struct Call<B> {
     attempt_ends: Option<Deadline>,
     /// When the call began, when someone listens (for its duration).
     began: Option<Instant>,
+    /// The span of the latest attempt (O4), open until the next one starts
+    /// or the call ends.
+    span: Span,
+    /// Whether the budget refused the retry after the latest attempt.
+    budget_refused: bool,
 }
 
 /// Where the next request goes, and its host's breaker and budget: found
@@ -256,6 +263,8 @@ pub(crate) struct Pending {
     /// Which request of the call this is: the door puts it where the next
     /// layer looks (the request's extensions, or the middleware chain's).
     pub(crate) attempt: Attempt,
+    /// The attempt's span: the door sends the request inside it.
+    pub(crate) span: Span,
     permit: Option<Permit>,
 }
 
@@ -345,6 +354,8 @@ impl<B: Body> Call<B> {
             attempt_timeout,
             attempt_ends: None,
             began: rules.observers.is_listening().then(Instant::now),
+            span: Span::none(),
+            budget_refused: false,
             rules,
         })
     }
@@ -373,17 +384,19 @@ impl<B: Body> Call<B> {
             return Err(ClientError::deadline());
         }
         let target = &self.target;
+        let attempt = Attempt {
+            number: self.sent + 1,
+            kind: self.next_kind,
+        };
+        self.span = span::attempt_span(&self.method, &target.uri, attempt);
         let permit = match &target.breaker {
-            Some(breaker) => {
-                Some(
-                    breaker
-                        .try_acquire()
-                        .map_err(|open| ClientError::CircuitBreakerOpen {
-                            host: target.host.clone(),
-                            open,
-                        })?,
-                )
-            }
+            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
+                span::record_outcome(&self.span, CallOutcome::CircuitOpen, false);
+                ClientError::CircuitBreakerOpen {
+                    host: target.host.clone(),
+                    open,
+                }
+            })?),
             None => None,
         };
         // Sent once: the engine neither retries it nor follows a redirect
@@ -429,10 +442,6 @@ impl<B: Body> Call<B> {
             }
         }
         self.sent += 1;
-        let attempt = Attempt {
-            number: self.sent,
-            kind: self.next_kind,
-        };
         let mut request = http::Request::new(body);
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.target.uri.clone();
@@ -446,6 +455,7 @@ impl<B: Body> Call<B> {
         let pending = Pending {
             ends: self.deadline.map_or(attempt_ends, |d| d.min(attempt_ends)),
             attempt,
+            span: self.span.clone(),
             permit,
         };
         Ok((request, pending))
@@ -453,13 +463,26 @@ impl<B: Body> Call<B> {
 
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
+        let observed = outcome.observed();
+        self.budget_refused = false;
+        let next = self.settle(pending, outcome, observed);
+        span::record_outcome(&self.span, observed, self.budget_refused);
+        next
+    }
+
+    fn settle<R: Answer>(
+        &mut self,
+        pending: Pending,
+        outcome: Outcome<R>,
+        observed: CallOutcome,
+    ) -> Next<R> {
         let Pending {
             permit, attempt, ..
         } = pending;
         self.rules.observers.emit(|| Event::AttemptFinished {
             host: self.label(),
             attempt,
-            outcome: outcome.observed(),
+            outcome: observed,
         });
         let result = match outcome {
             // The deadline passed during the attempt: our impatience, not
@@ -659,6 +682,7 @@ impl<B> Call<B> {
     where
         B: Body,
     {
+        self.budget_refused = reason == SkipReason::Budget;
         self.rules.observers.emit(|| Event::RetrySkipped {
             host: self.label(),
             reason,

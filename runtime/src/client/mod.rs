@@ -77,6 +77,7 @@ mod redirect;
 mod request;
 mod response;
 mod rules;
+mod span;
 mod transport;
 
 pub use crate::attempt::{Attempt, AttemptKind};

@@ -9,7 +9,7 @@ use crate::breaker::CircuitBreaker;
 use crate::config::{BreakerConfig, ClientConfig, Config};
 use crate::deadline::Formats;
 use crate::entropy::Entropy;
-use crate::observe::{HostLabels, Observers};
+use crate::observe::{BoundedLabels, Observers};
 use crate::retry::{Backoff, RetryBudgets};
 
 /// The state the call engine reads and updates: one per `Client`,
@@ -23,7 +23,7 @@ pub(crate) struct Rules {
     pub(crate) deadline_headers: Formats,
     /// Who hears the calls' events, and the `host` values they give.
     pub(crate) observers: Observers,
-    pub(crate) labels: HostLabels,
+    pub(crate) labels: BoundedLabels,
     breaker_config: BreakerConfig,
     breakers: Mutex<HashMap<String, CircuitBreaker>>,
 }
@@ -40,7 +40,7 @@ impl Rules {
             entropy,
             deadline_headers: Formats::written(client),
             observers: config.observers.clone(),
-            labels: HostLabels::new(client.retry_budget.max_hosts),
+            labels: BoundedLabels::new(client.retry_budget.max_hosts),
             breaker_config: config.breaker.clone(),
             breakers: Mutex::new(HashMap::new()),
         }

@@ -1,0 +1,66 @@
+//! The span of one attempt (O4), named and filled as OpenTelemetry's HTTP
+//! client conventions say, so `tracing-opentelemetry` exports it as a
+//! client span.
+//!
+//! | field | value |
+//! |---|---|
+//! | `otel.name`, `http.request.method` | the method |
+//! | `otel.kind` | `client` |
+//! | `server.address`, `server.port` | the host and port |
+//! | `timebox.attempt.kind` | `first`, `retry` or `redirect` |
+//! | `http.request.resend_count` | the requests sent before it, when above 0 |
+//! | `http.response.status_code` | the answer's status |
+//! | `error.type` | see below |
+//!
+//! `error.type` is one of a closed list: `timeout` (the attempt's own
+//! timeout), `deadline_exceeded` (the call's deadline), `connect`,
+//! `circuit_open` (the breaker refused the attempt, which was not sent),
+//! `retry_budget_exhausted` (the attempt failed and the budget could not pay
+//! for a retry), the status code of a 5xx answer, or `_OTHER`.
+
+use http::{Method, Uri};
+use tracing::field::Empty;
+use tracing::Span;
+
+use crate::attempt::Attempt;
+use crate::observe::CallOutcome;
+
+/// A new span for `attempt` of a `method` call to `uri`, not yet entered.
+pub(super) fn attempt_span(method: &Method, uri: &Uri, attempt: Attempt) -> Span {
+    let span = tracing::info_span!(
+        target: "timebox::client",
+        "timebox.client.attempt",
+        otel.name = method.as_str(),
+        otel.kind = "client",
+        http.request.method = method.as_str(),
+        server.address = uri.host().unwrap_or(""),
+        server.port = uri.port_u16(),
+        timebox.attempt.kind = attempt.kind.as_str(),
+        http.request.resend_count = Empty,
+        http.response.status_code = Empty,
+        "error.type" = Empty,
+    );
+    if attempt.number > 1 && !span.is_disabled() {
+        span.record("http.request.resend_count", attempt.number - 1);
+    }
+    span
+}
+
+/// Writes what came of the attempt into its span, once: `budget_refused`
+/// when the budget could not pay for the retry it asked for.
+pub(super) fn record_outcome(span: &Span, outcome: CallOutcome, budget_refused: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    if let CallOutcome::Status(status) = outcome {
+        span.record("http.response.status_code", status);
+    }
+    let error_type = match outcome {
+        _ if budget_refused => Some("retry_budget_exhausted".to_owned()),
+        CallOutcome::Status(status) => (status >= 500).then(|| status.to_string()),
+        other => other.error_type().map(str::to_owned),
+    };
+    if let Some(error_type) = error_type {
+        span.record("error.type", error_type.as_str());
+    }
+}

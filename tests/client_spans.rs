@@ -1,0 +1,152 @@
+//! The client's attempt spans (DESIGN O4), exported by
+//! `tracing-opentelemetry` into the OpenTelemetry SDK's in-memory exporter.
+
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use http::StatusCode;
+use opentelemetry::trace::{SpanKind, TracerProvider as _};
+use opentelemetry::Value;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use timebox::deadline::Deadline;
+use timebox::sim::Sim;
+use timebox::sim_test;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+use support::time::SECS;
+use support::upstream::{recording, Recorder};
+
+/// The spans the client's attempts made while `body` ran, in the order they
+/// ended.
+async fn attempt_spans<F: std::future::Future<Output = ()>>(body: F) -> Vec<SpanData> {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("timebox-test")));
+    {
+        let _default = tracing::subscriber::set_default(subscriber);
+        body.await;
+    }
+    provider.force_flush().expect("the spans are exported");
+    exporter
+        .get_finished_spans()
+        .expect("the exported spans")
+        .into_iter()
+        .filter(|span| attribute(span, "timebox.attempt.kind").is_some())
+        .collect()
+}
+
+fn attribute(span: &SpanData, key: &str) -> Option<Value> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.clone())
+}
+
+fn text(span: &SpanData, key: &str) -> Option<String> {
+    attribute(span, key).map(|value| value.as_str().into_owned())
+}
+
+#[sim_test]
+async fn each_attempt_is_a_client_span_and_a_retry_counts_its_resends(sim: Sim) {
+    let hits = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&hits);
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), move |_| {
+            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                if first {
+                    StatusCode::SERVICE_UNAVAILABLE
+                } else {
+                    StatusCode::OK
+                }
+            }
+        }),
+    );
+    let client = sim.client();
+    let spans = attempt_spans(async {
+        let response = client.get("http://up/").send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    })
+    .await;
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let (first, retry) = (&spans[0], &spans[1]);
+    for span in &spans {
+        assert_eq!(span.name, "GET");
+        assert_eq!(span.span_kind, SpanKind::Client);
+        assert_eq!(text(span, "http.request.method").as_deref(), Some("GET"));
+        assert_eq!(text(span, "server.address").as_deref(), Some("up"));
+    }
+    assert_eq!(
+        text(first, "timebox.attempt.kind").as_deref(),
+        Some("first")
+    );
+    assert_eq!(attribute(first, "http.request.resend_count"), None);
+    assert_eq!(
+        text(first, "http.response.status_code").as_deref(),
+        Some("503")
+    );
+    assert_eq!(text(first, "error.type").as_deref(), Some("503"));
+    assert_eq!(
+        text(retry, "timebox.attempt.kind").as_deref(),
+        Some("retry")
+    );
+    assert_eq!(
+        text(retry, "http.request.resend_count").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        text(retry, "http.response.status_code").as_deref(),
+        Some("200")
+    );
+    assert_eq!(attribute(retry, "error.type"), None);
+}
+
+#[sim_test]
+async fn an_attempt_whose_retry_the_budget_refused_says_retry_budget_exhausted(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| async {
+            StatusCode::SERVICE_UNAVAILABLE
+        }),
+    );
+    let mut config = timebox::config::Config::default();
+    config.http.client.retry_budget.capacity = 10;
+    let client = sim.client_with(&config);
+    let spans = attempt_spans(async {
+        client.get("http://up/").send().await.unwrap();
+    })
+    .await;
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(
+        text(&spans[0], "error.type").as_deref(),
+        Some("retry_budget_exhausted")
+    );
+}
+
+#[sim_test]
+async fn an_attempt_cut_by_the_deadline_says_deadline_exceeded(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
+    );
+    let client = sim.client();
+    let spans = attempt_spans(async {
+        let err = Deadline::after(SECS(1))
+            .scope(client.get("http://up/").send())
+            .await
+            .unwrap_err();
+        assert!(err.is_deadline_exceeded(), "{err}");
+    })
+    .await;
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(
+        text(&spans[0], "error.type").as_deref(),
+        Some("deadline_exceeded")
+    );
+}
