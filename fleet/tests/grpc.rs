@@ -428,3 +428,31 @@ async fn client_errors_become_statuses_that_keep_their_chain() {
         assert!(!is_deadline_exceeded(&status));
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_method_deadline_is_told_when_set_and_when_exceeded() {
+    let recording = timebox::observe::Recording::new();
+    let config =
+        with_method("/fleet.Relay/Wait", MethodTimeout::Millis(250)).observed_by(recording.clone());
+    let channel = serve(Probe::default(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let status = RelayClient::new(channel)
+        .wait(wait(2000))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    let route = Some("/fleet.Relay/Wait".into());
+    assert_eq!(
+        recording.events(),
+        [
+            timebox::observe::Event::DeadlineSet {
+                source: timebox::observe::DeadlineSource::Route,
+                budget: MS(250),
+                route: route.clone(),
+            },
+            timebox::observe::Event::DeadlineExceeded {
+                stage: timebox::observe::Stage::Handler,
+                route,
+            },
+        ]
+    );
+}

@@ -18,6 +18,7 @@ use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use super::body::{is_the_deadlines, BoxError, GrpcBody, Side};
 use super::status::{Budget, Origin};
 use super::timeout::{self, GRPC_TIMEOUT};
+use crate::observe::{Event, Observers, Stage};
 
 /// What the client layer knows.
 #[derive(Debug, Clone)]
@@ -26,14 +27,24 @@ pub(crate) struct ClientSettings {
     /// when `send_deadline_header` is on), besides `grpc-timeout`, which
     /// every call carries.
     pub(crate) written: Formats,
+    pub(crate) observers: Observers,
 }
 
 impl ClientSettings {
     pub(crate) fn new(config: &Config) -> Self {
         Self {
             written: Formats::written(&config.http.client).without(Format::GrpcTimeout),
+            observers: config.observers.clone(),
         }
     }
+}
+
+/// Tells `observers` that a call's deadline passed on its way out.
+fn told_exceeded(observers: &Observers) {
+    observers.emit(|| Event::DeadlineExceeded {
+        stage: Stage::Outbound,
+        route: None,
+    });
 }
 
 /// The service of [`GrpcDeadlineLayer::client`](super::GrpcDeadlineLayer::client).
@@ -83,6 +94,7 @@ where
         };
         let Some(ours) = timeout::encode(remaining) else {
             // Out of time: nothing is sent.
+            told_exceeded(&self.settings.observers);
             return GrpcClientFuture {
                 state: CallState::Failed(Some(budget.exceeded())),
             };
@@ -107,6 +119,7 @@ where
                 future: Gated::new(Start::At(deadline), self.inner.call(req)),
                 side,
                 budget: Some(budget),
+                observers: self.settings.observers.clone(),
             },
         }
     }
@@ -134,6 +147,7 @@ enum CallState<F> {
         future: Gated<F>,
         side: Side,
         budget: Option<Budget>,
+        observers: Observers,
     },
     /// Failed without sending, or after the deadline passed.
     Failed(Option<Status>),
@@ -157,6 +171,7 @@ where
                 mut future,
                 side,
                 budget,
+                observers,
             } => {
                 let side = *side;
                 match ready!(future.as_mut().poll(cx)) {
@@ -175,6 +190,7 @@ where
                         return Poll::Ready(Err(err.into()));
                     }
                     Ok(Ok(_) | Err(_)) | Err(_) => {
+                        told_exceeded(observers);
                         budget.as_ref().expect("polled after completion").exceeded()
                     }
                 }

@@ -16,11 +16,15 @@ use tower_service::Service;
 use crate::config::{Config, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
+use crate::observe::{BoundedLabels, Event, Label, Observers, ShedReason, Stage};
 use crate::shutdown::{InFlightGuard, Shutdown};
 
 use super::body::{GrpcBody, Side};
 use super::status::{self, Budget, Origin};
 use super::timeout;
+
+/// The most methods the events name one by one; later ones are `other`.
+const MAX_ROUTES: usize = 256;
 
 /// What the server layer knows: the deadlines of `[server.grpc]` and the
 /// shutdown it answers for.
@@ -32,6 +36,10 @@ pub(crate) struct ServerSettings {
     pub(crate) inbound: Formats,
     pub(crate) shutdown: Option<Shutdown>,
     pub(crate) entropy: Entropy,
+    pub(crate) observers: Observers,
+    /// The `route` values of the events: the methods called, bounded, for a
+    /// caller may send any path.
+    pub(crate) routes: Arc<BoundedLabels>,
 }
 
 /// A method's own rule.
@@ -63,7 +71,14 @@ impl ServerSettings {
             inbound: Formats::trusted(&config.server.timeouts).without(Format::GrpcTimeout),
             shutdown: None,
             entropy: Entropy::from_os(),
+            observers: config.observers.clone(),
+            routes: Arc::new(BoundedLabels::new(MAX_ROUTES)),
         }
+    }
+
+    /// The `route` value of a call to `path`, when someone listens.
+    fn route(&self, path: &str) -> Option<Label> {
+        self.observers.is_listening().then(|| self.routes.of(path))
     }
 
     /// The call's deadline: the earliest of what its headers and the
@@ -125,6 +140,10 @@ where
         let guard = match &settings.shutdown {
             Some(shutdown) if shutdown.token().is_cancelled() => {
                 // A simulation's app puts its own random source on requests.
+                settings.observers.emit(|| Event::RequestShed {
+                    reason: ShedReason::ShuttingDown,
+                    route: settings.route(req.uri().path()),
+                });
                 let entropy = req
                     .extensions()
                     .get::<Entropy>()
@@ -145,9 +164,19 @@ where
                 guard,
             };
         };
+        let route = settings.route(req.uri().path());
+        settings.observers.emit(|| Event::DeadlineSet {
+            source: budget.origin.source(),
+            budget: budget.length,
+            route: route.clone(),
+        });
+        let told = Told {
+            observers: settings.observers.clone(),
+            route,
+        };
         if budget.length.is_zero() {
             // Out of time on arrival: the handler never runs.
-            let status = expired(req.uri(), &budget);
+            let status = expired(req.uri(), &budget, &told);
             return GrpcServerFuture::answered(status, guard);
         }
         let deadline = Deadline::after_start(Instant::now(), budget.length);
@@ -158,6 +187,7 @@ where
                 future: Gated::new(Start::At(deadline), future),
                 budget: Some(budget),
                 uri,
+                told,
             },
             guard,
         }
@@ -187,6 +217,7 @@ enum CallState<F> {
         future: Gated<F>,
         budget: Option<Budget>,
         uri: Uri,
+        told: Told,
     },
     /// Answered without the inner service, or after dropping it.
     Answered(Option<Status>),
@@ -219,6 +250,7 @@ where
                 mut future,
                 budget,
                 uri,
+                told,
             } => match ready!(future.as_mut().poll(cx)) {
                 Ok(result) => {
                     let (parts, body) = result?.into_parts();
@@ -227,7 +259,7 @@ where
                     let body = GrpcBody::gated(body, budget, Side::Server, this.guard.take());
                     return Poll::Ready(Ok(Response::from_parts(parts, body)));
                 }
-                Err(_) => expired(uri, budget.as_ref().expect("polled after completion")),
+                Err(_) => expired(uri, budget.as_ref().expect("polled after completion"), told),
             },
             CallStateProj::Answered(status) => status.take().expect("polled after completion"),
         };
@@ -239,8 +271,19 @@ where
     }
 }
 
-/// `DEADLINE_EXCEEDED` for the call to `uri`, said in the log.
-fn expired(uri: &Uri, budget: &Budget) -> Status {
+/// Who hears a bounded call's events, and the route they name.
+#[derive(Debug)]
+struct Told {
+    observers: Observers,
+    route: Option<Label>,
+}
+
+/// `DEADLINE_EXCEEDED` for the call to `uri`, said in the log and told.
+fn expired(uri: &Uri, budget: &Budget, told: &Told) -> Status {
+    told.observers.emit(|| Event::DeadlineExceeded {
+        stage: Stage::Handler,
+        route: told.route.clone(),
+    });
     tracing::warn!(
         method = uri.path(),
         deadline_ms = budget.length.as_millis(),

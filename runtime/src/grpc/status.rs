@@ -10,6 +10,7 @@ use tonic::Status;
 
 use crate::deadline::{DeadlineExceeded, Format};
 use crate::entropy::Entropy;
+use crate::observe::DeadlineSource;
 
 /// Where a call's deadline came from: said in the `grpc-message` and the
 /// log line when it passes.
@@ -26,6 +27,18 @@ pub(crate) enum Origin {
     Default,
     /// The deadline current where the outbound call was made.
     Caller,
+}
+
+impl Origin {
+    /// Where the deadline came from, as the events say it.
+    pub(crate) fn source(&self) -> DeadlineSource {
+        match self {
+            Self::GrpcTimeout => DeadlineSource::Header(Format::GrpcTimeout.as_str()),
+            Self::Header(format) => DeadlineSource::Header(format.as_str()),
+            Self::Method(_) => DeadlineSource::Route,
+            Self::Default | Self::Caller => DeadlineSource::Global,
+        }
+    }
 }
 
 impl fmt::Display for Origin {

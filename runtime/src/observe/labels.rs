@@ -1,44 +1,46 @@
-//! [`HostLabels`]: the bounded set of `host` attribute values of one client.
+//! [`BoundedLabels`]: a bounded set of attribute values (a client's `host`,
+//! a gRPC server's `route`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use super::Label;
 
-/// The value every host past the first `max_hosts` shares.
-pub(crate) const OTHER_HOST: &str = "other";
+/// The value every value past the first `max - 1` shares.
+pub(crate) const OTHER: &str = "other";
 
-/// The `host` values one client gives its events: each of its first
-/// `max_hosts - 1` hosts its own, every later one [`OTHER_HOST`], so a
-/// client that calls many hosts gives at most `max_hosts` values.
+/// The values one part gives an attribute of its events: each of the first
+/// `max - 1` values seen its own, every later one [`OTHER`], so no input
+/// (a client calling many hosts, callers inventing method names) gives
+/// more than `max` values.
 #[derive(Debug)]
-pub(crate) struct HostLabels {
+pub(crate) struct BoundedLabels {
     max: usize,
     known: Mutex<HashMap<String, Label>>,
     other: Label,
 }
 
-impl HostLabels {
+impl BoundedLabels {
     pub(crate) fn new(max: usize) -> Self {
         Self {
             max,
             known: Mutex::new(HashMap::new()),
-            other: OTHER_HOST.into(),
+            other: OTHER.into(),
         }
     }
 
-    /// The label of the host key `host`.
-    pub(crate) fn of(&self, host: &str) -> Label {
+    /// The label of `value`.
+    pub(crate) fn of(&self, value: &str) -> Label {
         let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(label) = known.get(host) {
+        if let Some(label) = known.get(value) {
             return label.clone();
         }
         // `other` is one of the `max` values.
         if known.len() + 1 >= self.max {
             return self.other.clone();
         }
-        let label: Label = host.into();
-        known.insert(host.to_owned(), label.clone());
+        let label: Label = value.into();
+        known.insert(value.to_owned(), label.clone());
         label
     }
 }

@@ -65,7 +65,7 @@
 //! ```
 
 mod event;
-#[cfg(feature = "client")]
+#[cfg(any(feature = "client", feature = "grpc"))]
 mod labels;
 mod metric;
 #[cfg(feature = "metrics")]
@@ -80,8 +80,8 @@ pub use event::{
     BreakerCallOutcome, CallOutcome, DeadlineSource, Event, Label, PhaseOutcome, ShedReason,
     ShutdownPhase, SkipReason, Stage,
 };
-#[cfg(feature = "client")]
-pub(crate) use labels::HostLabels;
+#[cfg(any(feature = "client", feature = "grpc"))]
+pub(crate) use labels::BoundedLabels;
 pub use metric::{Kind, Metric, METRICS};
 #[cfg(feature = "metrics")]
 pub use metrics::MetricsObserver;

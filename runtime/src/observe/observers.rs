@@ -130,7 +130,7 @@ impl Observers {
 
     /// Whether anyone but the `tracing` sink listens: the parts that must
     /// prepare something for their events (a bounded label) ask first.
-    #[cfg(feature = "client")]
+    #[cfg(any(feature = "client", feature = "grpc"))]
     #[inline]
     pub(crate) fn is_listening(&self) -> bool {
         self.list.is_some() || trace::enabled()
