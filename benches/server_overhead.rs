@@ -9,7 +9,11 @@
 //! - `timebox_route_deadline`: the same with a 30 s route deadline
 //!   (`timeout_ms = 30000`);
 //! - `tower_http_timeout`: the plain router under tower-http's
-//!   `TimeoutLayer` of 30 s, the peer.
+//!   `TimeoutLayer` of 30 s, the peer;
+//! - `timebox_route_deadline_metrics`: `timebox_route_deadline` built from
+//!   a config observed by `MetricsObserver`, with the Prometheus recorder of
+//!   `metrics-exporter-prometheus` installed: every request records its
+//!   deadline in `timebox.deadline.remaining` (O3).
 //!
 //! Two groups: `server_overhead/in_process` calls the router with
 //! `tower::ServiceExt::oneshot`, so the layers' own cost is most of what is
@@ -36,7 +40,8 @@
 //!
 //! Goals, in throughput: timebox with a route deadline at least 0.95 of bare
 //! axum and at least tower-http's `TimeoutLayer`; timebox with no deadline at
-//! least 0.98 of bare axum.
+//! least 0.98 of bare axum; the metrics sink at least 0.95 of the same route
+//! with no observer (`timebox_route_deadline`).
 //! `python3 benches/ratios.py server_overhead --baseline bare --throughput`
 //! prints the throughput ratios from the results.
 
@@ -83,8 +88,21 @@ async fn hello_route_deadline() -> &'static str {
     "hello"
 }
 
-/// The four variants, by benchmark name.
-fn variants() -> [(&'static str, Router); 4] {
+/// The default config, observed by the `metrics` sink, with a Prometheus
+/// recorder installed (once for the process).
+fn metrics_config() -> Config {
+    static RECORDER: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
+        std::sync::OnceLock::new();
+    RECORDER.get_or_init(|| {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .expect("the Prometheus recorder installs")
+    });
+    Config::default().observed_by(timebox::observe::MetricsObserver::new())
+}
+
+/// The five variants, by benchmark name.
+fn variants() -> [(&'static str, Router); 5] {
     let config = Config::default();
     [
         ("bare", Router::new().route("/hello", get(hello))),
@@ -104,6 +122,10 @@ fn variants() -> [(&'static str, Router); 4] {
                     StatusCode::REQUEST_TIMEOUT,
                     TIMEOUT,
                 )),
+        ),
+        (
+            "timebox_route_deadline_metrics",
+            routes![hello_route_deadline].into_router(&metrics_config()),
         ),
     ]
 }

@@ -12,7 +12,7 @@ pub(super) struct Shared {
     machine: Mutex<Machine>,
     /// The host the logs name.
     host: Box<str>,
-    /// The host the events name (bounded, see `HostLabels`).
+    /// The host the events name (bounded, see `BoundedLabels`).
     label: Label,
     observers: Observers,
 }
