@@ -78,8 +78,9 @@ impl Expiry {
 /// The route a request was routed to, for the timeout log line.
 #[derive(Debug)]
 pub(crate) enum RouteName {
-    /// Mounted by `Routes::into_router`, which knows the path.
-    Mounted(&'static str),
+    /// Mounted by `Routes::into_router`, which knows the path, and made
+    /// its label once.
+    Mounted(&'static str, Label),
     /// Learnt from the request.
     Matched(Option<MatchedPath>),
 }
@@ -88,7 +89,7 @@ impl RouteName {
     /// The `route` value of events: `None` for a request that matched none.
     fn label(&self) -> Option<Label> {
         match self {
-            Self::Mounted(path) => Some((*path).into()),
+            Self::Mounted(_, label) => Some(label.clone()),
             Self::Matched(Some(path)) => Some(path.as_str().into()),
             Self::Matched(None) => None,
         }
@@ -96,7 +97,7 @@ impl RouteName {
 
     fn as_str(&self) -> &str {
         match self {
-            Self::Mounted(path) => path,
+            Self::Mounted(path, _) => path,
             Self::Matched(Some(path)) => path.as_str(),
             Self::Matched(None) => "(unmatched)",
         }

@@ -19,7 +19,7 @@ use pin_project::pin_project;
 
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{DeadlineSource, Observers};
+use crate::observe::{DeadlineSource, Label, Observers};
 use crate::server::context::RequestContext;
 
 use super::future::{held, Answer, Expiry, RouteName, State};
@@ -39,6 +39,8 @@ pub(crate) struct RouteSettings {
     pub(crate) inbound: Formats,
     /// The route's path, for the timeout log line.
     pub(crate) path: &'static str,
+    /// The path as the events' `route`, made once.
+    pub(crate) label: Label,
     /// Where `budget` comes from, for the events.
     pub(crate) source: DeadlineSource,
     /// The observers of the config the route was mounted with, when no
@@ -77,7 +79,7 @@ where
             Some(context) => context.inbound,
             None => settings.inbound.earliest(req.headers()),
         };
-        let (budget, source) = settings.source.clone().shortened(route_budget, inbound);
+        let (budget, source) = settings.source.shortened(route_budget, inbound);
         let expiry = Expiry {
             method: req.method().clone(),
             // A request may bring its own random source (`Sim::app` does).
@@ -85,7 +87,7 @@ where
                 Some(context) => Some(context.entropy.clone()),
                 None => req.extensions().get::<Entropy>().cloned(),
             },
-            route: RouteName::Mounted(settings.path),
+            route: RouteName::Mounted(settings.path, settings.label),
             budget,
             source,
             start: context.map(|context| context.start),
