@@ -224,11 +224,54 @@ async fn a_route_deadline_is_told_when_set_and_when_exceeded() {
 async fn two_apps_in_one_process_never_hear_each_other() {
     let (first, second) = (Recording::new(), Recording::new());
     let a = Shutdown::new(&shutdown_config(&first));
-    let _b = Shutdown::new(&shutdown_config(&second));
+    let b = Shutdown::new(&shutdown_config(&second));
+    let _stuck = b.in_flight().enter();
     a.force();
     a.wait_drained().await;
-    assert_eq!(first.events().len(), 3);
-    assert!(second.events().is_empty());
+    b.trigger();
+    b.wait_drained().await;
+    assert_eq!(
+        lines(&first.events()),
+        [
+            "shutdown_phase phase=prestop duration=0ms outcome=forced",
+            "shutdown_phase phase=grace duration=0ms outcome=drained",
+            "shutdown_phase phase=drain duration=0ms outcome=drained",
+        ]
+    );
+    assert_eq!(
+        lines(&second.events()),
+        [
+            "shutdown_phase phase=prestop duration=2000ms outcome=drained",
+            "shutdown_phase phase=grace duration=30000ms outcome=forced",
+            "shutdown_phase phase=drain duration=10000ms outcome=forced",
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_waiters_of_one_shutdown_tell_each_phase_once() {
+    let recording = Recording::new();
+    let shutdown = Shutdown::new(&shutdown_config(&recording));
+    shutdown.trigger();
+    tokio::join!(shutdown.wait_drained(), shutdown.wait_drained());
+    assert_eq!(recording.events().len(), 3);
+}
+
+#[sim_test]
+async fn a_call_its_caller_drops_is_told_as_cancelled(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
+    );
+    let client = sim.client_with(&sim.config());
+    let outcome = tokio::time::timeout(SECS(1), client.get("http://up/").send()).await;
+    assert!(outcome.is_err());
+    let told = lines(&sim.observed());
+    assert_eq!(
+        told.last().map(String::as_str),
+        Some("call_finished host=up:80 outcome=cancelled duration=1000ms"),
+        "{told:?}"
+    );
 }
 
 /// One run of the budget scenario with `seed`, on its own paused runtime.

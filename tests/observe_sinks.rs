@@ -240,11 +240,38 @@ fn both_sinks_register_the_tables_names_kinds_and_units() {
 #[test]
 fn each_metric_carries_the_tables_attributes() {
     let (_, told) = through_metrics(&one_of_each());
-    for (name, _, labels) in told.registered.lock().unwrap().iter() {
+    let registered = told.registered.lock().unwrap().clone();
+    for (name, _, labels) in &registered {
         let row = METRICS.iter().find(|row| row.name == name).unwrap();
         let keys: Vec<_> = labels.iter().map(|(key, _)| key.as_str()).collect();
         assert_eq!(keys, row.attributes, "{name}");
     }
+    // The values go with their keys.
+    let labels_of = |name: &str| {
+        registered
+            .iter()
+            .find(|(registered, _, _)| registered == name)
+            .map(|(_, _, labels)| labels.clone())
+            .unwrap()
+    };
+    let pairs = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        labels_of("timebox.client.attempts"),
+        pairs(&[("host", "up:80"), ("kind", "first"), ("outcome", "5xx")])
+    );
+    assert_eq!(
+        labels_of("timebox.deadline.remaining"),
+        pairs(&[("source", "global"), ("route", "/users/{id}")])
+    );
+    assert_eq!(
+        labels_of("timebox.breaker.transitions"),
+        pairs(&[("host", "up:80"), ("from", "closed"), ("to", "open")])
+    );
 }
 
 #[sim_test]

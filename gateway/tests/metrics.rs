@@ -140,7 +140,7 @@ async fn the_metrics_parse_with_the_official_parser_and_count_what_happened() {
         Some(1.0),
         "{parsed}"
     );
-    // Both non-streamed requests got the global deadline of 300 ms.
+    // The request that is not streamed got the global deadline of 300 ms.
     assert!(
         sample(
             &parsed,

@@ -208,6 +208,9 @@ pub(crate) struct Call<B> {
     span: Span,
     /// Whether the budget refused the retry after the latest attempt.
     budget_refused: bool,
+    /// Whether [`Call::end`] told the call's end; a call dropped before
+    /// that tells it on drop.
+    ended: bool,
 }
 
 /// Where the next request goes, and its host's breaker and budget: found
@@ -356,6 +359,7 @@ impl<B: Body> Call<B> {
             began: rules.observers.is_listening().then(Instant::now),
             span: Span::none(),
             budget_refused: false,
+            ended: false,
             rules,
         })
     }
@@ -392,6 +396,7 @@ impl<B: Body> Call<B> {
         let permit = match &target.breaker {
             Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
                 span::record_outcome(&self.span, CallOutcome::CircuitOpen, false);
+                self.span = Span::none();
                 ClientError::CircuitBreakerOpen {
                     host: target.host.clone(),
                     open,
@@ -467,6 +472,9 @@ impl<B: Body> Call<B> {
         self.budget_refused = false;
         let next = self.settle(pending, outcome, observed);
         span::record_outcome(&self.span, observed, self.budget_refused);
+        // The attempt is over: its span must not cover the wait before the
+        // next one.
+        self.span = Span::none();
         next
     }
 
@@ -658,12 +666,17 @@ impl<B: Body> Call<B> {
 impl<B> Call<B> {
     /// Ends the call with `result`: tells its outcome and duration, and a
     /// deadline that passed in it.
-    pub(crate) fn end<R: Answer>(&self, result: &Result<R, ClientError>) {
-        let observers = &self.rules.observers;
+    pub(crate) fn end<R: Answer>(&mut self, result: &Result<R, ClientError>) {
         let outcome = match result {
             Ok(response) => CallOutcome::Status(response.status().as_u16()),
             Err(err) => outcome_of(err),
         };
+        self.tell_end(outcome);
+    }
+
+    fn tell_end(&mut self, outcome: CallOutcome) {
+        self.ended = true;
+        let observers = &self.rules.observers;
         if outcome == CallOutcome::DeadlineExceeded {
             observers.emit(|| Event::DeadlineExceeded {
                 stage: Stage::Outbound,
@@ -704,6 +717,23 @@ impl<B> Call<B> {
             .label
             .clone()
             .unwrap_or_else(|| self.rules.labels.of(&target.host))
+    }
+}
+
+impl<B> Drop for Call<B> {
+    /// A call dropped before its end (its caller went away, or a deadline
+    /// outside it passed) is told too: as the deadline's when it passed,
+    /// as cancelled otherwise.
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let outcome = if self.deadline.is_some_and(Deadline::is_expired) {
+            CallOutcome::DeadlineExceeded
+        } else {
+            CallOutcome::Cancelled
+        };
+        self.tell_end(outcome);
     }
 }
 

@@ -37,8 +37,9 @@ pub(crate) struct ServerSettings {
     pub(crate) shutdown: Option<Shutdown>,
     pub(crate) entropy: Entropy,
     pub(crate) observers: Observers,
-    /// The `route` values of the events: the methods called, bounded, for a
-    /// caller may send any path.
+    /// The `route` values of the events: the methods named in
+    /// `server.grpc.methods`; every other path, which a caller may make up,
+    /// is `other`.
     pub(crate) routes: Arc<BoundedLabels>,
 }
 
@@ -78,7 +79,13 @@ impl ServerSettings {
 
     /// The `route` value of a call to `path`, when someone listens.
     fn route(&self, path: &str) -> Option<Label> {
-        self.observers.is_listening().then(|| self.routes.of(path))
+        self.observers.is_listening().then(|| {
+            if self.methods.contains_key(path) {
+                self.routes.of(path)
+            } else {
+                self.routes.other()
+            }
+        })
     }
 
     /// The call's deadline: the earliest of what its headers and the

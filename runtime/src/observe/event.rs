@@ -13,8 +13,8 @@ pub type Label = Arc<str>;
 
 /// One decision timebox made, raised where it was made (O1).
 ///
-/// Hosts are the B1 host key (`host:port`), or `"other"` past the first
-/// `max_hosts` hosts of a client; routes are the matched route template
+/// Hosts are the B1 host key (`host:port`) of a client's first
+/// `max_hosts - 1` hosts, `"other"` after them; routes are the matched route template
 /// (`/users/{id}`), `None` when the request matched no route. So every
 /// label set is bounded.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,7 +196,7 @@ impl DeadlineSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Stage {
-    /// In the handler (the server answered 504).
+    /// In the handler (the server answered 503).
     Handler,
     /// Waiting for a pooled database connection.
     PoolWait,
@@ -239,6 +239,9 @@ pub enum CallOutcome {
     /// Any other failure (the request could not be built, the transport
     /// failed after connecting).
     Error,
+    /// The caller dropped the call before it ended (a timeout or a
+    /// `select!` outside it).
+    Cancelled,
 }
 
 impl CallOutcome {
@@ -259,6 +262,7 @@ impl CallOutcome {
             Self::CircuitOpen => "circuit_open",
             Self::Connect => "connect",
             Self::Error => "error",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -354,8 +358,9 @@ pub enum PhaseOutcome {
     /// It ran its course: nothing was in flight at its end (the pre-stop
     /// grace: it was not skipped).
     Drained,
-    /// It was cut: its bound passed with requests in flight, or a second
-    /// signal skipped it.
+    /// It was cut: it ended with requests still in flight (its bound
+    /// passed, or a second signal skipped it), or, for the pre-stop grace,
+    /// a second signal skipped it.
     Forced,
 }
 

@@ -29,6 +29,12 @@ impl BoundedLabels {
         }
     }
 
+    /// The label every value past the bound shares.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn other(&self) -> Label {
+        self.other.clone()
+    }
+
     /// The label of `value`.
     pub(crate) fn of(&self, value: &str) -> Label {
         let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);

@@ -211,7 +211,7 @@ impl CallOutcome {
             Self::DeadlineExceeded => Some("deadline_exceeded"),
             Self::CircuitOpen => Some("circuit_open"),
             Self::Connect => Some("connect"),
-            Self::Error => Some("_OTHER"),
+            Self::Error | Self::Cancelled => Some("_OTHER"),
         }
     }
 }

@@ -8,7 +8,8 @@
 //! and every server layer, client, breaker, budget, stream and shutdown made
 //! from it tells it, and nothing else does. Two apps in one process, or two
 //! tests running in parallel, never see each other's events. With no
-//! observer an event is never built.
+//! observer, and no `tracing` subscriber listening at `timebox::observe`
+//! `DEBUG`, an event is never built.
 //!
 //! # Sinks (O3)
 //!
@@ -34,8 +35,8 @@
 //!
 //! Both metric sinks register the same [`METRICS`], the table of DESIGN
 //! §13: names, kinds, units and attributes. Attribute values are bounded:
-//! `host` is the host key of one of a client's first `max_hosts` hosts, or
-//! `other`; `route` is the matched route template, or `unmatched`.
+//! `host` is the host key of one of a client's first `max_hosts - 1` hosts,
+//! or `other`; `route` is the matched route template, or `unmatched`.
 //!
 //! # Examples
 //!

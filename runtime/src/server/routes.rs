@@ -175,7 +175,6 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 budget,
                 inbound,
                 path: route.path,
-                label: route.path.into(),
                 source: route.timeout.source(),
                 observers: config.observers.clone(),
             });

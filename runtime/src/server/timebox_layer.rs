@@ -171,7 +171,8 @@ where
             entropy: Some(entropy),
             observers: settings.observers.clone(),
             // Told at the first poll, unless a route rule takes over.
-            untold: claim.is_none(),
+            tell_at_first_poll: claim.is_none(),
+            told: false,
         };
         if budget.is_zero() {
             return TimeboxFuture {

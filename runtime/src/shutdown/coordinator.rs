@@ -1,5 +1,6 @@
 //! [`Shutdown`]: the coordinator of the two phases.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,6 +72,9 @@ struct Shared {
     grace: Duration,
     drain_force: Duration,
     observers: Observers,
+    /// The phases told so far, one bit each: several callers may wait for
+    /// the same shutdown (an HTTP and a gRPC server), the phase is told once.
+    phases_told: AtomicU8,
     #[cfg(feature = "server")]
     connections: ConnectionBounds,
 }
@@ -104,6 +108,7 @@ impl Shutdown {
                 grace: Duration::from_secs(server.shutdown_timeout_secs),
                 drain_force: Duration::from_secs(server.drain_force_secs),
                 observers: config.observers.clone(),
+                phases_told: AtomicU8::new(0),
                 #[cfg(feature = "server")]
                 connections: ConnectionBounds {
                     header_read: server.header_read_timeout(),
@@ -334,6 +339,10 @@ impl PhaseClock<'_> {
     /// not skipped by a second trigger).
     fn end(self) {
         let shared = &self.shutdown.shared;
+        let bit = 1 << self.phase as u8;
+        if shared.phases_told.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+            return;
+        }
         let cut = match self.phase {
             ShutdownPhase::Prestop => shared.forced.is_cancelled(),
             ShutdownPhase::Grace | ShutdownPhase::Drain => shared.in_flight.count() > 0,

@@ -60,13 +60,20 @@ pub(crate) struct Expiry {
     pub(crate) start: Option<Instant>,
     pub(crate) entropy: Option<Entropy>,
     pub(crate) observers: Observers,
-    /// Whether the deadline is still to be told at the first poll.
-    pub(crate) untold: bool,
+    /// Whether the deadline is told at the first poll (a `TimeboxLayer`
+    /// that a route rule may take over tells it after; a timeout always
+    /// tells it first).
+    pub(crate) tell_at_first_poll: bool,
+    /// Whether `deadline_set` was told.
+    pub(crate) told: bool,
 }
 
 impl Expiry {
+    /// Tells the request's deadline, once.
     fn tell_set(&mut self) {
-        self.untold = false;
+        if std::mem::replace(&mut self.told, true) {
+            return;
+        }
         self.observers.emit(|| Event::DeadlineSet {
             source: self.source.clone(),
             budget: self.budget,
@@ -78,9 +85,8 @@ impl Expiry {
 /// The route a request was routed to, for the timeout log line.
 #[derive(Debug)]
 pub(crate) enum RouteName {
-    /// Mounted by `Routes::into_router`, which knows the path, and made
-    /// its label once.
-    Mounted(&'static str, Label),
+    /// Mounted by `Routes::into_router`, which knows the path.
+    Mounted(&'static str),
     /// Learnt from the request.
     Matched(Option<MatchedPath>),
 }
@@ -89,7 +95,7 @@ impl RouteName {
     /// The `route` value of events: `None` for a request that matched none.
     fn label(&self) -> Option<Label> {
         match self {
-            Self::Mounted(_, label) => Some(label.clone()),
+            Self::Mounted(path) => Some((*path).into()),
             Self::Matched(Some(path)) => Some(path.as_str().into()),
             Self::Matched(None) => None,
         }
@@ -97,7 +103,7 @@ impl RouteName {
 
     fn as_str(&self) -> &str {
         match self {
-            Self::Mounted(path, _) => path,
+            Self::Mounted(path) => path,
             Self::Matched(Some(path)) => path.as_str(),
             Self::Matched(None) => "(unmatched)",
         }
@@ -171,7 +177,11 @@ impl<F: Future> State<F> {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Answer<F::Output>> {
-        if let Some(expiry) = self.as_mut().expiry().filter(|expiry| expiry.untold) {
+        if let Some(expiry) = self
+            .as_mut()
+            .expiry()
+            .filter(|expiry| expiry.tell_at_first_poll)
+        {
             expiry.tell_set();
         }
         let expiry = match self.as_mut().project() {
@@ -189,7 +199,9 @@ impl<F: Future> State<F> {
         // S4: drop the handler (its guards, its pool connections) before the
         // response leaves.
         self.set(Self::Done);
-        let expiry = expiry.expect("route deadline future polled after completion");
+        let mut expiry = expiry.expect("route deadline future polled after completion");
+        // A deadline that passed is one that was set: told in that order.
+        expiry.tell_set();
         Poll::Ready(Answer::Timeout(timeout_response(&expiry)))
     }
 }

@@ -19,15 +19,15 @@ use pin_project::pin_project;
 
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{DeadlineSource, Label, Observers};
+use crate::observe::{DeadlineSource, Observers};
 use crate::server::context::RequestContext;
 
 use super::future::{held, Answer, Expiry, RouteName, State};
 use super::RouteClaim;
 
 /// What one route's deadline needs, resolved from the config when the
-/// router is built. `Copy`, so the per-request clone of a handler that axum
-/// makes costs no reference count.
+/// router is built. With no observers, the per-request clone of a handler
+/// that axum makes costs no reference count.
 #[derive(Debug, Clone)]
 pub(crate) struct RouteSettings {
     /// The route's deadline: its override, else the global one; `None` for
@@ -39,8 +39,6 @@ pub(crate) struct RouteSettings {
     pub(crate) inbound: Formats,
     /// The route's path, for the timeout log line.
     pub(crate) path: &'static str,
-    /// The path as the events' `route`, made once.
-    pub(crate) label: Label,
     /// Where `budget` comes from, for the events.
     pub(crate) source: DeadlineSource,
     /// The observers of the config the route was mounted with, when no
@@ -87,7 +85,7 @@ where
                 Some(context) => Some(context.entropy.clone()),
                 None => req.extensions().get::<Entropy>().cloned(),
             },
-            route: RouteName::Mounted(settings.path, settings.label),
+            route: RouteName::Mounted(settings.path),
             budget,
             source,
             start: context.map(|context| context.start),
@@ -95,7 +93,8 @@ where
                 || settings.observers.clone(),
                 |context| context.observers.clone(),
             ),
-            untold: true,
+            tell_at_first_poll: true,
+            told: false,
         };
         if budget.is_zero() {
             return HandlerFuture {

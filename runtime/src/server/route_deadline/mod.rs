@@ -134,7 +134,8 @@ where
             start: Some(start),
             entropy: context.map(|c| c.entropy.clone()),
             observers: context.map(|c| c.observers.clone()).unwrap_or_default(),
-            untold: true,
+            tell_at_first_poll: true,
+            told: false,
         };
         // A zero budget (an inbound header of 0) is answered without calling
         // the inner service and without reading the clock; any other passed

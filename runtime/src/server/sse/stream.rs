@@ -127,7 +127,7 @@ where
     /// events: its first item, a watchdog timeout and a cancellation, naming
     /// `route` (the route template, never a raw path).
     #[must_use]
-    pub fn observed(mut self, observers: &Observers, route: &str) -> Self {
+    pub fn observed(mut self, observers: &Observers, route: &'static str) -> Self {
         self.told = Told {
             observers: observers.clone(),
             route: Some(route.into()),
