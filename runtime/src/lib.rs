@@ -48,6 +48,8 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(any(feature = "server", feature = "client"))]
+mod admission;
 mod attempt;
 pub mod breaker;
 #[cfg(feature = "client")]

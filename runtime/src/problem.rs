@@ -9,6 +9,8 @@ use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, StatusCode};
 
 use crate::entropy::Entropy;
+use crate::observe::ShedReason;
+use crate::retry::SHED_HEADER;
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 
@@ -55,6 +57,36 @@ pub(crate) fn shutting_down(entropy: &Entropy) -> Response {
         "the server is shutting down and accepts no new requests",
     );
     set_retry_after(&mut response, entropy);
+    set_shed(&mut response, ShedReason::ShuttingDown);
+    response
+}
+
+/// 503 for a request the concurrency limit's queue shed (A2).
+pub(crate) fn overloaded(entropy: &Entropy) -> Response {
+    let mut response = problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server is overloaded: the request waited too long for a slot",
+    );
+    set_retry_after(&mut response, entropy);
+    set_shed(&mut response, ShedReason::Overloaded);
+    response
+}
+
+/// 504 for a request with less time left than its route takes (A1):
+/// `type` `urn:timebox:deadline-too-short`, both numbers named, no
+/// `Retry-After` (the same request would be refused again).
+pub(crate) fn deadline_too_short(time_left: Duration, estimate: Duration, from: &str) -> Response {
+    let detail = format!(
+        "the request has {} ms left, and this route takes {} ms ({from})",
+        time_left.as_millis(),
+        estimate.as_millis(),
+    );
+    let mut response = typed_problem(
+        StatusCode::GATEWAY_TIMEOUT,
+        "urn:timebox:deadline-too-short",
+        &detail,
+    );
+    set_shed(&mut response, ShedReason::DeadlineTooShort);
     response
 }
 
@@ -97,9 +129,22 @@ fn set_retry_after(response: &mut Response, entropy: &Entropy) {
         .insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(entropy)));
 }
 
+/// Says that the request was refused before it ran, and why (the `reason`
+/// of the `request_shed` event): a timebox client pays the retry budget's
+/// `throttling_cost` to retry after it.
+fn set_shed(response: &mut Response, reason: ShedReason) {
+    response
+        .headers_mut()
+        .insert(SHED_HEADER, HeaderValue::from_static(reason.as_str()));
+}
+
 fn problem(status: StatusCode, detail: &str) -> Response {
+    typed_problem(status, "about:blank", detail)
+}
+
+fn typed_problem(status: StatusCode, kind: &str, detail: &str) -> Response {
     let body = serde_json::json!({
-        "type": "about:blank",
+        "type": kind,
         "title": status.canonical_reason().unwrap_or("Error"),
         "status": status.as_u16(),
         "detail": detail,

@@ -1,5 +1,5 @@
-//! Parsing the attribute as written: the path, then `timeout_ms = N` and
-//! `timeout = "off"`. What the values mean is `valid`'s job.
+//! Parsing the attribute as written: the path, then `timeout_ms = N`,
+//! `timeout = "off"` and `min_budget_ms = N`. What the values mean is `valid`'s job.
 
 use proc_macro2::{Span, TokenStream};
 use syn::ext::IdentExt;
@@ -10,6 +10,7 @@ use syn::{LitStr, Token};
 mod kw {
     syn::custom_keyword!(timeout_ms);
     syn::custom_keyword!(timeout);
+    syn::custom_keyword!(min_budget_ms);
 }
 
 /// The attribute as written: the path and the entries in order, duplicates
@@ -41,6 +42,7 @@ pub(super) struct Entry {
 pub(super) enum Key {
     TimeoutMs,
     Timeout,
+    MinBudgetMs,
 }
 
 impl Key {
@@ -48,6 +50,7 @@ impl Key {
         match self {
             Key::TimeoutMs => "timeout_ms",
             Key::Timeout => "timeout",
+            Key::MinBudgetMs => "min_budget_ms",
         }
     }
 }
@@ -90,11 +93,13 @@ fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
         (Key::TimeoutMs, input.parse::<kw::timeout_ms>()?.span)
     } else if lookahead.peek(kw::timeout) {
         (Key::Timeout, input.parse::<kw::timeout>()?.span)
+    } else if lookahead.peek(kw::min_budget_ms) {
+        (Key::MinBudgetMs, input.parse::<kw::min_budget_ms>()?.span)
     } else if input.peek(syn::Ident::peek_any) {
         let unknown = input.call(syn::Ident::parse_any)?;
         return Err(syn::Error::new_spanned(
             &unknown,
-            format!("unknown key `{unknown}`; use `timeout_ms` or `timeout`"),
+            format!("unknown key `{unknown}`; use `timeout_ms`, `timeout` or `min_budget_ms`"),
         ));
     } else {
         return Err(lookahead.error());

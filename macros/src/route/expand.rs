@@ -87,6 +87,11 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
     let method = syn::Ident::new(route.method.constant(), Span::call_site());
     let path = &route.path;
     let timeout = timeout(&route.timeout);
+    let min_budget = route.min_budget.map(|millis| {
+        quote! {
+            .min_budget(::core::time::Duration::from_millis(#millis))
+        }
+    });
     let register = quote_spanned! {name.span()=>
         ::timebox::__private::server::Route::new(
             ::timebox::__private::server::Method::#method,
@@ -94,6 +99,7 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
             #timeout,
             __timebox_handler,
         )
+        #min_budget
     };
 
     let companion = companion(vis, name);

@@ -1,5 +1,6 @@
 //! Every rule across the attribute and the handler, checked before expansion.
 
+use proc_macro2::Span;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, Type, UnOp};
 
 use super::attr::{Attr, Entry, Key, Path};
@@ -11,6 +12,9 @@ pub(super) struct Route {
     pub(super) method: Method,
     pub(super) path: LitStr,
     pub(super) timeout: Timeout,
+    /// `min_budget_ms = N`: the service time the deadline check (A1)
+    /// compares a request's time left with; never 0, below `timeout_ms`.
+    pub(super) min_budget: Option<u64>,
 }
 
 /// The route's deadline, as the keys set it.
@@ -34,7 +38,7 @@ pub(super) fn validate(
 }
 
 fn validate_attr(method: Method, attr: &Attr) -> syn::Result<Route> {
-    let (path, timeout) = both(
+    let (path, (timeout, min_budget)) = both(
         validate_path(method, &attr.path),
         validate_entries(&attr.entries),
     )?;
@@ -42,6 +46,7 @@ fn validate_attr(method: Method, attr: &Attr) -> syn::Result<Route> {
         method,
         path,
         timeout,
+        min_budget,
     })
 }
 
@@ -81,10 +86,12 @@ fn validate_path(method: Method, path: &Path) -> syn::Result<LitStr> {
     Ok(literal.clone())
 }
 
-fn validate_entries(entries: &[Entry]) -> syn::Result<Timeout> {
+fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
     let mut errors = Errors::default();
     let mut seen: Vec<Key> = Vec::new();
     let mut timeout = Timeout::Inherit;
+    let mut min_budget = None;
+    let mut min_budget_key = Span::call_site();
     for entry in entries {
         if seen.contains(&entry.key) {
             errors.push(syn::Error::new(
@@ -93,8 +100,9 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<Timeout> {
             ));
             continue;
         }
-        if !seen.is_empty() {
-            // Two different keys: there are only two, and they exclude each other.
+        let deadline_keys = [Key::TimeoutMs, Key::Timeout];
+        if deadline_keys.contains(&entry.key) && seen.iter().any(|key| deadline_keys.contains(key))
+        {
             errors.push(syn::Error::new(
                 entry.key_span,
                 "`timeout_ms` and `timeout = \"off\"` cannot both be set; keep one",
@@ -103,7 +111,7 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<Timeout> {
         seen.push(entry.key);
         match entry.key {
             Key::TimeoutMs => {
-                if let Some(millis) = errors.take(timeout_ms(&entry.value)) {
+                if let Some((millis, _)) = errors.take(nonzero_millis(entry, ZERO_TIMEOUT)) {
                     timeout = Timeout::Millis(millis);
                 }
             }
@@ -112,14 +120,49 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<Timeout> {
                     timeout = Timeout::Off;
                 }
             }
+            Key::MinBudgetMs => {
+                min_budget = errors.take(nonzero_millis(entry, ZERO_MIN_BUDGET));
+                min_budget_key = entry.key_span;
+            }
+        }
+    }
+    if let Some((millis, span)) = min_budget {
+        match timeout {
+            Timeout::Off => errors.push(syn::Error::new(
+                min_budget_key,
+                "`min_budget_ms` needs a deadline to compare with, and `timeout = \"off\"` has none; remove one of them",
+            )),
+            Timeout::Millis(timeout_ms) if millis >= timeout_ms => errors.push(syn::Error::new(
+                span,
+                format!(
+                    "`min_budget_ms = {millis}` is not below the route's `timeout_ms = {timeout_ms}`, so every request would be refused; \
+                     it is the time the handler needs, which must fit in its deadline"
+                ),
+            )),
+            Timeout::Millis(_) | Timeout::Inherit => {}
         }
     }
     errors.finish()?;
-    Ok(timeout)
+    Ok((timeout, min_budget.map(|(millis, _)| millis)))
 }
 
-/// The value of `timeout_ms`: a nonzero integer literal that fits a `u64`.
-fn timeout_ms(value: &Expr) -> syn::Result<u64> {
+const ZERO_TIMEOUT: &str =
+    "`timeout_ms = 0` would refuse every request; use `timeout = \"off\"` for no deadline";
+const ZERO_MIN_BUDGET: &str =
+    "`min_budget_ms = 0` would never refuse a request; remove it to use the route's measured median";
+
+/// A millisecond value that must not be 0, with `zero` as the error if it is.
+fn nonzero_millis(entry: &Entry, zero: &str) -> syn::Result<(u64, Span)> {
+    let (millis, span) = millis(entry.key.name(), &entry.value)?;
+    if millis == 0 {
+        return Err(syn::Error::new(span, zero));
+    }
+    Ok((millis, span))
+}
+
+/// The value of a `*_ms` key: an integer literal that fits a `u64`, and
+/// the literal's span.
+fn millis(key: &str, value: &Expr) -> syn::Result<(u64, Span)> {
     let literal = match ungroup(value) {
         Expr::Lit(ExprLit {
             lit: Lit::Int(literal),
@@ -130,7 +173,7 @@ fn timeout_ms(value: &Expr) -> syn::Result<u64> {
         }) => {
             return Err(syn::Error::new_spanned(
                 value,
-                "`timeout_ms` takes whole milliseconds; write an integer, like `timeout_ms = 1500`",
+                format!("`{key}` takes whole milliseconds; write an integer, like `{key} = 1500`"),
             ))
         }
         Expr::Unary(ExprUnary {
@@ -138,19 +181,19 @@ fn timeout_ms(value: &Expr) -> syn::Result<u64> {
         }) => {
             return Err(syn::Error::new_spanned(
                 value,
-                "`timeout_ms` cannot be negative; write a number of milliseconds, like `timeout_ms = 5000`",
+                format!("`{key}` cannot be negative; write a number of milliseconds, like `{key} = 5000`"),
             ))
         }
         Expr::Path(_) => {
             return Err(syn::Error::new_spanned(
                 value,
-                "`timeout_ms` must be an integer literal, like `timeout_ms = 5000`; the macro cannot read a constant",
+                format!("`{key}` must be an integer literal, like `{key} = 5000`; the macro cannot read a constant"),
             ))
         }
         _ => {
             return Err(syn::Error::new_spanned(
                 value,
-                "`timeout_ms` must be an integer literal, like `timeout_ms = 5000`",
+                format!("`{key}` must be an integer literal, like `{key} = 5000`"),
             ))
         }
     };
@@ -158,7 +201,7 @@ fn timeout_ms(value: &Expr) -> syn::Result<u64> {
         return Err(syn::Error::new_spanned(
             literal,
             format!(
-                "`timeout_ms` takes a plain integer; remove the `{}` suffix",
+                "`{key}` takes a plain integer; remove the `{}` suffix",
                 literal.suffix()
             ),
         ));
@@ -166,16 +209,10 @@ fn timeout_ms(value: &Expr) -> syn::Result<u64> {
     let millis = literal.base10_parse::<u64>().map_err(|_| {
         syn::Error::new_spanned(
             literal,
-            format!("`timeout_ms` must fit in a u64 (at most {})", u64::MAX),
+            format!("`{key}` must fit in a u64 (at most {})", u64::MAX),
         )
     })?;
-    if millis == 0 {
-        return Err(syn::Error::new_spanned(
-            literal,
-            "`timeout_ms = 0` would refuse every request; use `timeout = \"off\"` for no deadline",
-        ));
-    }
-    Ok(millis)
+    Ok((millis, literal.span()))
 }
 
 /// The value of `timeout`: only `"off"`.

@@ -35,7 +35,7 @@ use crate::deadline::header::{self, DEADLINE_HEADER};
 use crate::deadline::Deadline;
 use crate::deadline::Format;
 use crate::observe::{CallOutcome, Event, Label, SkipReason, Stage};
-use crate::retry::{classify_status, hint_wait, host_key, is_idempotent, RetryBudget, RetryKind};
+use crate::retry::{classify_answer, hint_wait, host_key, is_idempotent, RetryBudget, RetryKind};
 
 use super::redirect::{self, MAX_HOPS};
 use super::rules::Rules;
@@ -567,7 +567,7 @@ impl<B: Body> Call<B> {
     /// fits the time left and the host's budget.
     fn retry_or_return<R: Answer>(&mut self, result: Result<R, ClientError>) -> Next<R> {
         let kind = match &result {
-            Ok(response) => classify_status(response.status()),
+            Ok(response) => classify_answer(response.status(), response.headers()),
             Err(ClientError::Timeout | ClientError::Connect(_)) => Some(RetryKind::Transient),
             Err(_) => None,
         };

@@ -69,6 +69,7 @@
 //! ([`TimeoutsConfig::request_timeout`], [`StreamConfig::inactivity_timeout`],
 //! ..) are the one place that rule is applied.
 
+mod admission;
 mod breaker;
 mod budget;
 mod error;
@@ -79,6 +80,9 @@ mod profile;
 mod sections;
 mod validate;
 
+pub use admission::{
+    AdmissionConfig, Concurrency, ConcurrencyParseError, DeadlineCheck, HedgeConfig, QueueConfig,
+};
 pub use breaker::{BreakerConfig, CancelledCallOutcome};
 pub use budget::BudgetConfig;
 pub use error::ConfigError;

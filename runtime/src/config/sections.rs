@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BreakerConfig, BudgetConfig, GrpcConfig};
+use super::{AdmissionConfig, BreakerConfig, BudgetConfig, GrpcConfig, HedgeConfig};
 use crate::observe::{Observer, Observers};
 
 /// Every timebox setting, one field per section of `timebox.toml`.
@@ -113,6 +113,9 @@ pub struct ServerConfig {
     pub keep_alive_timeout_secs: u64,
     /// `[server.grpc]`: the deadlines of gRPC calls.
     pub grpc: GrpcConfig,
+    /// `[server.admission]`: refusing work that cannot finish in time, and
+    /// the concurrency limit.
+    pub admission: AdmissionConfig,
 }
 
 impl Default for ServerConfig {
@@ -125,6 +128,7 @@ impl Default for ServerConfig {
             header_read_timeout_ms: 30_000,
             keep_alive_timeout_secs: 75,
             grpc: GrpcConfig::default(),
+            admission: AdmissionConfig::default(),
         }
     }
 }
@@ -316,6 +320,8 @@ pub struct ClientConfig {
     pub deadline_headers: Vec<String>,
     /// `[http.client.retry_budget]`: the per-host retry token bucket.
     pub retry_budget: BudgetConfig,
+    /// `[http.client.hedge]`: a second attempt racing a slow first one.
+    pub hedge: HedgeConfig,
 }
 
 impl Default for ClientConfig {
@@ -328,6 +334,7 @@ impl Default for ClientConfig {
             send_deadline_header: true,
             deadline_headers: vec![DEADLINE_HEADER_NAME.to_owned()],
             retry_budget: BudgetConfig::default(),
+            hedge: HedgeConfig::default(),
         }
     }
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::grpc::is_method_name;
 use super::{
-    BreakerConfig, BudgetConfig, Config, ConfigError, GrpcConfig, MethodTimeout, ServerConfig,
+    AdmissionConfig, BreakerConfig, BudgetConfig, Config, ConfigError, GrpcConfig, HedgeConfig,
+    MethodTimeout, ServerConfig,
 };
 use crate::deadline::Format;
 
@@ -89,7 +90,12 @@ impl Config {
     /// how to turn one off); a `server.grpc.methods` name that is not
     /// `/package.Service/Method`, or a method deadline of 0; a name in
     /// `server.timeouts.deadline_headers` or `http.client.deadline_headers`
-    /// that is not a deadline header of that direction.
+    /// that is not a deadline header of that direction. In
+    /// `server.admission`: a `max_reject_fraction` outside `0.0..=1.0`, a
+    /// `queue.target_ms` or `queue.interval_ms` of 0, a target longer than
+    /// the interval. With `http.client.hedge.enabled` (and only then): a
+    /// `delay_ms` or `hedge_cost` of 0, a `max_extra_load` outside
+    /// `0.0..=1.0`.
     pub fn validate_with_route_deadline(
         &self,
         longest_route_override: Option<Duration>,
@@ -99,6 +105,8 @@ impl Config {
         check_breaker(&self.breaker, &mut errors);
         check_connection_bounds(&self.server, &mut errors);
         check_grpc_methods(&self.server.grpc, &mut errors);
+        check_admission(&self.server.admission, &mut errors);
+        check_hedge(&self.http.client.hedge, &mut errors);
         check_deadline_headers(
             "server.timeouts.deadline_headers",
             &self.server.timeouts.deadline_headers,
@@ -182,16 +190,11 @@ fn check_budget(budget: &BudgetConfig, errors: &mut ConfigError) {
             );
         }
     }
-    if !(0.0..=1.0).contains(&budget.retry_ratio) {
-        let key = "http.client.retry_budget.retry_ratio";
-        errors.push(
-            key,
-            format!(
-                "`{key}` must be between 0.0 and 1.0, found {}",
-                budget.retry_ratio
-            ),
-        );
-    }
+    check_fraction(
+        "http.client.retry_budget.retry_ratio",
+        budget.retry_ratio,
+        errors,
+    );
 }
 
 fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
@@ -300,4 +303,64 @@ fn check_connection_bounds(server: &ServerConfig, errors: &mut ConfigError) {
             );
         }
     }
+}
+
+fn check_fraction(key: &str, value: f64, errors: &mut ConfigError) {
+    if !(0.0..=1.0).contains(&value) {
+        errors.push(
+            key,
+            format!("`{key}` must be between 0.0 and 1.0, found {value}"),
+        );
+    }
+}
+
+fn check_admission(admission: &AdmissionConfig, errors: &mut ConfigError) {
+    check_fraction(
+        "server.admission.max_reject_fraction",
+        admission.max_reject_fraction,
+        errors,
+    );
+    let queue = &admission.queue;
+    for (name, value) in [
+        ("target_ms", queue.target_ms),
+        ("interval_ms", queue.interval_ms),
+    ] {
+        if value == 0 {
+            let key = format!("server.admission.queue.{name}");
+            errors.push(&key, format!("`{key}` must be at least 1"));
+        }
+    }
+    if queue.target_ms > queue.interval_ms {
+        let key = "server.admission.queue.target_ms";
+        errors.push(
+            key,
+            format!(
+                "`{key}` ({} ms) must not be longer than `server.admission.queue.interval_ms` ({} ms)",
+                queue.target_ms, queue.interval_ms
+            ),
+        );
+    }
+}
+
+fn check_hedge(hedge: &HedgeConfig, errors: &mut ConfigError) {
+    if !hedge.enabled {
+        return;
+    }
+    for (name, value) in [
+        ("delay_ms", hedge.delay_ms.unwrap_or(1)),
+        ("hedge_cost", hedge.hedge_cost),
+    ] {
+        if value == 0 {
+            let key = format!("http.client.hedge.{name}");
+            errors.push(
+                &key,
+                format!("`{key}` must be at least 1 while hedging is enabled"),
+            );
+        }
+    }
+    check_fraction(
+        "http.client.hedge.max_extra_load",
+        hedge.max_extra_load,
+        errors,
+    );
 }

@@ -381,14 +381,26 @@ impl PhaseOutcome {
 pub enum ShedReason {
     /// The server is shutting down (phase 1 answers 503).
     ShuttingDown,
+    /// The request's time left was below its route's service time, and
+    /// `server.admission.deadline_check` is `enforce`: refused with 504 (A1).
+    DeadlineTooShort,
+    /// As [`ShedReason::DeadlineTooShort`], in `dark` mode: counted, and
+    /// served all the same.
+    DeadlineTooShortDark,
+    /// The concurrency limit's queue shed it (CoDel, A2): refused with 503.
+    Overloaded,
 }
 
 impl ShedReason {
-    /// The `reason` attribute.
+    /// The `reason` attribute, also the value of the `x-timebox-shed` header
+    /// of a shed answer.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::ShuttingDown => "shutting_down",
+            Self::DeadlineTooShort => "deadline_too_short",
+            Self::DeadlineTooShortDark => "deadline_too_short_dark",
+            Self::Overloaded => "overloaded",
         }
     }
 }

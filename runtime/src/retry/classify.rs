@@ -1,6 +1,6 @@
 //! Which answers may be retried, and which requests may be sent twice.
 
-use http::{Method, StatusCode};
+use http::{HeaderMap, Method, StatusCode};
 
 use super::RetryKind;
 
@@ -34,6 +34,37 @@ pub fn classify_status(status: StatusCode) -> Option<RetryKind> {
         _ => None,
     }
 }
+
+/// The kind of retry a whole answer calls for: [`classify_status`], except
+/// that a retryable status with an `x-timebox-shed` header (a timebox
+/// server refused the request before running it: overloaded, shutting
+/// down, or a deadline too short) is [`RetryKind::Throttling`], since the
+/// server is healthy and asked for less load.
+///
+/// # Examples
+///
+/// ```
+/// use http::{HeaderMap, HeaderValue, StatusCode};
+/// use timebox::retry::{classify_answer, RetryKind};
+///
+/// let mut headers = HeaderMap::new();
+/// let status = StatusCode::SERVICE_UNAVAILABLE;
+/// assert_eq!(classify_answer(status, &headers), Some(RetryKind::Transient));
+/// headers.insert("x-timebox-shed", HeaderValue::from_static("overloaded"));
+/// assert_eq!(classify_answer(status, &headers), Some(RetryKind::Throttling));
+/// ```
+#[must_use]
+pub fn classify_answer(status: StatusCode, headers: &HeaderMap) -> Option<RetryKind> {
+    let kind = classify_status(status)?;
+    if headers.contains_key(SHED_HEADER) {
+        return Some(RetryKind::Throttling);
+    }
+    Some(kind)
+}
+
+/// The header a timebox server sets on an answer it gave without running
+/// the request, with the reason.
+pub(crate) const SHED_HEADER: &str = "x-timebox-shed";
 
 /// Whether sending `method` twice has the same effect as sending it once
 /// (RFC 9110 §9.2.2): `GET`, `HEAD`, `PUT`, `DELETE`, `OPTIONS`, `TRACE`.

@@ -3,12 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use axum::handler::Handler;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
 use http::Method;
 
+use crate::admission::DeadlineCheck;
 use crate::config::Config;
 use crate::deadline::Formats;
 
@@ -25,6 +27,7 @@ pub struct Route<S> {
     method: Method,
     path: &'static str,
     timeout: RouteTimeout,
+    min_budget: Option<Duration>,
     mount: Mount<S>,
 }
 
@@ -47,6 +50,7 @@ impl<S: Clone + Send + Sync + 'static> Route<S> {
             method,
             path,
             timeout,
+            min_budget: None,
             mount: Box::new(move |settings| match settings {
                 Some(settings) => on(
                     filter,
@@ -58,6 +62,15 @@ impl<S: Clone + Send + Sync + 'static> Route<S> {
                 None => on(filter, handler),
             }),
         }
+    }
+
+    /// The service time the deadline check compares a request's time left
+    /// with (A1; `min_budget_ms = N` in the route macros), instead of the
+    /// route's measured median. Ignored on a route without a deadline.
+    #[must_use]
+    pub fn min_budget(mut self, min_budget: Duration) -> Self {
+        self.min_budget = Some(min_budget);
+        self
     }
 
     /// The method.
@@ -82,6 +95,7 @@ impl<S> fmt::Debug for Route<S> {
             .field("method", &self.method)
             .field("path", &self.path)
             .field("timeout", &self.timeout)
+            .field("min_budget", &self.min_budget)
             .finish_non_exhaustive()
     }
 }
@@ -116,7 +130,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// The longest route override, which the shutdown grace should cover
     /// (see [`Config::validate_with_route_deadline`]).
     #[must_use]
-    pub fn longest_override(&self) -> Option<std::time::Duration> {
+    pub fn longest_override(&self) -> Option<Duration> {
         self.routes
             .iter()
             .filter_map(|route| match route.timeout {
@@ -177,6 +191,9 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 path: route.path,
                 source: route.timeout.source(),
                 observers: config.observers.clone(),
+                // A1 needs a deadline to compare with.
+                check: budget
+                    .and_then(|_| DeadlineCheck::new(&config.server.admission, route.min_budget)),
             });
             let routed = (route.mount)(settings);
             let merged = match by_path.remove(route.path) {

@@ -1,9 +1,11 @@
 //! [`TimeboxLayer`]: the outer layer of a timebox router.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use axum::extract::MatchedPath;
@@ -14,13 +16,15 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::config::Config;
+use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal};
+use crate::config::{AdmissionConfig, Config};
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{DeadlineSource, Observers};
+use crate::observe::{DeadlineSource, Event, Label, Observers, ShedReason, Stage};
+use crate::problem;
 
 use super::context::RequestContext;
-use super::route_deadline::{Answer, Expiry, RouteClaim, RouteName, State};
+use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName, State};
 
 /// The outer timebox layer: the global deadline for every route of a plain
 /// axum router, as tower-http's `TimeoutLayer` would be used.
@@ -73,6 +77,10 @@ struct Settings {
     inbound: Formats,
     entropy: Entropy,
     observers: Observers,
+    /// The concurrency limit (A2) of every route under the layer.
+    limiter: Option<Limiter>,
+    /// The deadline checks (A1) of plain routes.
+    checks: Option<Arc<PlainChecks>>,
 }
 
 impl TimeboxLayer {
@@ -81,12 +89,15 @@ impl TimeboxLayer {
     #[must_use]
     pub fn new(config: &Config) -> Self {
         let global = config.server.timeouts.request_timeout();
+        let admission = &config.server.admission;
         Self {
             settings: Arc::new(Settings {
                 global,
                 inbound: Formats::trusted(&config.server.timeouts),
                 entropy: Entropy::from_os(),
                 observers: config.observers.clone(),
+                limiter: Limiter::new(admission.concurrency, &admission.queue),
+                checks: PlainChecks::new(admission).map(Arc::new),
             }),
         }
     }
@@ -154,17 +165,27 @@ where
             claim: claim.clone(),
             observers: settings.observers.clone(),
         });
+        let route = RouteName::Matched(req.extensions().get::<MatchedPath>().cloned());
         let Some(global) = settings.global else {
-            return TimeboxFuture {
-                state: State::passthrough(self.inner.call(req)),
-                claim: None,
-            };
+            let queue = settings.queue(None, &route, &entropy);
+            return TimeboxFuture::new(State::passthrough(self.inner.call(req)), None, queue, None);
         };
         // An inbound header can only shorten the deadline.
         let (budget, source) = DeadlineSource::Global.shortened(global, inbound);
+        let plain = settings
+            .checks
+            .as_ref()
+            .and_then(|checks| checks.get(&route));
+        if let Some(check) = plain.as_ref().filter(|plain| plain.is_plain()) {
+            if let Some(refusal) = admit(&check.check, budget, &route, &settings.observers) {
+                return TimeboxFuture::new(State::refused(refusal), None, None, None);
+            }
+        }
+        let deadline = Deadline::after_start(start, budget);
+        let queue = settings.queue(Some(deadline.instant()), &route, &entropy);
         let expiry = Expiry {
             method: req.method().clone(),
-            route: RouteName::Matched(req.extensions().get::<MatchedPath>().cloned()),
+            route,
             budget,
             source,
             start: Some(start),
@@ -173,20 +194,47 @@ where
             // Told at the first poll, unless a route rule takes over.
             tell_at_first_poll: claim.is_none(),
             told: false,
+            learn: Learn::from_check(plain.as_ref().map(|plain| &plain.check)),
+            stage: Stage::Handler,
         };
         if budget.is_zero() {
-            return TimeboxFuture {
-                state: State::expired(expiry),
-                claim: None,
-            };
+            return TimeboxFuture::new(State::expired(expiry), None, None, None);
         }
-        let deadline = Deadline::after_start(start, budget);
         let future = deadline.sync_scope(|| self.inner.call(req));
-        TimeboxFuture {
-            state: State::bounded(Gated::new(Start::At(deadline), future), expiry),
+        TimeboxFuture::new(
+            State::bounded(Gated::new(Start::At(deadline), future), expiry),
             claim,
-        }
+            queue,
+            plain,
+        )
     }
+}
+
+impl Settings {
+    /// The wait for a slot of the concurrency limit, when there is one,
+    /// bounded by `deadline`.
+    fn queue(
+        &self,
+        deadline: Option<Instant>,
+        route: &RouteName,
+        entropy: &Entropy,
+    ) -> Option<Queue> {
+        self.limiter.as_ref().map(|limiter| Queue {
+            acquire: limiter.acquire(deadline),
+            route: route.label(),
+            entropy: entropy.clone(),
+            observers: self.observers.clone(),
+        })
+    }
+}
+
+/// A request's wait for a slot of the concurrency limit (A2).
+#[derive(Debug)]
+struct Queue {
+    acquire: Acquire,
+    route: Option<Label>,
+    entropy: Entropy,
+    observers: Observers,
 }
 
 /// Response future of [`TimeboxService`]: the route's future under the
@@ -199,6 +247,30 @@ pub struct TimeboxFuture<F> {
     state: State<F>,
     /// Until the first poll is over: whether a route rule takes over.
     claim: Option<RouteClaim>,
+    /// Until a slot of the concurrency limit is free: the wait for it. The
+    /// route is not polled before.
+    queue: Option<Queue>,
+    /// The slot, held until the response head.
+    permit: Option<Permit>,
+    /// The route's deadline check, until the claim says whose it is.
+    plain: Option<Arc<PlainRoute>>,
+}
+
+impl<F> TimeboxFuture<F> {
+    fn new(
+        state: State<F>,
+        claim: Option<RouteClaim>,
+        queue: Option<Queue>,
+        plain: Option<Arc<PlainRoute>>,
+    ) -> Self {
+        Self {
+            state,
+            claim,
+            queue,
+            permit: None,
+            plain,
+        }
+    }
 }
 
 impl<F, E> Future for TimeboxFuture<F>
@@ -209,21 +281,122 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        if let Some(queue) = this.queue {
+            let acquired = ready!(Pin::new(&mut queue.acquire).poll(cx));
+            let queue = this.queue.take().expect("the queue was just polled");
+            match acquired {
+                Ok(permit) => *this.permit = Some(permit),
+                Err(Refusal::Overloaded) => {
+                    queue.observers.emit(|| Event::RequestShed {
+                        reason: ShedReason::Overloaded,
+                        route: queue.route,
+                    });
+                    return Poll::Ready(Ok(problem::overloaded(&queue.entropy)));
+                }
+                // The deadline passed in the queue: the gate answers the
+                // timeout without polling the route.
+                Err(Refusal::Deadline) => this.state.as_mut().timed_out_at(Stage::Admission),
+            }
+        }
         let mut answer = this.state.as_mut().poll_answer(cx);
         match this.claim.take().map(|claim| claim.settle()) {
             // The route has a rule of its own and waits for us to let go:
-            // from now on only its rule applies, and it tells its deadline.
+            // from now on only its rule applies, and it tells its deadline
+            // and learns its service time.
             Some(true) => {
+                if let Some(plain) = this.plain.take() {
+                    plain.settle(false);
+                }
+                this.state.as_mut().forget_learning();
                 this.state.as_mut().release();
                 answer = this.state.poll_answer(cx);
             }
             // The global deadline is the request's: told once that is known.
-            Some(false) => this.state.as_mut().tell_set(),
+            Some(false) => {
+                if let Some(plain) = this.plain.take() {
+                    plain.settle(true);
+                }
+                this.state.as_mut().tell_set();
+            }
             None => {}
         }
-        answer.map(|answer| match answer {
+        let answer = ready!(answer);
+        if let Some(mut permit) = this.permit.take() {
+            if matches!(answer, Answer::Inner(_)) {
+                permit.answered();
+            }
+        }
+        Poll::Ready(match answer {
             Answer::Inner(output) => output,
-            Answer::Timeout(response) => Ok(response),
+            Answer::Timeout(response) | Answer::Refused(response) => Ok(response),
         })
+    }
+}
+
+/// The deadline checks of the plain routes under one `TimeboxLayer`, by
+/// route template (a router's routes: a bounded set).
+#[derive(Debug)]
+struct PlainChecks {
+    admission: AdmissionConfig,
+    routes: RwLock<HashMap<String, Arc<PlainRoute>>>,
+}
+
+/// One route's check, and whether the route is a plain one: a route with a
+/// rule of its own checks for itself, and the layer learns which it is from
+/// the route's first request.
+#[derive(Debug)]
+struct PlainRoute {
+    check: Arc<DeadlineCheck>,
+    kind: AtomicU8,
+}
+
+const UNKNOWN: u8 = 0;
+const PLAIN: u8 = 1;
+const RULED: u8 = 2;
+
+impl PlainChecks {
+    fn new(admission: &AdmissionConfig) -> Option<Self> {
+        // A probe check: `None` when the check is off.
+        DeadlineCheck::new(admission, None)?;
+        Some(Self {
+            admission: admission.clone(),
+            routes: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The check of `route`; none for a request that matched no route.
+    fn get(&self, route: &RouteName) -> Option<Arc<PlainRoute>> {
+        let RouteName::Matched(Some(path)) = route else {
+            return None;
+        };
+        let path = path.as_str();
+        if let Some(found) = self
+            .routes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(path)
+        {
+            return Some(Arc::clone(found));
+        }
+        let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
+        let entry = routes.entry(path.to_owned()).or_insert_with(|| {
+            Arc::new(PlainRoute {
+                check: DeadlineCheck::new(&self.admission, None)
+                    .expect("the check is on: `PlainChecks::new` said so"),
+                kind: AtomicU8::new(UNKNOWN),
+            })
+        });
+        Some(Arc::clone(entry))
+    }
+}
+
+impl PlainRoute {
+    fn is_plain(&self) -> bool {
+        self.kind.load(Ordering::Relaxed) == PLAIN
+    }
+
+    fn settle(&self, plain: bool) {
+        self.kind
+            .store(if plain { PLAIN } else { RULED }, Ordering::Relaxed);
     }
 }

@@ -16,7 +16,7 @@ use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Label, Observers, Stage};
 use crate::problem;
 
-use super::RouteClaim;
+use super::{Learn, RouteClaim};
 
 /// Response future of [`RouteDeadline`](super::RouteDeadline).
 #[pin_project]
@@ -43,6 +43,8 @@ pub(crate) enum State<F> {
     },
     /// The deadline passed before the inner service was called.
     Expired(Option<Expiry>),
+    /// Refused before the inner future was polled (A1, A2): the answer.
+    Refused(Option<Response>),
     /// The inner future was dropped; the response is being built.
     Done,
 }
@@ -66,6 +68,11 @@ pub(crate) struct Expiry {
     pub(crate) tell_at_first_poll: bool,
     /// Whether `deadline_set` was told.
     pub(crate) told: bool,
+    /// Where a successful request's latency goes (A1's median).
+    pub(crate) learn: Option<Learn>,
+    /// The stage a timeout is told at: `admission` while the request waited
+    /// for a slot of the concurrency limit, else `handler`.
+    pub(crate) stage: Stage,
 }
 
 impl Expiry {
@@ -93,7 +100,7 @@ pub(crate) enum RouteName {
 
 impl RouteName {
     /// The `route` value of events: `None` for a request that matched none.
-    fn label(&self) -> Option<Label> {
+    pub(crate) fn label(&self) -> Option<Label> {
         match self {
             Self::Mounted(path) => Some((*path).into()),
             Self::Matched(Some(path)) => Some(path.as_str().into()),
@@ -101,7 +108,7 @@ impl RouteName {
         }
     }
 
-    fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             Self::Mounted(path) => path,
             Self::Matched(Some(path)) => path.as_str(),
@@ -115,6 +122,25 @@ impl RouteName {
 pub(crate) enum Answer<T> {
     Inner(T),
     Timeout(Response),
+    Refused(Response),
+}
+
+/// Whether a route's answer is a success, whose latency the route learns
+/// its service time from (A1): a 2xx or 3xx response.
+pub(crate) trait Outcome {
+    fn is_success(&self) -> bool;
+}
+
+impl Outcome for Response {
+    fn is_success(&self) -> bool {
+        self.status().is_success() || self.status().is_redirection()
+    }
+}
+
+impl<E> Outcome for Result<Response, E> {
+    fn is_success(&self) -> bool {
+        self.as_ref().is_ok_and(Outcome::is_success)
+    }
 }
 
 impl<F> State<F> {
@@ -131,6 +157,10 @@ impl<F> State<F> {
 
     pub(crate) fn expired(expiry: Expiry) -> Self {
         Self::Expired(Some(expiry))
+    }
+
+    pub(crate) fn refused(response: Response) -> Self {
+        Self::Refused(Some(response))
     }
 }
 
@@ -167,12 +197,33 @@ impl<F> State<F> {
     fn expiry(self: Pin<&mut Self>) -> Option<&mut Expiry> {
         match self.project() {
             StateProj::Bounded { expiry, .. } | StateProj::Expired(expiry) => expiry.as_mut(),
-            StateProj::Passthrough(_) | StateProj::Done => None,
+            StateProj::Passthrough(_) | StateProj::Refused(_) | StateProj::Done => None,
         }
     }
 }
 
-impl<F: Future> State<F> {
+impl<F> State<F> {
+    /// Tells a timeout from now on at `stage`.
+    pub(crate) fn timed_out_at(self: Pin<&mut Self>, stage: Stage) {
+        if let Some(expiry) = self.expiry() {
+            expiry.stage = stage;
+        }
+    }
+
+    /// Stops learning from this request: a route rule of its own took it
+    /// over, and learns for itself.
+    pub(crate) fn forget_learning(self: Pin<&mut Self>) {
+        if let Some(expiry) = self.expiry() {
+            expiry.learn = None;
+        }
+    }
+}
+
+impl<F> State<F>
+where
+    F: Future,
+    F::Output: Outcome,
+{
     pub(crate) fn poll_answer(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -187,13 +238,29 @@ impl<F: Future> State<F> {
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => match ready!(future.as_mut().poll(cx)) {
-                Ok(output) => return Poll::Ready(Answer::Inner(output)),
+                Ok(output) => {
+                    if let Some(expiry) = expiry.as_ref().filter(|_| output.is_success()) {
+                        if let (Some(learn), Some(start)) =
+                            (&expiry.learn, expiry.start.or(future.first_poll()))
+                        {
+                            learn.succeeded(start);
+                        }
+                    }
+                    return Poll::Ready(Answer::Inner(output));
+                }
                 Err(_) => expiry.take().map(|expiry| Expiry {
                     start: expiry.start.or(future.first_poll()),
                     ..expiry
                 }),
             },
             StateProj::Expired(expiry) => expiry.take(),
+            StateProj::Refused(response) => {
+                let response = response
+                    .take()
+                    .expect("route deadline future polled after completion");
+                self.set(Self::Done);
+                return Poll::Ready(Answer::Refused(response));
+            }
             StateProj::Done => None,
         };
         // S4: drop the handler (its guards, its pool connections) before the
@@ -225,14 +292,14 @@ where
         }
         this.state.poll_answer(cx).map(|answer| match answer {
             Answer::Inner(output) => output,
-            Answer::Timeout(response) => Ok(response),
+            Answer::Timeout(response) | Answer::Refused(response) => Ok(response),
         })
     }
 }
 
 fn timeout_response(expiry: &Expiry) -> Response {
     expiry.observers.emit(|| Event::DeadlineExceeded {
-        stage: Stage::Handler,
+        stage: expiry.stage,
         route: expiry.route.label(),
     });
     let route = expiry.route.as_str();

@@ -8,6 +8,7 @@
 //! once, as any handler. Under a `TimeboxLayer` it takes the request over
 //! as `RouteDeadlineLayer` does (see [`RouteClaim`]).
 
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use std::{future::Future, pin::Pin};
@@ -17,13 +18,14 @@ use axum::handler::Handler;
 use axum::response::Response;
 use pin_project::pin_project;
 
+use crate::admission::DeadlineCheck;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{DeadlineSource, Observers};
+use crate::observe::{DeadlineSource, Observers, Stage};
 use crate::server::context::RequestContext;
 
 use super::future::{held, Answer, Expiry, RouteName, State};
-use super::RouteClaim;
+use super::{admit, Learn, RouteClaim};
 
 /// What one route's deadline needs, resolved from the config when the
 /// router is built. With no observers, the per-request clone of a handler
@@ -44,6 +46,8 @@ pub(crate) struct RouteSettings {
     /// The observers of the config the route was mounted with, when no
     /// `TimeboxLayer` above brings the app's.
     pub(crate) observers: Observers,
+    /// The route's deadline check (A1); `None` when it is off.
+    pub(crate) check: Option<Arc<DeadlineCheck>>,
 }
 
 /// A handler under its route's deadline.
@@ -78,6 +82,24 @@ where
             None => settings.inbound.earliest(req.headers()),
         };
         let (budget, source) = settings.source.shortened(route_budget, inbound);
+        let route = RouteName::Mounted(settings.path);
+        let observers = context.map_or_else(
+            || settings.observers.clone(),
+            |context| context.observers.clone(),
+        );
+        if let Some(check) = &settings.check {
+            // Without a `TimeboxLayer` the deadline starts at the first poll,
+            // now: all of it is left.
+            let time_left = context.map_or(budget, |context| {
+                budget.saturating_sub(context.start.elapsed())
+            });
+            if let Some(refusal) = admit(check, time_left, &route, &observers) {
+                return HandlerFuture {
+                    state: State::refused(refusal),
+                    claim,
+                };
+            }
+        }
         let expiry = Expiry {
             method: req.method().clone(),
             // A request may bring its own random source (`Sim::app` does).
@@ -85,16 +107,15 @@ where
                 Some(context) => Some(context.entropy.clone()),
                 None => req.extensions().get::<Entropy>().cloned(),
             },
-            route: RouteName::Mounted(settings.path),
+            route,
             budget,
             source,
             start: context.map(|context| context.start),
-            observers: context.map_or_else(
-                || settings.observers.clone(),
-                |context| context.observers.clone(),
-            ),
+            observers,
             tell_at_first_poll: true,
             told: false,
+            learn: Learn::from_check(settings.check.as_ref()),
+            stage: Stage::Handler,
         };
         if budget.is_zero() {
             return HandlerFuture {
@@ -138,7 +159,9 @@ impl<F: Future<Output = Response>> Future for HandlerFuture<F> {
             return Poll::Pending;
         }
         this.state.poll_answer(cx).map(|answer| match answer {
-            Answer::Inner(response) | Answer::Timeout(response) => response,
+            Answer::Inner(response) | Answer::Timeout(response) | Answer::Refused(response) => {
+                response
+            }
         })
     }
 }

@@ -1,5 +1,6 @@
 //! [`RouteDeadlineLayer`]: one route's deadline around its handler.
 
+mod admit;
 mod claim;
 mod future;
 mod handler;
@@ -14,10 +15,12 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::deadline::{Deadline, Gated, Start};
+use crate::observe::Stage;
 
 use super::context::RequestContext;
 use super::RouteTimeout;
 
+pub(crate) use admit::{admit, Learn};
 pub(crate) use claim::RouteClaim;
 pub use future::RouteDeadlineFuture;
 pub(crate) use future::{Answer, Expiry, RouteName, State};
@@ -136,6 +139,11 @@ where
             observers: context.map(|c| c.observers.clone()).unwrap_or_default(),
             tell_at_first_poll: true,
             told: false,
+            // A route under this layer learns nothing: it has no check of
+            // its own (the macros' routes do, and a `TimeboxLayer` learns
+            // for plain routes).
+            learn: None,
+            stage: Stage::Handler,
         };
         // A zero budget (an inbound header of 0) is answered without calling
         // the inner service and without reading the clock; any other passed

@@ -1,0 +1,394 @@
+//! [`Limiter`]: A2, at most `limit` requests run at once; the rest wait in
+//! a queue that CoDel keeps short, served newest-first while congested.
+//!
+//! A request over the limit waits for a slot. Its wait ends at the first of:
+//! a slot handed to it ([`Permit`]); its deadline (the caller bounds the
+//! wait with it); or CoDel's bound, which sheds it once it has waited
+//! `target` *and* the queue has not been empty for `interval`. While the
+//! queue has been empty within the last `interval` a request may wait up
+//! to that `interval`, so a burst is absorbed; once the queue stands, no
+//! one waits longer than `target`, so the queue cannot grow a standing
+//! delay ("Fail at Scale", Facebook 2015, and CoDel, Nichols and Jacobson
+//! 2012). While congested a freed slot goes to the newest waiter (adaptive
+//! LIFO): under overload the oldest waiters are the ones most likely to
+//! miss their deadlines anyway.
+//!
+//! Every permit's time with its slot is a sample for the limit algorithm
+//! ([`LimitAlgorithm`]), which may grow or shrink the limit.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::{sleep_until, Instant, Sleep};
+
+use super::limit::LimitAlgorithm;
+use crate::config::{Concurrency, QueueConfig};
+
+/// The concurrency limit of a server, shared by its requests.
+#[derive(Debug, Clone)]
+pub(crate) struct Limiter {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    target: Duration,
+    interval: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    algorithm: LimitAlgorithm,
+    in_flight: usize,
+    queue: VecDeque<Waiter>,
+    next_id: u64,
+    /// When the queue was last empty.
+    last_empty: Instant,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    id: u64,
+    slot: oneshot::Sender<Permit>,
+}
+
+/// Why a wait for a slot ended without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// CoDel shed it: it waited past the target in a standing queue, or
+    /// past the interval.
+    Overloaded,
+    /// Its deadline came first.
+    Deadline,
+}
+
+impl Limiter {
+    /// The limiter of `concurrency`; `None` when it is off.
+    pub(crate) fn new(concurrency: Concurrency, queue: &QueueConfig) -> Option<Self> {
+        let algorithm = LimitAlgorithm::from_config(concurrency)?;
+        Some(Self {
+            shared: Arc::new(Shared {
+                target: queue.target(),
+                interval: queue.interval(),
+                state: Mutex::new(State {
+                    algorithm,
+                    in_flight: 0,
+                    queue: VecDeque::new(),
+                    next_id: 0,
+                    last_empty: Instant::now(),
+                }),
+            }),
+        })
+    }
+
+    /// A slot now if one is free, else a place in the queue that waits at
+    /// most until `deadline`.
+    pub(crate) fn acquire(&self, deadline: Option<Instant>) -> Acquire {
+        let mut state = self.shared.lock();
+        if state.in_flight < state.algorithm.limit() {
+            state.in_flight += 1;
+            let in_flight = state.in_flight;
+            drop(state);
+            return Acquire::Ready(Some(Permit::new(&self.shared, in_flight)));
+        }
+        let now = Instant::now();
+        if state.queue.is_empty() {
+            state.last_empty = now;
+        }
+        let shed_at = (now + self.shared.target).max(state.last_empty + self.shared.interval);
+        let (until, refusal) = match deadline {
+            Some(deadline) if deadline < shed_at => (deadline, Refusal::Deadline),
+            _ => (shed_at, Refusal::Overloaded),
+        };
+        let id = state.next_id;
+        state.next_id += 1;
+        let (slot, receiver) = oneshot::channel();
+        state.queue.push_back(Waiter { id, slot });
+        drop(state);
+        Acquire::Queued(Queued {
+            shared: Arc::clone(&self.shared),
+            id,
+            receiver,
+            until: Box::pin(sleep_until(until)),
+            refusal,
+        })
+    }
+
+    /// The limit now and the requests running; for tests and events.
+    #[cfg(test)]
+    fn snapshot(&self) -> (usize, usize, usize) {
+        let state = self.shared.lock();
+        (state.algorithm.limit(), state.in_flight, state.queue.len())
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A slot came free (with what its holder's time with it says): hands
+    /// it, and any the limit now allows, to waiters.
+    fn release(self: &Arc<Self>, mut sample: Option<(Duration, usize, bool)>) {
+        let mut freed = 1;
+        while freed > 0 {
+            let handed = {
+                let mut state = self.lock();
+                if let Some((rtt, in_flight, dropped)) = sample.take() {
+                    state.algorithm.on_sample(rtt, in_flight, dropped);
+                }
+                state.in_flight -= freed;
+                state.hand_over(self.interval)
+            };
+            // Sent outside the lock: a waiter that has gone hands its
+            // permit straight back, which frees the slot again.
+            freed = 0;
+            for (waiter, in_flight) in handed {
+                if let Err(mut permit) = waiter.slot.send(Permit::new(self, in_flight)) {
+                    permit.shared = None;
+                    freed += 1;
+                }
+            }
+        }
+    }
+}
+
+impl State {
+    /// Takes the waiters that get a slot now: newest first while the queue
+    /// is congested, oldest first otherwise.
+    fn hand_over(&mut self, interval: Duration) -> Vec<(Waiter, usize)> {
+        let now = Instant::now();
+        let congested = !self.queue.is_empty() && now.duration_since(self.last_empty) >= interval;
+        let mut handed = Vec::new();
+        while self.in_flight < self.algorithm.limit() {
+            let next = if congested {
+                self.queue.pop_back()
+            } else {
+                self.queue.pop_front()
+            };
+            let Some(waiter) = next else { break };
+            self.in_flight += 1;
+            handed.push((waiter, self.in_flight));
+        }
+        if self.queue.is_empty() {
+            self.last_empty = now;
+        }
+        handed
+    }
+
+    /// Takes waiter `id` out of the queue; `false` when it was handed a
+    /// slot already.
+    fn leave(&mut self, id: u64) -> bool {
+        let Some(index) = self.queue.iter().position(|waiter| waiter.id == id) else {
+            return false;
+        };
+        self.queue.remove(index);
+        if self.queue.is_empty() {
+            self.last_empty = Instant::now();
+        }
+        true
+    }
+}
+
+/// A slot of the limit, released when dropped.
+///
+/// Its time with the slot is a sample for the limit algorithm; a permit
+/// dropped before [`Permit::answered`] counts as dropped work (cancelled or
+/// timed out), which the adaptive algorithms read as overload.
+#[derive(Debug)]
+pub(crate) struct Permit {
+    shared: Option<Arc<Shared>>,
+    since: Instant,
+    in_flight: usize,
+    answered: bool,
+}
+
+impl Permit {
+    fn new(shared: &Arc<Shared>, in_flight: usize) -> Self {
+        Self {
+            shared: Some(Arc::clone(shared)),
+            since: Instant::now(),
+            in_flight,
+            answered: false,
+        }
+    }
+
+    /// Marks the work done: the request was answered.
+    pub(crate) fn answered(&mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            let rtt = self.since.elapsed();
+            shared.release(Some((rtt, self.in_flight, !self.answered)));
+        }
+    }
+}
+
+/// The wait for a slot: ready at once, or queued.
+#[derive(Debug)]
+pub(crate) enum Acquire {
+    Ready(Option<Permit>),
+    Queued(Queued),
+}
+
+/// A request waiting in the queue; dropping it leaves the queue.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    shared: Arc<Shared>,
+    id: u64,
+    receiver: oneshot::Receiver<Permit>,
+    until: Pin<Box<Sleep>>,
+    refusal: Refusal,
+}
+
+impl Future for Acquire {
+    type Output = Result<Permit, Refusal>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let result = match this {
+            Self::Ready(permit) => match permit.take() {
+                Some(permit) => Ok(permit),
+                None => panic!("`Acquire` polled after completion"),
+            },
+            Self::Queued(queued) => {
+                if let Poll::Ready(Ok(permit)) = Pin::new(&mut queued.receiver).poll(cx) {
+                    Ok(permit)
+                } else {
+                    if queued.until.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    queued.give_up()
+                }
+            }
+        };
+        *this = Self::Ready(None);
+        Poll::Ready(result)
+    }
+}
+
+impl Queued {
+    /// The wait's bound passed: leaves the queue, unless a slot was handed
+    /// over in the meantime.
+    fn give_up(&mut self) -> Result<Permit, Refusal> {
+        if self.shared.lock().leave(self.id) {
+            return Err(self.refusal);
+        }
+        self.receiver.try_recv().map_err(|_| self.refusal)
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        // A permit handed over after this is sent back by `release`.
+        self.shared.lock().leave(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroUsize;
+    use std::time::Duration;
+
+    use tokio::time::{advance, Instant};
+
+    use super::{Limiter, Refusal};
+    use crate::config::{Concurrency, QueueConfig};
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn limiter(limit: usize) -> Limiter {
+        let concurrency = Concurrency::Fixed(NonZeroUsize::new(limit).unwrap());
+        Limiter::new(concurrency, &QueueConfig::default()).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slot_is_handed_to_the_oldest_waiter_while_the_queue_is_young() {
+        let limiter = limiter(1);
+        let holder = limiter.acquire(None).await.unwrap();
+        let mut first = tokio::spawn(limiter.acquire(None));
+        let second = tokio::spawn(limiter.acquire(None));
+        tokio::task::yield_now().await;
+        advance(10 * MS).await;
+        drop(holder);
+        let permit = (&mut first).await.unwrap().unwrap();
+        assert_eq!(limiter.snapshot(), (1, 1, 1));
+        drop(permit);
+        assert!(second.await.unwrap().is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_congested_the_newest_waiter_is_served_first() {
+        let limiter = limiter(1);
+        let holder = limiter.acquire(None).await.unwrap();
+        let old = tokio::spawn(limiter.acquire(None));
+        tokio::task::yield_now().await;
+        advance(99 * MS).await;
+        let older = tokio::spawn(limiter.acquire(None));
+        tokio::task::yield_now().await;
+        advance(2 * MS).await;
+        let newest = tokio::spawn(limiter.acquire(None));
+        tokio::task::yield_now().await;
+        // The first waiter's 100 ms are over: the queue is congested.
+        assert_eq!(old.await.unwrap().unwrap_err(), Refusal::Overloaded);
+        advance(2 * MS).await;
+        drop(holder);
+        let _served = newest.await.unwrap().unwrap();
+        assert_eq!(older.await.unwrap().unwrap_err(), Refusal::Overloaded);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn codel_sheds_after_the_target_only_once_the_queue_stood_for_the_interval() {
+        let limiter = limiter(1);
+        let _holder = limiter.acquire(None).await.unwrap();
+        let start = Instant::now();
+        // The queue was empty until now: the first waiter may wait the
+        // whole interval, not only the target.
+        let first = limiter.acquire(None).await;
+        assert_eq!(first.unwrap_err(), Refusal::Overloaded);
+        assert_eq!(Instant::now() - start, 100 * MS);
+        // Keep the queue standing, then a newcomer waits only the target.
+        let standing = tokio::spawn(limiter.acquire(None));
+        tokio::task::yield_now().await;
+        advance(100 * MS).await;
+        let queued_at = Instant::now();
+        let late = limiter.acquire(None).await;
+        assert_eq!(late.unwrap_err(), Refusal::Overloaded);
+        assert_eq!(Instant::now() - queued_at, 5 * MS);
+        drop(standing);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_leaves_the_queue_at_its_deadline() {
+        let limiter = limiter(1);
+        let _holder = limiter.acquire(None).await.unwrap();
+        let deadline = Instant::now() + 30 * MS;
+        let refusal = limiter.acquire(Some(deadline)).await.unwrap_err();
+        assert_eq!(refusal, Refusal::Deadline);
+        assert_eq!(Instant::now(), deadline);
+        assert_eq!(limiter.snapshot(), (1, 1, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_dropped_leaves_the_queue_and_its_slot_goes_on() {
+        let limiter = limiter(1);
+        let holder = limiter.acquire(None).await.unwrap();
+        let gone = limiter.acquire(None);
+        let next = tokio::spawn(limiter.acquire(None));
+        tokio::task::yield_now().await;
+        drop(gone);
+        drop(holder);
+        assert!(next.await.unwrap().is_ok());
+        assert_eq!(limiter.snapshot(), (1, 0, 0));
+    }
+}

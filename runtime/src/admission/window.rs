@@ -1,0 +1,159 @@
+//! [`LatencyWindow`]: the recent latencies of one route or host, and their
+//! median and p95 once there are enough of them.
+//!
+//! One mechanism for both estimates of DESIGN §14: the route's median
+//! service time that the deadline check compares with the time left (A1),
+//! and the host's median and p95 that decide a hedge (A3).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How far back samples count.
+pub(crate) const WINDOW: Duration = Duration::from_secs(30);
+
+/// Samples needed in the window before it gives an estimate: fewer say
+/// too little about the tail.
+pub(crate) const MIN_SAMPLES: usize = 100;
+
+/// Most samples kept: at a higher rate the window holds the newest
+/// `MAX_SAMPLES` of the last 30 s, which still estimates a median and a p95
+/// well, and keeps the work of an estimate bounded.
+const MAX_SAMPLES: usize = 512;
+
+/// New samples after which the estimate is computed again: between two
+/// computations it is read from the cache, so a read costs no sort.
+const REESTIMATE_EVERY: usize = 16;
+
+/// The median and p95 of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Estimate {
+    pub(crate) median: Duration,
+    pub(crate) p95: Duration,
+}
+
+/// Latency samples of the last 30 s, oldest first.
+#[derive(Debug)]
+pub(crate) struct LatencyWindow {
+    samples: VecDeque<(Instant, Duration)>,
+    estimate: Option<Estimate>,
+    /// Samples added or expired since `estimate` was computed.
+    changed: usize,
+    scratch: Vec<Duration>,
+}
+
+impl LatencyWindow {
+    pub(crate) fn new() -> Self {
+        Self {
+            samples: VecDeque::with_capacity(MAX_SAMPLES),
+            estimate: None,
+            changed: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Adds the latency of one call that ended at `now`.
+    pub(crate) fn record(&mut self, now: Instant, latency: Duration) {
+        if self.samples.len() == MAX_SAMPLES {
+            self.samples.pop_front();
+        }
+        self.samples.push_back((now, latency));
+        self.changed += 1;
+    }
+
+    /// The median and p95 of the samples of the last 30 s; `None` while
+    /// there are fewer than [`MIN_SAMPLES`].
+    pub(crate) fn estimate(&mut self, now: Instant) -> Option<Estimate> {
+        self.expire(now);
+        if self.samples.len() < MIN_SAMPLES {
+            self.estimate = None;
+            return None;
+        }
+        if self.estimate.is_none() || self.changed >= REESTIMATE_EVERY {
+            self.estimate = Some(self.compute());
+            self.changed = 0;
+        }
+        self.estimate
+    }
+
+    fn expire(&mut self, now: Instant) {
+        let Some(oldest) = now.checked_sub(WINDOW) else {
+            return;
+        };
+        while self.samples.front().is_some_and(|&(at, _)| at <= oldest) {
+            self.samples.pop_front();
+            self.changed += 1;
+        }
+    }
+
+    fn compute(&mut self) -> Estimate {
+        self.scratch.clear();
+        self.scratch
+            .extend(self.samples.iter().map(|&(_, latency)| latency));
+        let len = self.scratch.len();
+        let median = *self.scratch.select_nth_unstable(len / 2).1;
+        let p95 = *self.scratch.select_nth_unstable(len * 95 / 100).1;
+        Estimate { median, p95 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::{LatencyWindow, MIN_SAMPLES, WINDOW};
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn no_estimate_until_a_hundred_samples() {
+        let now = Instant::now();
+        let mut window = LatencyWindow::new();
+        for _ in 0..MIN_SAMPLES - 1 {
+            window.record(now, 40 * MS);
+        }
+        assert_eq!(window.estimate(now), None);
+        window.record(now, 40 * MS);
+        assert_eq!(window.estimate(now).map(|e| e.median), Some(40 * MS));
+    }
+
+    #[test]
+    fn the_median_and_p95_split_the_samples() {
+        let now = Instant::now();
+        let mut window = LatencyWindow::new();
+        for ms in 1..=200 {
+            window.record(now, ms * MS);
+        }
+        let estimate = window.estimate(now).unwrap();
+        assert_eq!(estimate.median, 101 * MS);
+        assert_eq!(estimate.p95, 191 * MS);
+    }
+
+    #[test]
+    fn samples_older_than_the_window_stop_counting() {
+        let start = Instant::now();
+        let mut window = LatencyWindow::new();
+        for _ in 0..MIN_SAMPLES {
+            window.record(start, 40 * MS);
+        }
+        assert!(window.estimate(start + WINDOW - MS).is_some());
+        assert_eq!(window.estimate(start + WINDOW), None);
+    }
+
+    #[test]
+    fn the_estimate_follows_new_samples() {
+        let now = Instant::now();
+        let mut window = LatencyWindow::new();
+        for _ in 0..MIN_SAMPLES {
+            window.record(now, 10 * MS);
+        }
+        assert_eq!(window.estimate(now).map(|e| e.median), Some(10 * MS));
+        for _ in 0..4 * MIN_SAMPLES {
+            window.record(now, 50 * MS);
+        }
+        assert_eq!(window.estimate(now).map(|e| e.median), Some(50 * MS));
+    }
+}

@@ -1,0 +1,372 @@
+//! Admission (DESIGN §14, A1–A2): work that cannot finish in time never
+//! starts, and requests over the concurrency limit wait in a queue that
+//! CoDel keeps short. Every scenario runs in virtual time.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::Router;
+use http::{Request, StatusCode};
+use timebox::config::{Concurrency, Config, DeadlineCheck};
+use timebox::server::TimeboxLayer;
+use timebox::sim::{Sim, SimApp};
+use timebox::{get, post, routes, sim_test};
+use tokio::time::{sleep, Instant};
+
+use support::http::{get_with_deadline_header, request, text};
+use support::observe::lines;
+use support::time::MS;
+
+/// Runs a request's handler for 40 ms.
+#[get("/work", timeout_ms = 1000)]
+async fn work() -> &'static str {
+    sleep(MS(40)).await;
+    "done"
+}
+
+/// Needs 50 ms, as its attribute says, so it refuses shorter deadlines
+/// from its first request on.
+#[get("/fixed", timeout_ms = 1000, min_budget_ms = 50)]
+async fn fixed() -> &'static str {
+    sleep(MS(1)).await;
+    "done"
+}
+
+fn config(sim: &Sim, check: DeadlineCheck) -> Config {
+    let mut config = sim.config();
+    config.server.timeouts.accept_deadline_header = true;
+    config.server.admission.deadline_check = check;
+    config
+}
+
+fn app(sim: &Sim, config: &Config) -> SimApp {
+    sim.app(routes![work, fixed].into_router(config))
+}
+
+/// Teaches `/work` its 40 ms median: 100 successes.
+async fn warm_up(app: &SimApp) {
+    for _ in 0..100 {
+        let response = app.request(request("GET", "/work")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+}
+
+fn sheds(sim: &Sim) -> Vec<String> {
+    lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("request_shed"))
+        .collect()
+}
+
+#[sim_test]
+async fn a_10ms_budget_against_a_40ms_median_is_refused_with_504_when_enforced(sim: Sim) {
+    let app = app(&sim, &config(&sim, DeadlineCheck::Enforce));
+    warm_up(&app).await;
+    let before = Instant::now();
+    let response = app.request(get_with_deadline_header("/work", "10")).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(Instant::now(), before, "refused before the handler ran");
+    assert!(response.headers().get("retry-after").is_none());
+    assert_eq!(response.headers()["x-timebox-shed"], "deadline_too_short");
+    let body: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+    assert_eq!(body["type"], "urn:timebox:deadline-too-short");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("10 ms left") && detail.contains("takes 40 ms"),
+        "{detail}"
+    );
+    assert_eq!(
+        sheds(&sim),
+        ["request_shed reason=deadline_too_short route=/work"]
+    );
+}
+
+#[sim_test]
+async fn in_dark_mode_the_same_request_is_counted_and_served(sim: Sim) {
+    let app = app(&sim, &config(&sim, DeadlineCheck::Dark));
+    warm_up(&app).await;
+    let response = app.request(get_with_deadline_header("/work", "10")).await;
+    // Served, and cut at its 10 ms deadline as ever.
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().get("x-timebox-shed").is_none());
+    assert_eq!(
+        sheds(&sim),
+        ["request_shed reason=deadline_too_short_dark route=/work"]
+    );
+}
+
+#[sim_test]
+async fn no_request_is_refused_before_a_hundred_successes(sim: Sim) {
+    let app = app(&sim, &config(&sim, DeadlineCheck::Enforce));
+    for _ in 0..99 {
+        app.request(request("GET", "/work")).await;
+    }
+    let response = app.request(get_with_deadline_header("/work", "10")).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "served and timed out"
+    );
+    assert_eq!(sheds(&sim), Vec::<String>::new());
+}
+
+#[sim_test]
+async fn a_route_min_budget_refuses_from_the_first_request(sim: Sim) {
+    let app = app(&sim, &config(&sim, DeadlineCheck::Enforce));
+    // The cap lets a refusal through only once there are five requests.
+    for _ in 0..4 {
+        app.request(request("GET", "/fixed")).await;
+    }
+    let response = app.request(get_with_deadline_header("/fixed", "30")).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    let detail = text(response).await;
+    assert!(
+        detail.contains("30 ms left") && detail.contains("takes 50 ms (its `min_budget_ms`)"),
+        "{detail}"
+    );
+    let response = app.request(get_with_deadline_header("/fixed", "60")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[sim_test]
+async fn the_reject_cap_holds_at_a_fifth_over_ten_seconds(sim: Sim) {
+    let app = app(&sim, &config(&sim, DeadlineCheck::Enforce));
+    // Every request is too short for `/fixed`: one each 100 ms for 10 s.
+    let mut refused = 0;
+    for _ in 0..100 {
+        let response = app.request(get_with_deadline_header("/fixed", "10")).await;
+        if response.status() == StatusCode::GATEWAY_TIMEOUT {
+            refused += 1;
+        }
+        sleep(MS(100)).await;
+    }
+    assert_eq!(refused, 20);
+}
+
+#[sim_test]
+async fn with_the_check_off_nothing_is_refused_or_counted(sim: Sim) {
+    let app = app(&sim, &config(&sim, DeadlineCheck::Off));
+    warm_up(&app).await;
+    let response = app.request(get_with_deadline_header("/fixed", "10")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(sheds(&sim), Vec::<String>::new());
+}
+
+// A2: the concurrency limit, under a `TimeboxLayer`.
+
+/// Holds its slot for 1 s.
+#[get("/hold", timeout = "off")]
+async fn hold() -> &'static str {
+    sleep(MS(1000)).await;
+    "held"
+}
+
+fn limited(sim: &Sim, limit: usize, global_ms: Option<u64>) -> (SimApp, Config) {
+    let mut config = sim.config();
+    config.server.admission.concurrency =
+        Concurrency::Fixed(std::num::NonZeroUsize::new(limit).unwrap());
+    config.server.timeouts.request_timeout_ms = global_ms;
+    let router: Router = routes![work, hold, upload].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    (app, config)
+}
+
+/// Spawns `request` on `app`; the task yields once so it is queued.
+async fn spawned(
+    app: &SimApp,
+    request: Request<Body>,
+) -> tokio::task::JoinHandle<http::Response<Body>> {
+    let app = app.clone();
+    let task = tokio::spawn(async move { app.request(request).await });
+    tokio::task::yield_now().await;
+    task
+}
+
+#[sim_test]
+async fn a_queued_request_leaves_the_queue_at_its_deadline(sim: Sim) {
+    let (app, _) = limited(&sim, 1, Some(50));
+    let holder = spawned(&app, request("GET", "/hold")).await;
+    let start = Instant::now();
+    let response = app.request(request("GET", "/work")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(Instant::now() - start, MS(50));
+    assert!(lines(&sim.observed())
+        .contains(&"deadline_exceeded stage=admission route=/work".to_owned()));
+    assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+}
+
+/// Counts whether its body was read.
+#[post("/upload")]
+async fn upload(body: String) -> String {
+    body
+}
+
+#[sim_test]
+async fn a_request_codel_sheds_gets_503_with_retry_after_and_its_body_is_never_read(sim: Sim) {
+    let (app, _) = limited(&sim, 1, None);
+    let _holder = spawned(&app, request("GET", "/hold")).await;
+    let read = Arc::new(AtomicBool::new(false));
+    let flag = read.clone();
+    let body = Body::from_stream(futures_util::stream::poll_fn(move |_| {
+        flag.store(true, Ordering::SeqCst);
+        std::task::Poll::Ready(None::<Result<bytes::Bytes, std::io::Error>>)
+    }));
+    let start = Instant::now();
+    let upload = Request::post("/upload").body(body).unwrap();
+    let response = app.request(upload).await;
+    // The queue was empty when it came: it may wait the whole interval.
+    assert_eq!(Instant::now() - start, MS(100));
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["x-timebox-shed"], "overloaded");
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3).contains(&retry_after));
+    assert!(!read.load(Ordering::SeqCst), "a shed request reads no body");
+    assert_eq!(
+        sheds(&sim),
+        ["request_shed reason=overloaded route=/upload"]
+    );
+}
+
+#[sim_test]
+async fn codel_sheds_after_the_target_once_the_queue_has_stood_for_the_interval(sim: Sim) {
+    let (app, _) = limited(&sim, 1, None);
+    let _holder = spawned(&app, request("GET", "/hold")).await;
+    // A standing queue: one waiter after another, each shed in its turn.
+    let first = spawned(&app, request("GET", "/work")).await; // shed at 100 ms
+    sleep(MS(97)).await;
+    let second = spawned(&app, request("GET", "/work")).await; // shed at 102 ms
+    assert_eq!(
+        first.await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // The queue has not been empty for 100 ms now: a newcomer waits 5 ms.
+    let start = Instant::now();
+    let late = app.request(request("GET", "/work")).await;
+    assert_eq!(late.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(Instant::now() - start, MS(5));
+    assert_eq!(
+        second.await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+}
+
+#[sim_test]
+async fn while_congested_a_freed_slot_goes_to_the_newest_request(sim: Sim) {
+    let (app, _) = limited(&sim, 1, None);
+    // The holder frees its slot at 1000 ms.
+    let _holder = spawned(&app, request("GET", "/hold")).await;
+    sleep(MS(898)).await;
+    // The queue stands from here; it is congested from 998 ms.
+    let keeper = spawned(&app, request("GET", "/work")).await; // shed at 998 ms
+    sleep(MS(98)).await;
+    let older = spawned(&app, request("GET", "/work")).await; // shed at 1001 ms
+    sleep(MS(1)).await;
+    let newer = spawned(&app, request("GET", "/work")).await; // shed at 1002 ms
+    assert_eq!(
+        keeper.await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // At 1000 ms the slot is free, and the newest waiter takes it.
+    assert_eq!(newer.await.unwrap().status(), StatusCode::OK);
+    assert_eq!(
+        older.await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+}
+
+#[sim_test]
+async fn while_the_queue_is_young_a_freed_slot_goes_to_the_oldest_request(sim: Sim) {
+    let (app, _) = limited(&sim, 1, None);
+    let _holder = spawned(&app, request("GET", "/hold")).await;
+    sleep(MS(940)).await;
+    let older = spawned(&app, request("GET", "/work")).await;
+    sleep(MS(10)).await;
+    let newer = spawned(&app, request("GET", "/work")).await;
+    // At 1000 ms the queue has stood 60 ms: first come, first served.
+    assert_eq!(older.await.unwrap().status(), StatusCode::OK);
+    assert_eq!(
+        newer.await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+}
+
+#[sim_test]
+async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Enforce);
+    config.server.timeouts.request_timeout_ms = Some(1000);
+    let router: Router = Router::new()
+        .route(
+            "/plain",
+            axum::routing::get(|| async {
+                sleep(MS(40)).await;
+                "done"
+            }),
+        )
+        .layer(TimeboxLayer::new(&config));
+    let app = sim.app(router);
+    for _ in 0..100 {
+        assert_eq!(
+            app.request(request("GET", "/plain")).await.status(),
+            StatusCode::OK
+        );
+    }
+    let response = app.request(get_with_deadline_header("/plain", "10")).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        sheds(&sim),
+        ["request_shed reason=deadline_too_short route=/plain"]
+    );
+}
+
+#[sim_test]
+async fn a_route_with_its_own_rule_under_the_timebox_layer_is_checked_once(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Dark);
+    config.server.timeouts.request_timeout_ms = Some(1000);
+    let router: Router = routes![work].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    warm_up(&app).await;
+    app.request(get_with_deadline_header("/work", "10")).await;
+    // Told by the route's own check only, not also by the layer's.
+    assert_eq!(
+        sheds(&sim),
+        ["request_shed reason=deadline_too_short_dark route=/work"]
+    );
+}
+
+#[sim_test]
+async fn a_timebox_client_pays_the_throttling_cost_to_retry_after_a_shed_503(sim: Sim) {
+    sim.net().host(
+        "busy",
+        Router::new().route(
+            "/",
+            axum::routing::get(|| async {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [("x-timebox-shed", "overloaded")],
+                )
+            }),
+        ),
+    );
+    let mut config = sim.config();
+    config.http.client.max_retries = 1;
+    let client = sim.client_with(&config);
+    client.get("http://busy/").send().await.unwrap();
+    let tokens: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("budget_tokens"))
+        .collect();
+    // Full (500), then the retry's 5 tokens of `throttling_cost`, not the
+    // 14 of `transient_cost` (the first attempt's refill is 1.4).
+    assert_eq!(tokens[0], "budget_tokens host=busy:80 tokens=500");
+    assert!(
+        tokens.contains(&"budget_tokens host=busy:80 tokens=495".to_owned()),
+        "{tokens:?}"
+    );
+}

@@ -1,0 +1,10 @@
+#![allow(dead_code)]
+
+use timebox::get;
+
+#[get("/users", timeout_ms = 1000, min_budget_ms = 0)]
+async fn min_budget_ms_zero() -> &'static str {
+    "users"
+}
+
+fn main() {}
