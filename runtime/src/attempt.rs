@@ -37,6 +37,10 @@ pub enum AttemptKind {
     First,
     /// A retry after a failed attempt.
     Retry,
+    /// A second request sent beside a first one that is slow to answer
+    /// (A3, `http.client.hedge`): the first answer wins, the other is
+    /// dropped.
+    Hedge,
     /// The next hop of a redirect the engine follows.
     Redirect,
 }
@@ -51,13 +55,15 @@ impl Attempt {
 }
 
 impl AttemptKind {
-    /// A stable `snake_case` name: `"first"`, `"retry"` or `"redirect"`, for
+    /// A stable `snake_case` name: `"first"`, `"retry"`, `"hedge"` or
+    /// `"redirect"`, for
     /// logs and metrics.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::First => "first",
             Self::Retry => "retry",
+            Self::Hedge => "hedge",
             Self::Redirect => "redirect",
         }
     }

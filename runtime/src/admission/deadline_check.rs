@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::cap::RejectCap;
+use super::fraction::FractionCap;
 use super::window::LatencyWindow;
 use crate::config::{AdmissionConfig, DeadlineCheck as Mode};
 
@@ -23,7 +23,7 @@ pub(crate) struct DeadlineCheck {
 #[derive(Debug)]
 struct State {
     window: LatencyWindow,
-    cap: RejectCap,
+    cap: FractionCap,
 }
 
 /// Where the service time a request was compared with comes from.
@@ -62,7 +62,7 @@ impl DeadlineCheck {
             min_budget,
             state: Mutex::new(State {
                 window: LatencyWindow::new(),
-                cap: RejectCap::new(config.max_reject_fraction),
+                cap: FractionCap::new(config.max_reject_fraction),
             }),
         }))
     }
@@ -78,19 +78,15 @@ impl DeadlineCheck {
                 .estimate(now)
                 .map(|estimate| (estimate.median, EstimateSource::Median)),
         };
+        state.cap.count(now);
         match estimate.filter(|&(estimate, _)| time_left < estimate) {
-            // `try_refuse` counts the request either way.
-            Some((estimate, source)) if state.cap.try_refuse(now) => Verdict::TooShort {
+            Some((estimate, source)) if state.cap.try_take(now) => Verdict::TooShort {
                 time_left,
                 estimate,
                 source,
                 enforced: self.enforce,
             },
-            Some(_) => Verdict::Admit,
-            None => {
-                state.cap.admit(now);
-                Verdict::Admit
-            }
+            _ => Verdict::Admit,
         }
     }
 

@@ -4,17 +4,27 @@
 //! - [`DeadlineCheck`] (A1) compares a request's time left with its
 //!   route's service time, from the route's `min_budget_ms` or the median
 //!   of its recent successes ([`LatencyWindow`]), and refuses (or, in dark
-//!   mode, counts) the ones that cannot make it, capped by [`RejectCap`].
+//!   mode, counts) the ones that cannot make it, capped by [`FractionCap`].
 //! - [`Limiter`] (A2) is the concurrency limit with its CoDel queue.
 //!
-//! The server applies both (see `timebox::server`); the client reuses
-//! [`LatencyWindow`] for its hedging delays (A3).
+//! The server applies both (see `timebox::server`); the client's hedging
+//! (A3) reuses [`LatencyWindow`] for its delays and [`FractionCap`] for its
+//! extra load.
 
-mod cap;
+#[cfg(feature = "server")]
 mod deadline_check;
+mod fraction;
+#[cfg(feature = "server")]
 mod limit;
+#[cfg(feature = "server")]
 mod limiter;
 mod window;
 
+#[cfg(feature = "server")]
 pub(crate) use deadline_check::{DeadlineCheck, EstimateSource, Verdict};
+#[cfg(feature = "client")]
+pub(crate) use fraction::FractionCap;
+#[cfg(feature = "server")]
 pub(crate) use limiter::{Acquire, Limiter, Permit, Refusal};
+#[cfg(feature = "client")]
+pub(crate) use window::{Estimate, LatencyWindow};

@@ -2,13 +2,15 @@
 //! every door of the client shares.
 
 use std::future::Future;
+use std::pin::pin;
+use std::time::Duration;
 
 use tracing::Instrument;
 use url::Url;
 
 use crate::deadline::{bounded, Deadline};
 
-use super::engine::{Answer, Body, Call, Next, Outcome};
+use super::engine::{Answer, Body, Call, Next, Outcome, Pending};
 use super::transport::TransportError;
 use super::{Attempt, ClientError};
 
@@ -17,6 +19,12 @@ use super::{Attempt, ClientError};
 pub(crate) trait Sender<B> {
     /// What a request gets back.
     type Response: Answer;
+
+    /// A second sender, to send a hedge (A3) beside a request this one is
+    /// sending; `None` when the door cannot send two at once.
+    fn fork(&mut self) -> Option<Self>
+    where
+        Self: Sized;
 
     /// Waits until the next request can be sent (a tower service's
     /// readiness): before the attempt takes the host's breaker permit and
@@ -65,10 +73,22 @@ where
             Some(Ok(())) => {}
         }
         let (request, pending) = call.start()?;
-        let sent = sender.send(request, pending.attempt, call.url());
-        let outcome = attempt_once(sent, pending.ends, deadline)
-            .instrument(pending.span.clone())
-            .await;
+        let hedge = call.hedge_delay(&pending);
+        let mut fork = hedge.and_then(|_| sender.fork());
+        let url = call.url().cloned();
+        let sent = attempt_once(
+            sender.send(request, pending.attempt, url.as_ref()),
+            pending.ends,
+            deadline,
+        )
+        .instrument(pending.span.clone());
+        let (pending, outcome) = match (hedge, fork.as_mut()) {
+            (Some(delay), Some(fork)) => race(call, fork, sent, pending, delay).await,
+            _ => {
+                let outcome = sent.await;
+                (pending, outcome)
+            }
+        };
         match call.decide(pending, outcome) {
             Next::Follow => {}
             Next::Retry(wait) => {
@@ -77,6 +97,59 @@ where
                 }
             }
             Next::Return(result) => return result,
+        }
+    }
+}
+
+/// Awaits the attempt `first` (`pending`); if it has not ended after
+/// `delay`, sends its hedge through `fork` when the call allows one, and
+/// the first of the two to end wins. The other is dropped (told as
+/// cancelled), with whatever it held on the host.
+async fn race<B, S, F>(
+    call: &mut Call<B>,
+    fork: &mut S,
+    first: F,
+    pending: Pending,
+    delay: Duration,
+) -> (Pending, Outcome<S::Response>)
+where
+    B: Body,
+    S: Sender<B>,
+    F: Future<Output = Outcome<S::Response>>,
+{
+    let deadline = call.deadline();
+    let mut first = pin!(first);
+    tokio::select! {
+        biased;
+        outcome = &mut first => return (pending, outcome),
+        () = tokio::time::sleep(delay) => {}
+    }
+    let ready = tokio::select! {
+        biased;
+        outcome = &mut first => return (pending, outcome),
+        ready = gated(deadline, fork.ready()) => matches!(ready, Some(Ok(()))),
+    };
+    let Some((request, hedge)) = ready.then(|| call.start_hedge()).flatten() else {
+        let outcome = first.await;
+        return (pending, outcome);
+    };
+    let url = call.url().cloned();
+    let second = attempt_once(
+        fork.send(request, hedge.attempt, url.as_ref()),
+        hedge.ends,
+        deadline,
+    )
+    .instrument(hedge.span.clone());
+    tokio::select! {
+        biased;
+        // `select!` has dropped the loser when its branch runs.
+        outcome = &mut first => {
+            call.abandon(hedge);
+            (pending, outcome)
+        }
+        outcome = second => {
+            call.abandon(pending);
+            (hedge, outcome)
         }
     }
 }

@@ -37,6 +37,7 @@ use crate::deadline::Format;
 use crate::observe::{CallOutcome, Event, Label, SkipReason, Stage};
 use crate::retry::{classify_answer, hint_wait, host_key, is_idempotent, RetryBudget, RetryKind};
 
+use super::hedge::HostStats;
 use super::redirect::{self, MAX_HOPS};
 use super::rules::Rules;
 use super::span;
@@ -48,6 +49,9 @@ use super::{Attempt, AttemptKind, ClientError};
 const RETRY_MARGIN: Duration = Duration::from_millis(10);
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The header that marks a hedge: `2;hedge`.
+const ATTEMPT_HEADER: &str = "x-timebox-attempt";
 
 /// A request body as the engine holds it between attempts.
 pub(crate) trait Body: Sized {
@@ -103,6 +107,8 @@ pub(crate) struct Options {
     pub(crate) retries: Option<u32>,
     /// Retry even a method that is not idempotent.
     pub(crate) retry_non_idempotent: bool,
+    /// Hedge this call, whatever `http.client.hedge.enabled` says.
+    pub(crate) hedge: bool,
 }
 
 /// A request as a door hands it to the engine.
@@ -184,6 +190,9 @@ pub(crate) struct Call<B> {
     /// A caller's shorter deadline header, sent as set on the first attempt.
     as_set: Option<HeaderValue>,
     may_retry: bool,
+    /// Whether the first attempt may be hedged (A3): hedging is on for the
+    /// call, and sending the request twice is safe.
+    may_hedge: bool,
     max_retries: u32,
     retries_made: u32,
     hops: u32,
@@ -224,6 +233,8 @@ struct Target {
     label: Option<Label>,
     breaker: Option<CircuitBreaker>,
     budget: Option<RetryBudget>,
+    /// The host's recent latencies and hedges.
+    stats: Option<Arc<HostStats>>,
     /// Whether this request has refilled the host's bucket.
     refilled: bool,
 }
@@ -242,6 +253,7 @@ impl Target {
                 .then(|| rules.labels.of(&host)),
             breaker: rules.breaker(&host),
             budget: rules.budgets.for_host(&host),
+            stats: rules.hedging.stats(&host),
             uri,
             url,
             host,
@@ -269,6 +281,11 @@ pub(crate) struct Pending {
     /// The attempt's span: the door sends the request inside it.
     pub(crate) span: Span,
     permit: Option<Permit>,
+    /// When it was sent, for the host's latency.
+    started: Instant,
+    /// When the attempt times out, its deadline aside: what a redirect hop
+    /// after it keeps.
+    attempt_ends: Deadline,
 }
 
 /// What came of an attempt, as the driver saw it.
@@ -325,6 +342,8 @@ impl<B: Body> Call<B> {
         let replayable = body.replayable();
         let retry_non_idempotent = options.retry_non_idempotent;
         let may_retry = replayable && (is_idempotent(&method) || retry_non_idempotent);
+        let may_hedge =
+            replayable && is_idempotent(&method) && (options.hedge || rules.hedging.enabled());
         if retry_non_idempotent && !is_idempotent(&method) && !headers.contains_key(IDEMPOTENCY_KEY)
         {
             let entropy = &rules.entropy;
@@ -347,6 +366,7 @@ impl<B: Body> Call<B> {
             deadline,
             as_set,
             may_retry,
+            may_hedge,
             max_retries,
             retries_made: 0,
             hops: 0,
@@ -462,16 +482,74 @@ impl<B: Body> Call<B> {
             attempt,
             span: self.span.clone(),
             permit,
+            started: now,
+            attempt_ends,
         };
         Ok((request, pending))
+    }
+
+    /// How long the driver waits for the attempt `pending` before asking
+    /// for a hedge ([`Call::start_hedge`]); `None` when it is not hedged:
+    /// only a first attempt is, of a call that may hedge, to a host whose
+    /// delay is known.
+    pub(crate) fn hedge_delay(&self, pending: &Pending) -> Option<Duration> {
+        if !self.may_hedge || pending.attempt.kind != AttemptKind::First {
+            return None;
+        }
+        self.rules.hedging.delay(self.target.stats.as_deref()?)
+    }
+
+    /// Prepares the hedge of the attempt under way, if its rules allow it
+    /// now (see [`Hedging::admit`](super::hedge::Hedging::admit)): a
+    /// request like the first, marked `x-timebox-attempt: N;hedge`.
+    pub(crate) fn start_hedge(&mut self) -> Option<(http::Request<B>, Pending)> {
+        let stats = self.target.stats.clone()?;
+        let left = self.deadline.map(Deadline::remaining);
+        let budget = self.target.budget.clone();
+        if let Err(refusal) = self.rules.hedging.admit(&stats, left, budget.as_ref()) {
+            tracing::debug!(host = self.target.host, "no hedge: {}", refusal.as_str());
+            return None;
+        }
+        if let Some(budget) = &budget {
+            self.tell_tokens(budget);
+        }
+        self.next_kind = AttemptKind::Hedge;
+        let (mut request, pending) = self.start().ok()?;
+        let marker = format!("{};hedge", pending.attempt.number);
+        request.headers_mut().insert(
+            ATTEMPT_HEADER,
+            HeaderValue::from_str(&marker).expect("digits are a valid header value"),
+        );
+        tracing::debug!(
+            host = self.target.host,
+            "hedging: the first attempt is slow"
+        );
+        Some((request, pending))
+    }
+
+    /// Drops `pending`, the attempt that lost a hedge race: told as
+    /// cancelled, and so counted by the host's breaker (B6).
+    pub(crate) fn abandon(&mut self, pending: Pending) {
+        self.rules.observers.emit(|| Event::AttemptFinished {
+            host: self.label(),
+            attempt: pending.attempt,
+            outcome: CallOutcome::Cancelled,
+        });
+        span::record_outcome(&pending.span, CallOutcome::Cancelled, false);
     }
 
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
         let observed = outcome.observed();
         self.budget_refused = false;
+        if let (Outcome::Response(_), Some(stats)) = (&outcome, &self.target.stats) {
+            stats.record(pending.started.elapsed());
+        }
+        // A hedge race's winner may be the earlier attempt.
+        self.attempt_ends = Some(pending.attempt_ends);
+        let span = pending.span.clone();
         let next = self.settle(pending, outcome, observed);
-        span::record_outcome(&self.span, observed, self.budget_refused);
+        span::record_outcome(&span, observed, self.budget_refused);
         // The attempt is over: its span must not cover the wait before the
         // next one.
         self.span = Span::none();

@@ -214,6 +214,13 @@ where
 {
     type Response = http::Response<R>;
 
+    fn fork(&mut self) -> Option<Self> {
+        Some(Self {
+            ready: None,
+            spare: self.spare.clone(),
+        })
+    }
+
     fn ready(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {
         let unready = self.ready.is_none().then(|| self.spare.clone());
         let ready = &mut self.ready;

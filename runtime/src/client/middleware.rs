@@ -130,7 +130,7 @@ impl Middleware for Timebox {
             .map_err(into_error)?;
         let mut sender = ByNext {
             next,
-            extensions,
+            extensions: ChainExtensions::Callers(extensions),
             timeout: request.timeout().copied(),
             template: Some(request),
         };
@@ -202,13 +202,29 @@ impl engine::Body for Payload {
 /// the chain.
 struct ByNext<'a, 'e> {
     next: Next<'a>,
-    extensions: &'e mut Extensions,
+    extensions: ChainExtensions<'e>,
     /// The caller's request, its headers taken by the engine: copied for
     /// each attempt (its body, reqwest's timeout, version and extensions
     /// with it), or, when its body is a stream, sent itself once.
     template: Option<reqwest::Request>,
     /// The caller's reqwest timeout, for a request made afresh.
     timeout: Option<Duration>,
+}
+
+/// The extensions the rest of the chain gets: the caller's, or, for a
+/// hedge sent beside the first attempt, a copy of them.
+enum ChainExtensions<'e> {
+    Callers(&'e mut Extensions),
+    Copy(Extensions),
+}
+
+impl ChainExtensions<'_> {
+    fn get_mut(&mut self) -> &mut Extensions {
+        match self {
+            Self::Callers(extensions) => extensions,
+            Self::Copy(extensions) => extensions,
+        }
+    }
 }
 
 impl ByNext<'_, '_> {
@@ -239,6 +255,16 @@ impl ByNext<'_, '_> {
 impl Sender<Payload> for ByNext<'_, '_> {
     type Response = reqwest::Response;
 
+    fn fork(&mut self) -> Option<Self> {
+        let template = self.template.as_ref()?.try_clone()?;
+        Some(Self {
+            next: self.next.clone(),
+            extensions: ChainExtensions::Copy(self.extensions.get_mut().clone()),
+            template: Some(template),
+            timeout: self.timeout,
+        })
+    }
+
     fn send(
         &mut self,
         request: http::Request<Payload>,
@@ -258,8 +284,9 @@ impl Sender<Payload> for ByNext<'_, '_> {
             *request.method_mut() = parts.method;
             *request.headers_mut() = parts.headers;
             *request.version_mut() = parts.version;
-            self.extensions.insert(attempt);
-            Ok((url, self.next.clone().run(request, self.extensions)))
+            let extensions = self.extensions.get_mut();
+            extensions.insert(attempt);
+            Ok((url, self.next.clone().run(request, extensions)))
         });
         async move {
             let (url, sent) = sent?;

@@ -70,6 +70,7 @@ mod call;
 mod client;
 mod engine;
 mod error;
+mod hedge;
 mod layer;
 #[cfg(feature = "reqwest-middleware")]
 pub mod middleware;

@@ -29,6 +29,7 @@ pub struct RequestBuilder {
     pub(super) body: Bytes,
     pub(super) retries: Option<u32>,
     pub(super) retry_non_idempotent: bool,
+    pub(super) hedge: bool,
     pub(super) timeout: Option<Duration>,
     pub(super) error: Option<ClientError>,
 }
@@ -43,6 +44,7 @@ impl RequestBuilder {
             body: Bytes::new(),
             retries: None,
             retry_non_idempotent: false,
+            hedge: false,
             timeout: None,
             error: None,
         }
@@ -170,6 +172,26 @@ impl RequestBuilder {
         self
     }
 
+    /// Hedges this call, whatever `http.client.hedge.enabled` says (A3):
+    /// when the first attempt has not answered after the delay
+    /// (`http.client.hedge.delay_ms`, else the host's p95 latency), a
+    /// second one, marked `x-timebox-attempt: 2;hedge`, is sent beside it,
+    /// and the first answer wins. Only a request that is safe to send twice
+    /// (an idempotent method) is hedged, and a hedge is sent only while the
+    /// time left covers the host's median latency, the host's retry bucket
+    /// is at least half full (it pays `hedge_cost`) and fewer than
+    /// `max_extra_load` of the host's requests were hedged lately.
+    ///
+    /// ```
+    /// # async fn run(client: timebox::client::Client) -> Result<(), timebox::client::ClientError> {
+    /// let response = client.get("http://search.internal/q?term=rust").hedge().send().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn hedge(mut self) -> Self {
+        self.hedge = true;
+        self
+    }
+
     /// Sends the request: attempts, retries and redirects within the
     /// current deadline.
     ///
@@ -200,6 +222,7 @@ impl RequestBuilder {
             body,
             retries,
             retry_non_idempotent,
+            hedge,
             // `send` applies it as a deadline scope around the call.
             timeout: _,
             error,
@@ -211,6 +234,7 @@ impl RequestBuilder {
         let options = engine::Options {
             retries,
             retry_non_idempotent,
+            hedge,
         };
         let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();
@@ -231,6 +255,10 @@ struct ByTransport<'a>(&'a dyn Transport);
 
 impl Sender<Bytes> for ByTransport<'_> {
     type Response = http::Response<ResponseBody>;
+
+    fn fork(&mut self) -> Option<Self> {
+        Some(Self(self.0))
+    }
 
     fn send(
         &mut self,

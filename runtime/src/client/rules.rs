@@ -12,6 +12,8 @@ use crate::entropy::Entropy;
 use crate::observe::{BoundedLabels, Observers};
 use crate::retry::{Backoff, RetryBudgets};
 
+use super::hedge::Hedging;
+
 /// The state the call engine reads and updates: one per `Client`,
 /// middleware or layer, shared by its clones.
 pub(crate) struct Rules {
@@ -24,6 +26,7 @@ pub(crate) struct Rules {
     /// Who hears the calls' events, and the `host` values they give.
     pub(crate) observers: Observers,
     pub(crate) labels: BoundedLabels,
+    pub(crate) hedging: Hedging,
     breaker_config: BreakerConfig,
     breakers: Mutex<HashMap<String, CircuitBreaker>>,
 }
@@ -41,6 +44,7 @@ impl Rules {
             deadline_headers: Formats::written(client),
             observers: config.observers.clone(),
             labels: BoundedLabels::new(client.retry_budget.max_hosts),
+            hedging: Hedging::new(&client.hedge, client.retry_budget.max_hosts),
             breaker_config: config.breaker.clone(),
             breakers: Mutex::new(HashMap::new()),
         }

@@ -135,6 +135,21 @@ impl RetryBudget {
             .is_ok()
     }
 
+    /// Takes `cost` tokens for a hedge (A3) if the bucket is at least half
+    /// full, and says whether it did: a host whose retries have been
+    /// drawing on its bucket gets no extra load from hedges.
+    #[cfg(feature = "client")]
+    #[must_use = "a hedge is allowed only when the withdrawal succeeded"]
+    pub(crate) fn try_withdraw_hedge(&self, cost: u64) -> bool {
+        let cost = cost.saturating_mul(MILLI);
+        let half = self.costs.capacity / 2;
+        self.milli_tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
+                (tokens >= half).then(|| tokens.checked_sub(cost)).flatten()
+            })
+            .is_ok()
+    }
+
     /// Gives back the cost of a retry of `kind`, up to capacity.
     ///
     /// The caller refunds a retry that succeeded (final status below 400) and

@@ -84,6 +84,7 @@ mod retry_after;
 pub use backoff::Backoff;
 pub use budget::RetryBudget;
 pub use budgets::{host_key, RetryBudgets};
+#[cfg(feature = "server")]
 pub(crate) use classify::SHED_HEADER;
 pub use classify::{classify_answer, classify_status, is_idempotent};
 pub use kind::RetryKind;

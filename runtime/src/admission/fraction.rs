@@ -1,0 +1,123 @@
+//! [`FractionCap`]: at most a fraction of some requests in any 10 s take
+//! a special path: the refusals of the deadline check (A1, at most
+//! `max_reject_fraction` of a route's requests) and the hedges of the
+//! client (A3, at most `max_extra_load` of a host's requests).
+//!
+//! The 10 s are ten buckets of one second, so "any 10 s" is the current
+//! second and the nine before it: the cap holds to within one second's
+//! worth of requests.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+const BUCKETS: usize = 10;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket {
+    requests: u64,
+    taken: u64,
+}
+
+/// The requests of the last ten seconds, and how many of them took the
+/// special path.
+#[derive(Debug)]
+pub(crate) struct FractionCap {
+    max_fraction: f64,
+    buckets: [Bucket; BUCKETS],
+    /// Start of the newest bucket.
+    current: Option<Instant>,
+    newest: usize,
+}
+
+impl FractionCap {
+    pub(crate) fn new(max_fraction: f64) -> Self {
+        Self {
+            max_fraction,
+            buckets: [Bucket::default(); BUCKETS],
+            current: None,
+            newest: 0,
+        }
+    }
+
+    /// Counts one request at `now`.
+    pub(crate) fn count(&mut self, now: Instant) {
+        self.rotate(now);
+        self.buckets[self.newest].requests += 1;
+    }
+
+    /// Whether one more of the counted requests may take the path without
+    /// passing the cap; it is counted as taken if so.
+    pub(crate) fn try_take(&mut self, now: Instant) -> bool {
+        self.rotate(now);
+        let (requests, taken) = self
+            .buckets
+            .iter()
+            .fold((0, 0), |(r, t), b| (r + b.requests, t + b.taken));
+        #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+        let fits = (taken + 1) as f64 <= self.max_fraction * requests as f64;
+        if fits {
+            self.buckets[self.newest].taken += 1;
+        }
+        fits
+    }
+
+    fn rotate(&mut self, now: Instant) {
+        let Some(current) = self.current else {
+            self.current = Some(now);
+            return;
+        };
+        // Buckets are one second each.
+        let whole = now.saturating_duration_since(current).as_secs();
+        for _ in 0..whole.min(BUCKETS as u64) {
+            self.newest = (self.newest + 1) % BUCKETS;
+            self.buckets[self.newest] = Bucket::default();
+        }
+        self.current = Some(current + Duration::from_secs(whole));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::FractionCap;
+
+    fn refused(cap: &mut FractionCap, now: Instant, requests: usize) -> usize {
+        (0..requests)
+            .filter(|_| {
+                cap.count(now);
+                cap.try_take(now)
+            })
+            .count()
+    }
+
+    #[test]
+    fn at_most_the_fraction_is_taken() {
+        let now = Instant::now();
+        let mut cap = FractionCap::new(0.2);
+        assert_eq!(refused(&mut cap, now, 1000), 200);
+    }
+
+    #[test]
+    fn requests_that_take_nothing_make_room() {
+        let now = Instant::now();
+        let mut cap = FractionCap::new(0.5);
+        cap.count(now);
+        assert!(!cap.try_take(now));
+        cap.count(now);
+        assert!(cap.try_take(now));
+    }
+
+    #[test]
+    fn requests_older_than_ten_seconds_stop_counting() {
+        let start = Instant::now();
+        let mut cap = FractionCap::new(0.2);
+        refused(&mut cap, start, 100);
+        // Ten seconds on, only the new second's requests count.
+        let later = start + Duration::from_secs(10);
+        assert_eq!(refused(&mut cap, later, 10), 2);
+    }
+}

@@ -1,0 +1,262 @@
+//! Hedging (DESIGN §14, A3): a second request races a first one that is
+//! slow to answer, only when that is safe and affordable. Virtual time.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::Request;
+use axum::routing::any;
+use axum::Router;
+use http::StatusCode;
+use timebox::config::Config;
+use timebox::deadline::Deadline;
+use timebox::sim::Sim;
+use timebox::sim_test;
+use tokio::time::{sleep, Instant};
+
+use support::observe::lines;
+use support::time::MS;
+
+/// What the host saw: each request's `x-timebox-attempt`, and whether a
+/// handler was dropped before it answered.
+#[derive(Clone, Default)]
+struct Host {
+    attempts: Arc<Mutex<Vec<Option<String>>>>,
+    dropped: Arc<AtomicUsize>,
+}
+
+/// Marks a handler dropped unless it answered.
+struct Running(Arc<AtomicUsize>, AtomicBool);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.1.load(Ordering::SeqCst) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Host {
+    /// A host whose `n`th request (from 0) takes `latency(n)`.
+    fn router(&self, latency: fn(usize) -> u64) -> Router {
+        let host = self.clone();
+        Router::new().route(
+            "/",
+            any(move |request: Request| {
+                let host = host.clone();
+                async move {
+                    let n = {
+                        let mut attempts = host.attempts.lock().unwrap();
+                        attempts.push(
+                            request
+                                .headers()
+                                .get("x-timebox-attempt")
+                                .map(|v| v.to_str().unwrap().to_owned()),
+                        );
+                        attempts.len() - 1
+                    };
+                    let running = Running(host.dropped.clone(), AtomicBool::new(false));
+                    sleep(MS(latency(n))).await;
+                    running.1.store(true, Ordering::SeqCst);
+                    StatusCode::OK
+                }
+            }),
+        )
+    }
+
+    fn attempts(&self) -> Vec<Option<String>> {
+        self.attempts.lock().unwrap().clone()
+    }
+}
+
+/// The first request is slow (1 s), every later one fast (10 ms).
+fn first_slow(n: usize) -> u64 {
+    if n == 0 {
+        1000
+    } else {
+        10
+    }
+}
+
+fn hedging(sim: &Sim, delay_ms: u64) -> Config {
+    let mut config = sim.config();
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(delay_ms);
+    // Every request may be hedged in these scenarios.
+    config.http.client.hedge.max_extra_load = 1.0;
+    config
+}
+
+#[sim_test]
+async fn a_hedge_that_wins_cancels_the_first_attempt(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(first_slow));
+    let client = sim.client_with(&hedging(&sim, 20));
+    let start = Instant::now();
+    let response = client.get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    // The hedge went at 20 ms and answered 10 ms later.
+    assert_eq!(Instant::now() - start, MS(30));
+    assert_eq!(host.attempts(), [None, Some("2;hedge".to_owned())]);
+    assert_eq!(
+        host.dropped.load(Ordering::SeqCst),
+        1,
+        "the slow handler was dropped"
+    );
+    let told: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("attempt_") || line.starts_with("breaker_call"))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "attempt_started host=up:80 kind=first number=1",
+            "attempt_started host=up:80 kind=hedge number=2",
+            "attempt_finished host=up:80 kind=first number=1 outcome=cancelled",
+            "breaker_call host=up:80 outcome=cancelled",
+            "attempt_finished host=up:80 kind=hedge number=2 outcome=2xx",
+            "breaker_call host=up:80 outcome=success",
+        ]
+    );
+}
+
+#[sim_test]
+async fn a_first_attempt_that_answers_before_the_delay_is_not_hedged(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(|_| 10));
+    let client = sim.client_with(&hedging(&sim, 20));
+    client.get("http://up/").send().await.unwrap();
+    assert_eq!(host.attempts(), [None]);
+}
+
+#[sim_test]
+async fn a_post_is_never_hedged(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(first_slow));
+    let client = sim.client_with(&hedging(&sim, 20));
+    client.post("http://up/").hedge().send().await.unwrap();
+    assert_eq!(host.attempts(), [None]);
+}
+
+#[sim_test]
+async fn no_hedge_while_the_bucket_is_below_half(sim: Sim) {
+    let host = Host::default();
+    // Two quick failures (a request and its retry), then slow answers.
+    sim.net().host(
+        "up",
+        Router::new().route(
+            "/",
+            any({
+                let calls = Arc::new(AtomicUsize::new(0));
+                let attempts = host.attempts.clone();
+                move |request: Request| {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    let attempts = attempts.clone();
+                    async move {
+                        let marker = request.headers().get("x-timebox-attempt");
+                        attempts
+                            .lock()
+                            .unwrap()
+                            .push(marker.map(|v| v.to_str().unwrap().to_owned()));
+                        if n < 2 {
+                            return StatusCode::SERVICE_UNAVAILABLE;
+                        }
+                        sleep(MS(1000)).await;
+                        StatusCode::OK
+                    }
+                }
+            }),
+        ),
+    );
+    let mut config = hedging(&sim, 20);
+    config.http.client.max_retries = 1;
+    // The retry takes 60 of the 100 tokens.
+    config.http.client.retry_budget.capacity = 100;
+    config.http.client.retry_budget.transient_cost = 60;
+    let client = sim.client_with(&config);
+    let failed = client.get("http://up/").send().await.unwrap();
+    assert_eq!(failed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // 46 tokens (the call's deposit added 6): below half, so the slow
+    // request is not hedged.
+    let slow = client.get("http://up/").send().await.unwrap();
+    assert_eq!(slow.status(), StatusCode::OK);
+    assert_eq!(host.attempts(), [None, None, None]);
+    assert!(lines(&sim.observed()).contains(&"budget_tokens host=up:80 tokens=46".to_owned()));
+}
+
+#[sim_test]
+async fn no_hedge_once_the_time_left_no_longer_covers_the_median(sim: Sim) {
+    let host = Host::default();
+    // 100 answers of 10 ms teach the median; the 101st request is slow.
+    sim.net()
+        .host("up", host.router(|n| if n == 100 { 1000 } else { 10 }));
+    let client = sim.client_with(&hedging(&sim, 20));
+    for _ in 0..100 {
+        client.get("http://up/").send().await.unwrap();
+    }
+    // At the hedge's 20 ms, 5 ms are left: less than the 10 ms median.
+    let result = Deadline::after(MS(25))
+        .scope(client.get("http://up/").send())
+        .await;
+    assert!(result.is_err());
+    assert_eq!(host.attempts().len(), 101, "no hedge sent");
+    // With 40 ms left at the delay, it is.
+    let host_again = Host::default();
+    sim.net().host(
+        "again",
+        host_again.router(|n| if n == 100 { 1000 } else { 10 }),
+    );
+    for _ in 0..100 {
+        client.get("http://again/").send().await.unwrap();
+    }
+    let response = Deadline::after(MS(60))
+        .scope(client.get("http://again/").send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(host_again.attempts()[101], Some("2;hedge".to_owned()));
+}
+
+#[sim_test]
+async fn at_most_the_extra_load_share_of_a_hosts_requests_is_hedged(sim: Sim) {
+    let host = Host::default();
+    // Every request is slow: each would be hedged without the cap.
+    sim.net().host("up", host.router(|_| 30));
+    let mut config = hedging(&sim, 20);
+    config.http.client.hedge.max_extra_load = 0.05;
+    let client = sim.client_with(&config);
+    for _ in 0..200 {
+        client.get("http://up/").send().await.unwrap();
+    }
+    let hedges = host.attempts().iter().filter(|a| a.is_some()).count();
+    assert_eq!(hedges, 10, "5 % of 200");
+}
+
+#[sim_test]
+async fn without_a_fixed_delay_the_hedge_waits_for_the_hosts_p95(sim: Sim) {
+    let host = Host::default();
+    // 95 answers of 10 ms and 5 of 50 ms: the p95 is 50 ms.
+    sim.net().host(
+        "up",
+        host.router(|n| match n {
+            95..=99 => 50,
+            100 => 1000,
+            _ => 10,
+        }),
+    );
+    let mut config = sim.config();
+    config.http.client.hedge.max_extra_load = 1.0;
+    let client = sim.client_with(&config);
+    for _ in 0..100 {
+        client.get("http://up/").hedge().send().await.unwrap();
+    }
+    assert!(
+        host.attempts().iter().all(Option::is_none),
+        "no estimate, no hedge"
+    );
+    let start = Instant::now();
+    client.get("http://up/").hedge().send().await.unwrap();
+    assert_eq!(Instant::now() - start, MS(60), "hedged at the 50 ms p95");
+}
