@@ -8,7 +8,10 @@
 //! queue has been empty within the last `interval` a request may wait up
 //! to that `interval`, so a burst is absorbed; once the queue stands, no
 //! one waits longer than `target`, so the queue cannot grow a standing
-//! delay ("Fail at Scale", Facebook 2015, and CoDel, Nichols and Jacobson
+//! delay. A queue that empties because its waiters were shed is still
+//! congested: only serving it empty, or a slot left free, ends that (else
+//! each mass shed would let the next 100 ms of arrivals wait in line
+//! again) ("Fail at Scale", Facebook 2015, and CoDel, Nichols and Jacobson
 //! 2012). While congested a freed slot goes to the newest waiter (adaptive
 //! LIFO): under overload the oldest waiters are the ones most likely to
 //! miss their deadlines anyway.
@@ -48,8 +51,13 @@ struct State {
     in_flight: usize,
     queue: VecDeque<Waiter>,
     next_id: u64,
-    /// When the queue was last empty.
+    /// When the queue was last empty, for CoDel: since then it has been
+    /// congested once `interval` has passed.
     last_empty: Instant,
+    /// Whether the queue is empty only because its waiters left unserved
+    /// (shed, or out of time): the congestion goes on, so `last_empty`
+    /// stays. Only a queue emptied by serving it, or a free slot, ends it.
+    emptied_unserved: bool,
 }
 
 #[derive(Debug)]
@@ -82,6 +90,7 @@ impl Limiter {
                     queue: VecDeque::new(),
                     next_id: 0,
                     last_empty: Instant::now(),
+                    emptied_unserved: false,
                 }),
             }),
         })
@@ -91,14 +100,18 @@ impl Limiter {
     /// most until `deadline`.
     pub(crate) fn acquire(&self, deadline: Option<Instant>) -> Acquire {
         let mut state = self.shared.lock();
+        let now = Instant::now();
         if state.in_flight < state.algorithm.limit() {
+            if state.queue.is_empty() {
+                state.last_empty = now;
+                state.emptied_unserved = false;
+            }
             state.in_flight += 1;
             let in_flight = state.in_flight;
             drop(state);
             return Acquire::Ready(Some(Permit::new(&self.shared, in_flight)));
         }
-        let now = Instant::now();
-        if state.queue.is_empty() {
+        if state.queue.is_empty() && !state.emptied_unserved {
             state.last_empty = now;
         }
         let shed_at = (now + self.shared.target).max(state.last_empty + self.shared.interval);
@@ -178,6 +191,7 @@ impl State {
         }
         if self.queue.is_empty() {
             self.last_empty = now;
+            self.emptied_unserved = false;
         }
         handed
     }
@@ -190,7 +204,7 @@ impl State {
         };
         self.queue.remove(index);
         if self.queue.is_empty() {
-            self.last_empty = Instant::now();
+            self.emptied_unserved = true;
         }
         true
     }

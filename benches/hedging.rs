@@ -1,0 +1,312 @@
+//! The tail experiment, in virtual time: one slow host's tail with and
+//! without hedging (A3), what the hedges cost, and that they stop by
+//! themselves when the host fails outright.
+//!
+//! The host (a `timebox::sim::SimNet` host) answers in 9–11 ms, except 2 %
+//! of calls, which take 1 s. A client sends 20 000 GETs to it, 200 a
+//! second (Poisson, one seeded source), each with a 2 s deadline and no
+//! retries, once without hedging and once with `http.client.hedge` on at
+//! its defaults (the delay is the host's p95, the median must fit the
+//! time left, 5 tokens a hedge from a bucket at least half full, at most
+//! 5 % of requests). Reported: p50, p99 and p99.9 latency, and the extra
+//! load (requests the host saw per call, minus one).
+//!
+//! A third run turns the host bad halfway: from then on every call answers
+//! 503 after 1 s. The hedged client's retries (`max_retries = 3`, its
+//! defaults) drain the host's retry bucket, and with it under half full no
+//! more hedges go: the hedges a second are drawn in `docs/hedging.svg`.
+//!
+//! Run it (prints the table and rewrites `docs/hedging.svg`):
+//!
+//! ```text
+//! cargo bench -p timebox-benches --bench hedging
+//! ```
+
+use std::error::Error;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::routing::get;
+use axum::Router;
+use http::StatusCode;
+use plotters::prelude::*;
+use timebox::config::Config;
+use timebox::deadline::Deadline;
+use timebox::entropy::Entropy;
+use timebox::sim::Sim;
+use tokio::time::{sleep, sleep_until, Instant};
+
+type BoxError = Box<dyn Error>;
+
+const CALLS: usize = 20_000;
+const RATE: f64 = 200.0;
+const SLOW: Duration = Duration::from_secs(1);
+const SLOW_SHARE: f64 = 0.02;
+const DEADLINE: Duration = Duration::from_secs(2);
+const SEED: u64 = 11;
+
+/// What the host does, and what it counts.
+#[derive(Clone)]
+struct Host {
+    entropy: Entropy,
+    requests: Arc<AtomicU64>,
+    hedges: Arc<Mutex<Vec<Duration>>>,
+    failing: Arc<AtomicBool>,
+    start: Instant,
+}
+
+type Mutex<T> = std::sync::Mutex<T>;
+
+impl Host {
+    fn new() -> Self {
+        Self {
+            entropy: Entropy::seeded(SEED + 1),
+            requests: Arc::default(),
+            hedges: Arc::default(),
+            failing: Arc::default(),
+            start: Instant::now(),
+        }
+    }
+
+    fn router(&self) -> Router {
+        let host = self.clone();
+        Router::new().route(
+            "/",
+            get(move |request: Request| {
+                let host = host.clone();
+                async move {
+                    host.requests.fetch_add(1, Ordering::Relaxed);
+                    if request.headers().contains_key("x-timebox-attempt") {
+                        if let Ok(mut hedges) = host.hedges.lock() {
+                            hedges.push(host.start.elapsed());
+                        }
+                    }
+                    if host.failing.load(Ordering::Relaxed) {
+                        sleep(SLOW).await;
+                        return StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    let latency = if host.entropy.chance(SLOW_SHARE) {
+                        SLOW
+                    } else {
+                        Duration::from_millis(host.entropy.uniform(9..=11))
+                    };
+                    sleep(latency).await;
+                    StatusCode::OK
+                }
+            }),
+        )
+    }
+}
+
+struct Outcome {
+    latencies: Vec<Duration>,
+    host_requests: u64,
+    hedges: Vec<Duration>,
+}
+
+impl Outcome {
+    fn quantile(&self, q: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        let index = ((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1));
+        sorted.get(index).copied().unwrap_or_default()
+    }
+
+    fn extra_load(&self) -> f64 {
+        self.host_requests as f64 / CALLS as f64 - 1.0
+    }
+}
+
+/// Sends the calls; with `fail_at`, the host answers 503 after 1 s from
+/// that call on.
+fn execute(hedge: bool, max_retries: u64, fail_at: Option<usize>) -> Result<Outcome, BoxError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()?;
+    runtime.block_on(async {
+        let sim = Sim::new(SEED);
+        let host = Host::new();
+        sim.net().host("up", host.router());
+        let mut config = Config::default();
+        config.http.client.max_retries = max_retries;
+        config.http.client.hedge.enabled = hedge;
+        config.breaker.enabled = false;
+        let client = sim.client_with(&config);
+        let arrivals = Entropy::seeded(SEED);
+        let mut next = Instant::now();
+        let mut tasks = Vec::with_capacity(CALLS);
+        for call in 0..CALLS {
+            if fail_at == Some(call) {
+                host.failing.store(true, Ordering::Relaxed);
+            }
+            sleep_until(next).await;
+            let client = client.clone();
+            tasks.push(tokio::spawn(async move {
+                let sent = Instant::now();
+                let _ = Deadline::after(DEADLINE)
+                    .scope(client.get("http://up/").send())
+                    .await;
+                sent.elapsed()
+            }));
+            let uniform = (arrivals.next_u64() >> 11) as f64 / (1_u64 << 53) as f64;
+            next += Duration::from_secs_f64(-(1.0 - uniform).ln() / RATE);
+        }
+        let mut latencies = Vec::with_capacity(CALLS);
+        for task in tasks {
+            latencies.push(task.await?);
+        }
+        let hedges = host.hedges.lock().map(|h| h.clone()).unwrap_or_default();
+        Ok(Outcome {
+            latencies,
+            host_requests: host.requests.load(Ordering::Relaxed),
+            hedges,
+        })
+    })
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn plot(
+    path: &std::path::Path,
+    plain: &Outcome,
+    hedged: &Outcome,
+    failing: &Outcome,
+    fail_second: f64,
+) -> Result<(), BoxError> {
+    let root = SVGBackend::new(path, (1000, 460)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(
+        "Hedging: a host at 9–11 ms with 2 % of calls at 1 s, 200 calls a second",
+        ("sans-serif", 18),
+    )?;
+    let (left, right) = root.split_horizontally(500);
+    let quantiles = [0.5, 0.9, 0.95, 0.99, 0.995, 0.999];
+    let mut tail = ChartBuilder::on(&left)
+        .caption("latency by quantile (log)", ("sans-serif", 14))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0_f64..5.5, (5.0_f64..2000.0).log_scale())?;
+    tail.configure_mesh()
+        .x_labels(6)
+        .x_label_formatter(&|x| {
+            quantiles
+                .get(x.round() as usize)
+                .map_or(String::new(), |q| format!("p{}", q * 100.0))
+        })
+        .y_desc("ms")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()?;
+    for (outcome, label, color) in [
+        (plain, "no hedging", RGBColor(150, 150, 150)),
+        (hedged, "hedging (defaults)", RGBColor(30, 90, 200)),
+    ] {
+        let points: Vec<(f64, f64)> = quantiles
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| (i as f64, ms(outcome.quantile(q))))
+            .collect();
+        tail.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        tail.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    tail.configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.85))
+        .draw()?;
+
+    let seconds = (CALLS as f64 / RATE).ceil() as usize + 3;
+    let mut per_second = vec![0_u32; seconds];
+    for at in &failing.hedges {
+        if let Some(slot) = per_second.get_mut(at.as_secs() as usize) {
+            *slot += 1;
+        }
+    }
+    let highest = per_second.iter().copied().max().unwrap_or(1).max(1);
+    let mut load = ChartBuilder::on(&right)
+        .caption(
+            "hedges a second; the host fails outright from the line on",
+            ("sans-serif", 14),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0_f64..seconds as f64, 0.0_f64..f64::from(highest) * 1.2)?;
+    load.configure_mesh()
+        .x_desc("s")
+        .y_desc("hedges /s")
+        .draw()?;
+    load.draw_series(LineSeries::new(
+        [(fail_second, 0.0), (fail_second, f64::from(highest) * 1.2)],
+        RED.stroke_width(2),
+    ))?;
+    load.draw_series(LineSeries::new(
+        per_second
+            .iter()
+            .enumerate()
+            .map(|(s, &n)| (s as f64 + 0.5, f64::from(n))),
+        RGBColor(30, 90, 200).stroke_width(2),
+    ))?;
+    root.present()?;
+    Ok(())
+}
+
+fn main() -> Result<(), BoxError> {
+    let plain = execute(false, 0, None)?;
+    let hedged = execute(true, 0, None)?;
+    let fail_at = CALLS / 2;
+    let failing = execute(true, 3, Some(fail_at))?;
+    println!(
+        "hedging in virtual time: {CALLS} calls at {RATE}/s to a host at 9–11 ms with \
+         {}% of calls at {} s",
+        SLOW_SHARE * 100.0,
+        SLOW.as_secs()
+    );
+    println!();
+    println!("| client | p50 (ms) | p99 (ms) | p99.9 (ms) | extra load |");
+    println!("|---|---:|---:|---:|---:|");
+    for (label, outcome) in [("no hedging", &plain), ("hedging, defaults", &hedged)] {
+        println!(
+            "| {label} | {:.1} | {:.1} | {:.1} | {:.2} % |",
+            ms(outcome.quantile(0.5)),
+            ms(outcome.quantile(0.99)),
+            ms(outcome.quantile(0.999)),
+            outcome.extra_load() * 100.0,
+        );
+    }
+    println!();
+    println!(
+        "p99 hedged / unhedged: {:.3}",
+        ms(hedged.quantile(0.99)) / ms(plain.quantile(0.99))
+    );
+    let fail_second = fail_at as f64 / RATE;
+    let after: Vec<&Duration> = failing
+        .hedges
+        .iter()
+        .filter(|at| at.as_secs_f64() >= fail_second)
+        .collect();
+    let last = after
+        .last()
+        .map_or(0.0, |at| at.as_secs_f64() - fail_second);
+    println!(
+        "host failing outright from {fail_second:.0} s: {} hedges after that, the last {:.2} s in",
+        after.len(),
+        last
+    );
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    std::fs::create_dir_all(&docs)?;
+    let svg = docs.join("hedging.svg");
+    plot(&svg, &plain, &hedged, &failing, fail_second)?;
+    println!("plot: {}", svg.canonicalize()?.display());
+    Ok(())
+}

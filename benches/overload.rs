@@ -1,0 +1,330 @@
+//! The overload experiment, in virtual time: what a server does with more
+//! work than it can serve, with no admission, with tower's
+//! `ConcurrencyLimit` + `LoadShed`, and with timebox's admission (A2:
+//! `fixed:10` and `gradient2`).
+//!
+//! The server is a sim host (`timebox::sim::SimNet`) with 10 workers (a
+//! semaphore) and a 10 ms service time: a capacity of 1000 requests a
+//! second. Clients arrive at random (Poisson, one seeded source) at 0.5×,
+//! 1×, 2× and 4× that capacity for 6 s each (the first second, while the
+//! queue forms, is not measured), every request with a 200 ms
+//! deadline (the timebox client sends it as `x-timebox-deadline-ms`, and
+//! gives up at it; the sim host then drops the handler, as a server does
+//! when its client hangs up). No retries, no breaker: the offered load is
+//! what arrives.
+//!
+//! Two figures per run: the goodput (answers within their deadline, per
+//! second) and the p99 latency of the admitted requests (those answered
+//! 200). The goal at 4×: timebox's goodput at least 90 % of capacity, and
+//! its admitted p99 at most twice the unloaded median.
+//!
+//! Run it (prints the table and rewrites `docs/overload.svg`):
+//!
+//! ```text
+//! cargo bench -p timebox-benches --bench overload
+//! ```
+
+use std::error::Error;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::State;
+use axum::routing::get;
+use axum::Router;
+use http::StatusCode;
+use plotters::prelude::*;
+use timebox::config::{Concurrency, Config};
+use timebox::deadline::Deadline;
+use timebox::entropy::Entropy;
+use timebox::server::TimeboxLayer;
+use timebox::sim::Sim;
+use tokio::sync::Semaphore;
+use tokio::time::{sleep, sleep_until, Instant};
+use tower::ServiceBuilder;
+
+type BoxError = Box<dyn Error>;
+
+const WORKERS: usize = 10;
+const SERVICE_TIME: Duration = Duration::from_millis(10);
+/// The service time varies by up to this much either way, in µs: exactly
+/// equal service times would free the slots in lockstep.
+const JITTER_US: u64 = 1000;
+/// Requests a second the workers can serve.
+const CAPACITY: f64 = 1000.0;
+const DEADLINE: Duration = Duration::from_millis(200);
+/// How long each load is offered, and the first part of it that is not
+/// measured (the queue forming).
+const RUN: Duration = Duration::from_secs(6);
+const WARM_UP: Duration = Duration::from_secs(1);
+const LOADS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
+const SEED: u64 = 7;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    NoAdmission,
+    TowerShed,
+    TimeboxFixed,
+    TimeboxGradient2,
+}
+
+impl Variant {
+    const ALL: [Self; 4] = [
+        Self::NoAdmission,
+        Self::TowerShed,
+        Self::TimeboxFixed,
+        Self::TimeboxGradient2,
+    ];
+
+    const fn label(self) -> &'static str {
+        match self {
+            Self::NoAdmission => "no admission",
+            Self::TowerShed => "tower ConcurrencyLimit(10) + LoadShed",
+            Self::TimeboxFixed => "timebox concurrency = \"fixed:10\"",
+            Self::TimeboxGradient2 => "timebox concurrency = \"gradient2\"",
+        }
+    }
+
+    const fn color(self) -> RGBColor {
+        match self {
+            Self::NoAdmission => RGBColor(150, 150, 150),
+            Self::TowerShed => RGBColor(230, 120, 30),
+            Self::TimeboxFixed => RGBColor(30, 90, 200),
+            Self::TimeboxGradient2 => RGBColor(40, 160, 80),
+        }
+    }
+
+    /// The server of this variant: the workers behind its admission.
+    fn router(self) -> Router {
+        let server = Arc::new(Server {
+            workers: Semaphore::new(WORKERS),
+            entropy: Entropy::seeded(SEED + 1),
+        });
+        let service = Router::new().route("/", get(work)).with_state(server);
+        let admission = |concurrency| {
+            let mut config = Config::default();
+            config.server.timeouts.accept_deadline_header = true;
+            config.server.timeouts.request_timeout_ms = Some(1000);
+            config.server.admission.concurrency = concurrency;
+            TimeboxLayer::new(&config)
+        };
+        match self {
+            Self::NoAdmission => service,
+            Self::TowerShed => service.layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(|_: tower::BoxError| async {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    }))
+                    .load_shed()
+                    .concurrency_limit(WORKERS),
+            ),
+            Self::TimeboxFixed => service.layer(admission(Concurrency::Fixed(
+                NonZeroUsize::new(WORKERS).expect("10 is not 0"),
+            ))),
+            Self::TimeboxGradient2 => service.layer(admission(Concurrency::Gradient2)),
+        }
+    }
+}
+
+/// One request's work: a worker for 10 ms, give or take 1 ms.
+async fn work(State(server): State<Arc<Server>>) -> StatusCode {
+    let Ok(_worker) = server.workers.acquire().await else {
+        return StatusCode::INTERNAL_SERVER_ERROR;
+    };
+    let jitter = server.entropy.uniform(0..=2 * JITTER_US);
+    sleep(SERVICE_TIME - Duration::from_micros(JITTER_US) + Duration::from_micros(jitter)).await;
+    StatusCode::OK
+}
+
+/// The sim host's workers, and the random source of its service times.
+struct Server {
+    workers: Semaphore,
+    entropy: Entropy,
+}
+
+/// What one run saw, of the requests sent after the warm-up.
+struct Outcome {
+    offered: usize,
+    /// Latencies of the requests answered 200 within their deadline.
+    good: Vec<Duration>,
+}
+
+impl Outcome {
+    /// Good answers a second over the measured part of the run.
+    fn goodput(&self) -> f64 {
+        self.good.len() as f64 / (RUN - WARM_UP).as_secs_f64()
+    }
+
+    fn quantile(&self, q: f64) -> Duration {
+        let mut sorted = self.good.clone();
+        sorted.sort();
+        let index = ((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1));
+        sorted.get(index).copied().unwrap_or_default()
+    }
+}
+
+/// Offers `load` × capacity to `variant` for [`RUN`], in virtual time.
+fn execute(variant: Variant, load: f64) -> Result<Outcome, BoxError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()?;
+    runtime.block_on(async {
+        let sim = Sim::new(SEED);
+        sim.net().host("svc", variant.router());
+        let mut config = Config::default();
+        config.http.client.max_retries = 0;
+        config.breaker.enabled = false;
+        let client = sim.client_with(&config);
+        let arrivals = Entropy::seeded(SEED);
+        let rate = load * CAPACITY;
+        let start = Instant::now();
+        let mut next = start;
+        let mut tasks = Vec::new();
+        while next < start + RUN {
+            sleep_until(next).await;
+            let client = client.clone();
+            let measured = next >= start + WARM_UP;
+            tasks.push(tokio::spawn(async move {
+                let sent = Instant::now();
+                let result = Deadline::after(DEADLINE)
+                    .scope(client.get("http://svc/").send())
+                    .await;
+                let took = sent.elapsed();
+                let good = matches!(result, Ok(response) if response.status() == StatusCode::OK)
+                    && took <= DEADLINE;
+                (measured, good.then_some(took))
+            }));
+            // Poisson arrivals: exponential gaps of mean 1/rate.
+            let uniform = (arrivals.next_u64() >> 11) as f64 / (1_u64 << 53) as f64;
+            next += Duration::from_secs_f64(-(1.0 - uniform).ln() / rate);
+        }
+        let mut offered = 0;
+        let mut good = Vec::new();
+        for task in tasks {
+            let (measured, took) = task.await?;
+            offered += usize::from(measured);
+            if let (true, Some(took)) = (measured, took) {
+                good.push(took);
+            }
+        }
+        Ok(Outcome { offered, good })
+    })
+}
+
+fn plot(
+    path: &std::path::Path,
+    results: &[(Variant, Vec<(f64, Outcome)>)],
+) -> Result<(), BoxError> {
+    let root = SVGBackend::new(path, (1000, 460)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(
+        "Overload: 10 workers × 10 ms (capacity 1000/s), clients with 200 ms deadlines",
+        ("sans-serif", 18),
+    )?;
+    let (left, right) = root.split_horizontally(500);
+    let mut goodput = ChartBuilder::on(&left)
+        .caption(
+            "goodput (answers within the deadline per second)",
+            ("sans-serif", 14),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0_f64..4.5, 0.0_f64..1200.0)?;
+    goodput
+        .configure_mesh()
+        .x_desc("offered load (× capacity)")
+        .y_desc("goodput /s")
+        .draw()?;
+    goodput.draw_series(LineSeries::new(
+        [(0.0, 900.0), (4.5, 900.0)],
+        BLACK.mix(0.4).stroke_width(1),
+    ))?;
+    let mut tail = ChartBuilder::on(&right)
+        .caption("p99 latency of admitted requests (log)", ("sans-serif", 14))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0_f64..4.5, (5.0_f64..300.0).log_scale())?;
+    tail.configure_mesh()
+        .x_desc("offered load (× capacity)")
+        .y_desc("ms")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()?;
+    tail.draw_series(LineSeries::new(
+        [(0.0, 20.0), (4.5, 20.0)],
+        BLACK.mix(0.4).stroke_width(1),
+    ))?;
+    for (variant, runs) in results {
+        let color = variant.color();
+        let points: Vec<(f64, f64)> = runs.iter().map(|(load, o)| (*load, o.goodput())).collect();
+        goodput
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(variant.label())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        goodput.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        let p99: Vec<(f64, f64)> = runs
+            .iter()
+            .map(|(load, o)| (*load, o.quantile(0.99).as_secs_f64() * 1000.0))
+            .collect();
+        tail.draw_series(LineSeries::new(p99.clone(), color.stroke_width(2)))?;
+        tail.draw_series(p99.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    goodput
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.85))
+        .label_font(("sans-serif", 12))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn main() -> Result<(), BoxError> {
+    let mut results = Vec::new();
+    for variant in Variant::ALL {
+        let mut runs = Vec::new();
+        for load in LOADS {
+            runs.push((load, execute(variant, load)?));
+        }
+        results.push((variant, runs));
+    }
+    let unloaded = results[0].1[0].1.quantile(0.5);
+    println!(
+        "overload in virtual time: {WORKERS} workers × {} ms (capacity {CAPACITY}/s), \
+         200 ms deadlines, {} s per load, the first {} s not measured; unloaded median {:.1} ms",
+        SERVICE_TIME.as_millis(),
+        RUN.as_secs(),
+        WARM_UP.as_secs(),
+        unloaded.as_secs_f64() * 1000.0
+    );
+    println!();
+    println!("| admission | load | offered /s | goodput /s | goodput / capacity | admitted p50 (ms) | admitted p99 (ms) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (variant, runs) in &results {
+        for (load, outcome) in runs {
+            println!(
+                "| {} | {load}× | {:.0} | {:.0} | {:.3} | {:.1} | {:.1} |",
+                variant.label(),
+                outcome.offered as f64 / (RUN - WARM_UP).as_secs_f64(),
+                outcome.goodput(),
+                outcome.goodput() / CAPACITY,
+                outcome.quantile(0.5).as_secs_f64() * 1000.0,
+                outcome.quantile(0.99).as_secs_f64() * 1000.0,
+            );
+        }
+    }
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    std::fs::create_dir_all(&docs)?;
+    let svg = docs.join("overload.svg");
+    plot(&svg, &results)?;
+    println!();
+    println!("plot: {}", svg.canonicalize()?.display());
+    Ok(())
+}
