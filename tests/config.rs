@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use timebox::config::{
-    BreakerConfig, BudgetConfig, CancelledCallOutcome, Config, ConfigError, Loader, Profile,
+    BreakerConfig, BudgetConfig, CancelledCallOutcome, Concurrency, Config, ConfigError,
+    DeadlineCheck, Loader, Profile,
 };
 
 /// A directory of its own under the system temp dir, removed on drop.
@@ -666,4 +667,88 @@ fn a_disabled_breaker_is_not_validated() {
         keys(&config.validate().unwrap_err()),
         ["breaker.window_secs"]
     );
+}
+
+#[test]
+fn admission_and_hedging_defaults_equal_the_design() {
+    let admission = &Config::default().server.admission;
+    assert_eq!(admission.deadline_check, DeadlineCheck::Dark);
+    assert!((admission.max_reject_fraction - 0.2).abs() < f64::EPSILON);
+    assert_eq!(admission.concurrency, Concurrency::Off);
+    assert_eq!(admission.queue.target_ms, 5);
+    assert_eq!(admission.queue.interval_ms, 100);
+    let hedge = &Config::default().http.client.hedge;
+    assert!(!hedge.enabled);
+    assert_eq!(hedge.delay_ms, None);
+    assert_eq!(hedge.hedge_cost, 5);
+    assert!((hedge.max_extra_load - 0.05).abs() < f64::EPSILON);
+}
+
+#[test]
+fn admission_and_hedging_load_from_toml_and_the_environment() {
+    let config = Config::from_toml_str(
+        "[server.admission]\ndeadline_check = \"enforce\"\nconcurrency = \"fixed:64\"\n\
+         [server.admission.queue]\ntarget_ms = 10\n\
+         [http.client.hedge]\nenabled = true\ndelay_ms = 25",
+    )
+    .unwrap();
+    assert_eq!(
+        config.server.admission.deadline_check,
+        DeadlineCheck::Enforce
+    );
+    assert_eq!(
+        config.server.admission.concurrency,
+        Concurrency::Fixed(std::num::NonZeroUsize::new(64).unwrap())
+    );
+    assert_eq!(config.server.admission.queue.target_ms, 10);
+    assert_eq!(config.http.client.hedge.delay_ms, Some(25));
+    let config = load_env(&[("TIMEBOX_SERVER__ADMISSION__CONCURRENCY", "gradient2")]).unwrap();
+    assert_eq!(config.server.admission.concurrency, Concurrency::Gradient2);
+}
+
+#[test]
+fn a_concurrency_of_no_known_form_is_an_error_naming_the_key() {
+    let err = Config::from_toml_str("[server.admission]\nconcurrency = \"fixed:0\"").unwrap_err();
+    assert_eq!(keys(&err), ["server.admission.concurrency"]);
+    let message = err.to_string();
+    assert!(
+        message.contains("\"fixed:N\" with N at least 1"),
+        "{message}"
+    );
+    let err = Config::from_toml_str("[server.admission]\ndeadline_check = \"on\"").unwrap_err();
+    assert_eq!(keys(&err), ["server.admission.deadline_check"]);
+}
+
+#[test]
+fn admission_and_hedging_values_out_of_range_are_refused_by_key() {
+    let mut config = Config::default();
+    config.server.admission.max_reject_fraction = 1.5;
+    config.server.admission.queue.target_ms = 200;
+    config.http.client.hedge.max_extra_load = -0.1;
+    config.http.client.hedge.hedge_cost = 0;
+    // Hedging off: its values are not judged.
+    let err = config.validate().unwrap_err();
+    assert_eq!(
+        keys(&err),
+        [
+            "server.admission.max_reject_fraction",
+            "server.admission.queue.target_ms"
+        ]
+    );
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(0);
+    let err = config.validate().unwrap_err();
+    assert_eq!(
+        keys(&err),
+        [
+            "server.admission.max_reject_fraction",
+            "server.admission.queue.target_ms",
+            "http.client.hedge.delay_ms",
+            "http.client.hedge.hedge_cost",
+            "http.client.hedge.max_extra_load"
+        ]
+    );
+    config.server.admission.queue.interval_ms = 0;
+    let err = config.validate().unwrap_err();
+    assert!(keys(&err).contains(&"server.admission.queue.interval_ms"));
 }

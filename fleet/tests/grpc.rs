@@ -456,3 +456,35 @@ async fn a_method_deadline_is_told_when_set_and_when_exceeded() {
         ]
     );
 }
+
+// A1 on the gRPC server: a call with less time than its method takes is
+// not started.
+#[tokio::test(start_paused = true)]
+async fn a_call_shorter_than_its_methods_median_is_refused_with_deadline_exceeded() {
+    let mut config = Config::default();
+    config.server.admission.deadline_check = timebox::config::DeadlineCheck::Enforce;
+    let probe = Probe::default();
+    let channel = serve(probe.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let mut relay = RelayClient::new(channel);
+    // 100 calls of 40 ms teach the method its median.
+    for _ in 0..100 {
+        relay.wait(wait(40)).await.unwrap();
+    }
+    let calls = probe.calls();
+    let mut request = Request::new(wait(40));
+    request.set_timeout(MS(10));
+    let start = Instant::now();
+    let status = relay.wait(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "refused before the handler ran"
+    );
+    assert_eq!(probe.calls(), calls);
+    let message = status.message();
+    assert!(
+        message.contains("takes 40 ms") && message.contains("was not started"),
+        "{message}"
+    );
+}

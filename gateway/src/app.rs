@@ -111,8 +111,10 @@ async fn models() -> Json<serde_json::Value> {
 ///
 /// The answer that is not streamed runs under the request deadline
 /// (`server.timeouts.request_timeout_ms`); a stream runs under its watchdog
-/// (`stream.*`) instead.
-#[post("/v1/chat/completions")]
+/// (`stream.*`) instead. No completion is worth starting with less than
+/// 100 ms left: the deadline check (dark by default, so only counted in
+/// `/metrics`) compares a caller's `x-timebox-deadline-ms` with that.
+#[post("/v1/chat/completions", min_budget_ms = 100)]
 async fn chat_completions(
     State(app): State<App>,
     drain: DrainToken,

@@ -49,6 +49,27 @@ async fn cause_a_hung_stream_and_a_timed_out_request(gateway: &Gateway) {
         "{}",
         late.text().await.unwrap_or_default()
     );
+    // Five streams whose callers leave them 50 ms, under the chat route's
+    // `min_budget_ms = 100`.
+    for _ in 0..5 {
+        let mut short = client
+            .post(format!("{}{CHAT}", gateway.base))
+            .header("content-type", "application/json")
+            .header("x-timebox-deadline-ms", "50")
+            .body(
+                serde_json::json!({
+                    "model": "scripted-fast",
+                    "messages": [{ "role": "user", "content": "Quick?" }],
+                    "stream": true,
+                })
+                .to_string(),
+            )
+            .send()
+            .await
+            .expect("the gateway answers");
+        assert_eq!(short.status(), 200, "dark mode serves it");
+        read_to_end(&mut short).await;
+    }
 }
 
 async fn metrics_text(gateway: &Gateway) -> String {
@@ -136,6 +157,17 @@ async fn the_metrics_parse_with_the_official_parser_and_count_what_happened() {
             &parsed,
             "timebox_deadline_exceeded_total",
             &[("stage", "handler"), ("route", CHAT)]
+        ),
+        Some(1.0),
+        "{parsed}"
+    );
+    // Dark-mode admission counted the one request of five that it would
+    // have refused (the cap lets a fifth through), and served them all.
+    assert_eq!(
+        sample(
+            &parsed,
+            "timebox_server_shed_total",
+            &[("reason", "deadline_too_short_dark"), ("route", CHAT)]
         ),
         Some(1.0),
         "{parsed}"

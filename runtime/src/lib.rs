@@ -48,7 +48,7 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(any(feature = "server", feature = "client"))]
+#[cfg(any(feature = "server", feature = "client", feature = "grpc"))]
 mod admission;
 mod attempt;
 pub mod breaker;

@@ -1,7 +1,9 @@
 //! [`DeadlineCheck`]: A1, a request whose time left is below its route's
 //! service time is refused before extraction.
 
-use std::sync::{Arc, Mutex, PoisonError};
+#[cfg(feature = "server")]
+use std::sync::Arc;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,6 +11,7 @@ use tokio::time::Instant;
 use super::fraction::FractionCap;
 use super::window::LatencyWindow;
 use crate::config::{AdmissionConfig, DeadlineCheck as Mode};
+use crate::observe::{Event, Label, Observers, ShedReason};
 
 /// One route's deadline check: its estimate of the service time and its
 /// cap on refusals.
@@ -51,20 +54,21 @@ pub(crate) enum Verdict {
 
 impl DeadlineCheck {
     /// The check of one route, or `None` when `deadline_check` is off.
+    #[cfg(feature = "server")]
     pub(crate) fn new(config: &AdmissionConfig, min_budget: Option<Duration>) -> Option<Arc<Self>> {
-        let enforce = match config.deadline_check {
-            Mode::Off => return None,
-            Mode::Dark => false,
-            Mode::Enforce => true,
-        };
-        Some(Arc::new(Self {
-            enforce,
+        (config.deadline_check != Mode::Off).then(|| Arc::new(Self::on(config, min_budget)))
+    }
+
+    /// The check of one route, for a caller that knows the check is on.
+    pub(crate) fn on(config: &AdmissionConfig, min_budget: Option<Duration>) -> Self {
+        Self {
+            enforce: config.deadline_check == Mode::Enforce,
             min_budget,
             state: Mutex::new(State {
                 window: LatencyWindow::new(),
                 cap: FractionCap::new(config.max_reject_fraction),
             }),
-        }))
+        }
     }
 
     /// Judges a request with `time_left` before its deadline.
@@ -90,8 +94,18 @@ impl DeadlineCheck {
         }
     }
 
+    /// Counts a request of the route that has no deadline to judge: one of
+    /// the route's requests all the same, for the cap on refusals.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn count(&self) {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.cap.count(now);
+    }
+
     /// Whether the route learns its service time from its requests (it has
     /// no `min_budget_ms`).
+    #[cfg(feature = "server")]
     pub(crate) fn learns(&self) -> bool {
         self.min_budget.is_none()
     }
@@ -101,5 +115,65 @@ impl DeadlineCheck {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.window.record(now, latency);
+    }
+}
+
+/// A request the check refused, for the answer of its protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooShort {
+    pub(crate) time_left: Duration,
+    pub(crate) estimate: Duration,
+    /// Where the estimate came from, in words for the answer.
+    pub(crate) from: &'static str,
+}
+
+impl DeadlineCheck {
+    /// Judges a request with `time_left` on the route `route` (named
+    /// `label` in events): `Some` when it is refused, `None` to serve it,
+    /// told as `deadline_too_short_dark` when dark mode would have refused
+    /// it. HTTP answers a refusal with 504, gRPC with `DEADLINE_EXCEEDED`.
+    pub(crate) fn judge(
+        &self,
+        time_left: Duration,
+        route: &str,
+        label: Option<Label>,
+        observers: &Observers,
+    ) -> Option<TooShort> {
+        let Verdict::TooShort {
+            time_left,
+            estimate,
+            source,
+            enforced,
+        } = self.check(time_left)
+        else {
+            return None;
+        };
+        let reason = if enforced {
+            ShedReason::DeadlineTooShort
+        } else {
+            ShedReason::DeadlineTooShortDark
+        };
+        observers.emit(|| Event::RequestShed {
+            reason,
+            route: label,
+        });
+        if !enforced {
+            return None;
+        }
+        tracing::info!(
+            route,
+            time_left_ms = time_left.as_millis(),
+            estimate_ms = estimate.as_millis(),
+            "request refused: its deadline is too short for the route",
+        );
+        let from = match source {
+            EstimateSource::MinBudget => "its `min_budget_ms`",
+            EstimateSource::Median => "the median of its successful requests over the last 30 s",
+        };
+        Some(TooShort {
+            time_left,
+            estimate,
+            from,
+        })
     }
 }

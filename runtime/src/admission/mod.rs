@@ -11,20 +11,26 @@
 //! (A3) reuses [`LatencyWindow`] for its delays and [`FractionCap`] for its
 //! extra load.
 
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "grpc"))]
 mod deadline_check;
 mod fraction;
 #[cfg(feature = "server")]
 mod limit;
 #[cfg(feature = "server")]
 mod limiter;
+#[cfg(any(feature = "server", feature = "grpc"))]
+mod table;
 mod window;
 
-#[cfg(feature = "server")]
-pub(crate) use deadline_check::{DeadlineCheck, EstimateSource, Verdict};
+#[cfg(any(feature = "server", feature = "grpc"))]
+pub(crate) use deadline_check::DeadlineCheck;
+#[cfg(feature = "grpc")]
+pub(crate) use deadline_check::TooShort;
 #[cfg(feature = "client")]
 pub(crate) use fraction::FractionCap;
 #[cfg(feature = "server")]
 pub(crate) use limiter::{Acquire, Limiter, Permit, Refusal};
+#[cfg(any(feature = "server", feature = "grpc"))]
+pub(crate) use table::RouteTable;
 #[cfg(feature = "client")]
 pub(crate) use window::{Estimate, LatencyWindow};

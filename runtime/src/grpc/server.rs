@@ -13,7 +13,8 @@ use tokio::time::Instant;
 use tonic::Status;
 use tower_service::Service;
 
-use crate::config::{Config, MethodTimeout};
+use crate::admission::{DeadlineCheck, RouteTable};
+use crate::config::{AdmissionConfig, Config, DeadlineCheck as CheckMode, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{BoundedLabels, Event, Label, Observers, ShedReason, Stage};
@@ -41,6 +42,31 @@ pub(crate) struct ServerSettings {
     /// `server.grpc.methods`; every other path, which a caller may make up,
     /// is `other`.
     pub(crate) routes: Arc<BoundedLabels>,
+    /// The deadline check (A1) of each method, by full name; `None` when
+    /// the check is off.
+    pub(crate) checks: Option<Arc<MethodChecks>>,
+}
+
+/// The deadline checks of a server's methods, made on a method's first
+/// call (at most 256: a caller may send any path).
+#[derive(Debug)]
+pub(crate) struct MethodChecks {
+    admission: AdmissionConfig,
+    methods: RouteTable<DeadlineCheck>,
+}
+
+impl MethodChecks {
+    fn new(admission: &AdmissionConfig) -> Option<Self> {
+        (admission.deadline_check != CheckMode::Off).then(|| Self {
+            admission: admission.clone(),
+            methods: RouteTable::new(MAX_ROUTES),
+        })
+    }
+
+    fn get(&self, method: &str) -> Option<Arc<DeadlineCheck>> {
+        self.methods
+            .get(method, || DeadlineCheck::on(&self.admission, None))
+    }
 }
 
 /// A method's own rule.
@@ -74,6 +100,7 @@ impl ServerSettings {
             entropy: Entropy::from_os(),
             observers: config.observers.clone(),
             routes: Arc::new(BoundedLabels::new(MAX_ROUTES)),
+            checks: MethodChecks::new(&config.server.admission).map(Arc::new),
         }
     }
 
@@ -165,10 +192,19 @@ where
             }
             None => None,
         };
+        // A1: each method learns its service time from every call.
+        let check = (settings.checks.as_ref()).and_then(|checks| checks.get(req.uri().path()));
+        let start = Instant::now();
+        let learn = check.clone().map(|check| Learn { check, start });
         let Some(budget) = settings.budget(req.uri().path(), req.headers()) else {
+            // Not judged, but one of the method's calls for the cap.
+            if let Some(check) = &check {
+                check.count();
+            }
             return GrpcServerFuture {
                 state: CallState::Passthrough(self.inner.call(req)),
                 guard,
+                learn,
             };
         };
         let route = settings.route(req.uri().path());
@@ -186,7 +222,15 @@ where
             let status = expired(req.uri(), &budget, &told);
             return GrpcServerFuture::answered(status, guard);
         }
-        let deadline = Deadline::after_start(Instant::now(), budget.length);
+        // A1: a call with less time than its method takes is not started.
+        if let Some(check) = &check {
+            let path = req.uri().path();
+            let refused = check.judge(budget.length, path, told.route.clone(), &told.observers);
+            if let Some(refused) = refused {
+                return GrpcServerFuture::answered(status::deadline_too_short(&refused), guard);
+            }
+        }
+        let deadline = Deadline::after_start(start, budget.length);
         let uri = req.uri().clone();
         let future = deadline.sync_scope(|| self.inner.call(req));
         GrpcServerFuture {
@@ -197,6 +241,7 @@ where
                 told,
             },
             guard,
+            learn,
         }
     }
 }
@@ -209,6 +254,27 @@ pub struct GrpcServerFuture<F> {
     #[pin]
     state: CallState<F>,
     guard: Option<InFlightGuard>,
+    learn: Option<Learn>,
+}
+
+/// A method's check and when its call started: a call whose head says no
+/// error is a success whose latency the method learns (A1).
+#[derive(Debug)]
+struct Learn {
+    check: Arc<DeadlineCheck>,
+    start: Instant,
+}
+
+impl Learn {
+    fn answered(self, headers: &HeaderMap) {
+        // A trailers-only answer carries its status in the head.
+        let failed = headers
+            .get("grpc-status")
+            .is_some_and(|code| code.as_bytes() != b"0");
+        if !failed {
+            self.check.record_success(self.start.elapsed());
+        }
+    }
 }
 
 #[pin_project(project = CallStateProj)]
@@ -235,6 +301,7 @@ impl<F> GrpcServerFuture<F> {
         Self {
             state: CallState::Answered(Some(status)),
             guard,
+            learn: None,
         }
     }
 }
@@ -250,6 +317,9 @@ where
         let status = match this.state.as_mut().project() {
             CallStateProj::Passthrough(future) => {
                 let response = ready!(future.poll(cx))?;
+                if let Some(learn) = this.learn.take() {
+                    learn.answered(response.headers());
+                }
                 let guard = this.guard.take();
                 return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, guard))));
             }
@@ -261,6 +331,9 @@ where
             } => match ready!(future.as_mut().poll(cx)) {
                 Ok(result) => {
                     let (parts, body) = result?.into_parts();
+                    if let Some(learn) = this.learn.take() {
+                        learn.answered(&parts.headers);
+                    }
                     let budget = budget.take().expect("polled after completion");
                     let body = future.hand_over(body);
                     let body = GrpcBody::gated(body, budget, Side::Server, this.guard.take());

@@ -97,6 +97,18 @@ pub(crate) fn shutting_down(entropy: &Entropy) -> Status {
     status
 }
 
+/// `DEADLINE_EXCEEDED` for a call with less time left than its method
+/// takes (A1), naming both numbers; no pushback (the same call would be
+/// refused again).
+pub(crate) fn deadline_too_short(refused: &crate::admission::TooShort) -> Status {
+    Status::deadline_exceeded(format!(
+        "the call has {} ms left, and this method takes {} ms ({}); it was not started",
+        refused.time_left.as_millis(),
+        refused.estimate.as_millis(),
+        refused.from,
+    ))
+}
+
 /// A timebox client call's error as a gRPC status, for a tonic handler
 /// that calls out with timebox's [`Client`](crate::client::Client) and
 /// answers with `?`.

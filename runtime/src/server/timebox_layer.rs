@@ -1,10 +1,9 @@
 //! [`TimeboxLayer`]: the outer layer of a timebox router.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -16,8 +15,8 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal};
-use crate::config::{AdmissionConfig, Config};
+use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal, RouteTable};
+use crate::config::{AdmissionConfig, Config, DeadlineCheck as CheckMode};
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Label, Observers, ShedReason, Stage};
@@ -334,11 +333,11 @@ where
 }
 
 /// The deadline checks of the plain routes under one `TimeboxLayer`, by
-/// route template (a router's routes: a bounded set).
+/// route template (a router's routes).
 #[derive(Debug)]
 struct PlainChecks {
     admission: AdmissionConfig,
-    routes: RwLock<HashMap<String, Arc<PlainRoute>>>,
+    routes: RouteTable<PlainRoute>,
 }
 
 /// One route's check, and whether the route is a plain one: a route with a
@@ -354,13 +353,14 @@ const UNKNOWN: u8 = 0;
 const PLAIN: u8 = 1;
 const RULED: u8 = 2;
 
+/// Most routes a layer keeps a check for: far more than a router has.
+const MAX_ROUTES: usize = 1024;
+
 impl PlainChecks {
     fn new(admission: &AdmissionConfig) -> Option<Self> {
-        // A probe check: `None` when the check is off.
-        DeadlineCheck::new(admission, None)?;
-        Some(Self {
+        (admission.deadline_check != CheckMode::Off).then(|| Self {
             admission: admission.clone(),
-            routes: RwLock::new(HashMap::new()),
+            routes: RouteTable::new(MAX_ROUTES),
         })
     }
 
@@ -369,24 +369,10 @@ impl PlainChecks {
         let RouteName::Matched(Some(path)) = route else {
             return None;
         };
-        let path = path.as_str();
-        if let Some(found) = self
-            .routes
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(path)
-        {
-            return Some(Arc::clone(found));
-        }
-        let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
-        let entry = routes.entry(path.to_owned()).or_insert_with(|| {
-            Arc::new(PlainRoute {
-                check: DeadlineCheck::new(&self.admission, None)
-                    .expect("the check is on: `PlainChecks::new` said so"),
-                kind: AtomicU8::new(UNKNOWN),
-            })
-        });
-        Some(Arc::clone(entry))
+        self.routes.get(path.as_str(), || PlainRoute {
+            check: Arc::new(DeadlineCheck::on(&self.admission, None)),
+            kind: AtomicU8::new(UNKNOWN),
+        })
     }
 }
 
