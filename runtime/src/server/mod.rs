@@ -57,6 +57,33 @@
 //! Only the time to the response head is bounded: a streaming body keeps
 //! going after the handler returned. A route with no deadline reads no clock.
 //!
+//! # Admission
+//!
+//! Before step 3, two rules of `[server.admission]` (DESIGN §14) may keep
+//! the handler from running at all, so a refused request reads no body:
+//!
+//! - The deadline check (A1, `deadline_check`, default `"dark"`): a request
+//!   whose time left is below its route's service time (the route's
+//!   `min_budget_ms`, else the median of its successful requests of the
+//!   last 30 s once there are 100) is refused with `504`, problem+json
+//!   type `urn:timebox:deadline-too-short` naming both numbers, no
+//!   `Retry-After`, and `x-timebox-shed: deadline_too_short`; in dark mode
+//!   it is only counted (`request_shed`, reason `deadline_too_short_dark`).
+//!   At most `max_reject_fraction` of a route's requests in any 10 s are
+//!   refused. Routes mounted by the macros check for themselves; plain
+//!   routes are checked by a `TimeboxLayer` with a global deadline, from
+//!   their second request on (the first tells it whether the route has a
+//!   rule of its own). A route under a bare `RouteDeadlineLayer` has no
+//!   check.
+//! - The concurrency limit (A2, `concurrency`, default `"off"`), applied by
+//!   [`TimeboxLayer`] to every route under it: a request over the limit
+//!   waits, at most until the deadline known there (the global one,
+//!   shortened by an accepted header), and CoDel sheds it once it waited
+//!   `queue.target_ms` while the queue has not been empty for
+//!   `queue.interval_ms` (`503`, jittered `Retry-After`, `x-timebox-shed:
+//!   overloaded`); while congested the newest waiter is served first. A
+//!   request holds its slot until its response head.
+//!
 //! Below all of this, [`serve`] bounds each connection: a request head
 //! must arrive within `server.header_read_timeout_ms`, and an idle
 //! keep-alive connection closes after `server.keep_alive_timeout_secs`. A

@@ -62,6 +62,12 @@ use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName,
 /// own rule is `off` (it cannot learn the rule without running a plain
 /// handler).
 ///
+/// The layer also applies the server's admission (see
+/// [the module docs](super#admission)): the concurrency limit of
+/// `server.admission.concurrency` for every route under it (one limit per
+/// `TimeboxLayer::new`, shared by its clones), and, with a global deadline,
+/// the deadline check of plain routes.
+///
 /// The shutdown gate and the in-flight count are
 /// [`ShutdownGate`](super::ShutdownGate)'s, which [`serve`](super::serve)
 /// puts around the whole service.
