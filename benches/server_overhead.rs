@@ -13,7 +13,10 @@
 //! - `timebox_route_deadline_metrics`: `timebox_route_deadline` built from
 //!   a config observed by `MetricsObserver`, with the Prometheus recorder of
 //!   `metrics-exporter-prometheus` installed: every request records its
-//!   deadline in `timebox.deadline.remaining` (O3).
+//!   deadline in `timebox.deadline.remaining` (O3);
+//! - `timebox_route_deadline_unchecked`: `timebox_route_deadline` with the
+//!   deadline check (A1, on in dark mode by default) turned off, to show
+//!   what the check costs.
 //!
 //! Two groups: `server_overhead/in_process` calls the router with
 //! `tower::ServiceExt::oneshot`, so the layers' own cost is most of what is
@@ -101,8 +104,15 @@ fn metrics_config() -> Config {
     Config::default().observed_by(timebox::observe::MetricsObserver::new())
 }
 
-/// The five variants, by benchmark name.
-fn variants() -> [(&'static str, Router); 5] {
+/// The default config with the deadline check (A1) off.
+fn unchecked_config() -> Config {
+    let mut config = Config::default();
+    config.server.admission.deadline_check = timebox::config::DeadlineCheck::Off;
+    config
+}
+
+/// The six variants, by benchmark name.
+fn variants() -> [(&'static str, Router); 6] {
     let config = Config::default();
     [
         ("bare", Router::new().route("/hello", get(hello))),
@@ -126,6 +136,10 @@ fn variants() -> [(&'static str, Router); 5] {
         (
             "timebox_route_deadline_metrics",
             routes![hello_route_deadline].into_router(&metrics_config()),
+        ),
+        (
+            "timebox_route_deadline_unchecked",
+            routes![hello_route_deadline].into_router(&unchecked_config()),
         ),
     ]
 }

@@ -338,6 +338,35 @@ async fn a_hanging_host_ends_the_call_at_the_deadline<D: Door>() {
     assert_eq!(recorder.count(), 1);
 }
 
+/// A3: a first attempt that has not answered after the delay gets a hedge,
+/// which answers; the first one's connection is dropped.
+async fn a_slow_first_attempt_is_hedged_and_the_hedge_wins<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |hit| async move {
+        if hit == 1 {
+            std::future::pending::<()>().await;
+        }
+        StatusCode::OK
+    }))
+    .await;
+    let mut config = config();
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(50);
+    config.http.client.hedge.max_extra_load = 1.0;
+    let door = D::new(&config);
+
+    let start = Instant::now();
+    let outcome =
+        ends(Deadline::after(SECS(2)).scope(door.get(format!("http://{addr}/"), &[]))).await;
+
+    assert_eq!(outcome, Ok(StatusCode::OK));
+    assert!(start.elapsed() < SECS(1), "{:?}", start.elapsed());
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(hits[0].headers.get("x-timebox-attempt"), None);
+    assert_eq!(hits[1].headers["x-timebox-attempt"], "2;hedge");
+}
+
 /// Runs every scenario through every door.
 macro_rules! doors {
     ($($scenario:ident),* $(,)?) => {
@@ -361,6 +390,7 @@ doors!(
     each_redirect_hop_carries_less_time_left,
     a_callers_shorter_header_goes_out_as_set,
     a_hanging_host_ends_the_call_at_the_deadline,
+    a_slow_first_attempt_is_hedged_and_the_hedge_wins,
 );
 
 // Each door's own edges.

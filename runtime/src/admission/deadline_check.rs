@@ -110,11 +110,14 @@ impl DeadlineCheck {
         self.min_budget.is_none()
     }
 
-    /// Adds the latency of one successful request.
-    pub(crate) fn record_success(&self, latency: Duration) {
+    /// Adds the latency of one successful request, which started at
+    /// `start` and ended now.
+    pub(crate) fn record_success(&self, start: Instant) {
         let now = Instant::now();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.window.record(now, latency);
+        state
+            .window
+            .record(now, now.saturating_duration_since(start));
     }
 }
 

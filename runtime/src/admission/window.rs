@@ -22,9 +22,12 @@ pub(crate) const MIN_SAMPLES: usize = 100;
 /// well, and keeps the work of an estimate bounded.
 const MAX_SAMPLES: usize = 512;
 
-/// New samples after which the estimate is computed again: between two
-/// computations it is read from the cache, so a read costs no sort.
+/// The estimate is computed again after this many new samples, but no
+/// more often than every [`REESTIMATE_AFTER`]: between two computations it
+/// is read from the cache, so a request pays for no selection (one costs a
+/// few microseconds over 512 samples).
 const REESTIMATE_EVERY: usize = 16;
+const REESTIMATE_AFTER: Duration = Duration::from_millis(10);
 
 /// The median and p95 of a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +43,8 @@ pub(crate) struct LatencyWindow {
     estimate: Option<Estimate>,
     /// Samples added or expired since `estimate` was computed.
     changed: usize,
+    /// When `estimate` was computed.
+    computed_at: Option<Instant>,
     scratch: Vec<Duration>,
 }
 
@@ -49,6 +54,7 @@ impl LatencyWindow {
             samples: VecDeque::with_capacity(MAX_SAMPLES),
             estimate: None,
             changed: 0,
+            computed_at: None,
             scratch: Vec::new(),
         }
     }
@@ -70,9 +76,14 @@ impl LatencyWindow {
             self.estimate = None;
             return None;
         }
-        if self.estimate.is_none() || self.changed >= REESTIMATE_EVERY {
+        let due = self
+            .computed_at
+            .is_none_or(|at| now - at >= REESTIMATE_AFTER);
+        let stale = (self.changed >= REESTIMATE_EVERY && due) || self.changed >= MAX_SAMPLES / 2;
+        if self.estimate.is_none() || stale {
             self.estimate = Some(self.compute());
             self.changed = 0;
+            self.computed_at = Some(now);
         }
         self.estimate
     }

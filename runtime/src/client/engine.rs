@@ -233,14 +233,16 @@ struct Target {
     label: Option<Label>,
     breaker: Option<CircuitBreaker>,
     budget: Option<RetryBudget>,
-    /// The host's recent latencies and hedges.
+    /// The host's recent latencies and hedges, when the call may hedge.
     stats: Option<Arc<HostStats>>,
     /// Whether this request has refilled the host's bucket.
     refilled: bool,
 }
 
 impl Target {
-    fn new(rules: &Rules, uri: Uri, url: Option<Url>) -> Result<Self, ClientError> {
+    /// The target of `uri`; with `hedging`, with its host's stats (only
+    /// calls that may hedge keep them, so others pay nothing for them).
+    fn new(rules: &Rules, uri: Uri, url: Option<Url>, hedging: bool) -> Result<Self, ClientError> {
         let host = host_key(&uri).ok_or_else(|| {
             ClientError::InvalidRequest(format!(
                 "the request's uri `{uri}` has no host, or no port and no http(s) scheme"
@@ -253,7 +255,7 @@ impl Target {
                 .then(|| rules.labels.of(&host)),
             breaker: rules.breaker(&host),
             budget: rules.budgets.for_host(&host),
-            stats: rules.hedging.stats(&host),
+            stats: hedging.then(|| rules.hedging.stats(&host)).flatten(),
             uri,
             url,
             host,
@@ -354,7 +356,7 @@ impl<B: Body> Call<B> {
             );
         }
         let attempt_timeout = Duration::from_secs(config.timeout_secs);
-        let target = Target::new(&rules, uri, url)?;
+        let target = Target::new(&rules, uri, url, may_hedge)?;
         Ok(Self {
             method,
             target,
@@ -627,7 +629,7 @@ impl<B: Body> Call<B> {
             Ok(uri) => uri,
             Err(err) => return Some(Next::Return(Err(err))),
         };
-        let next = match Target::new(&self.rules, uri, Some(hop.url)) {
+        let next = match Target::new(&self.rules, uri, Some(hop.url), self.may_hedge) {
             Ok(target) => target,
             Err(err) => return Some(Next::Return(Err(err))),
         };

@@ -203,8 +203,8 @@ pub struct HedgeConfig {
     /// `RequestBuilder::hedge()` turns it on for one request.
     pub enabled: bool,
     /// A fixed delay before the hedge, in milliseconds. Default unset: the
-    /// host's p95 latency over 30 s, once 100 calls were seen (no hedge
-    /// before that).
+    /// host's p95 latency over 30 s, once 100 answers were seen (no hedge
+    /// before that). The estimates come from the calls that may hedge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
     /// Tokens of the host's retry budget a hedge costs. Default 5.

@@ -272,7 +272,7 @@ impl Learn {
             .get("grpc-status")
             .is_some_and(|code| code.as_bytes() != b"0");
         if !failed {
-            self.check.record_success(self.start.elapsed());
+            self.check.record_success(self.start);
         }
     }
 }

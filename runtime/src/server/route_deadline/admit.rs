@@ -46,6 +46,6 @@ impl Learn {
 
     /// A request that started at `start` succeeded now.
     pub(crate) fn succeeded(&self, start: Instant) {
-        self.check.record_success(start.elapsed());
+        self.check.record_success(start);
     }
 }
