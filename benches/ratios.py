@@ -41,6 +41,7 @@ SUMMARY = [
     ("server_overhead/in_process", "timebox_route_deadline", "bare", True, ">= 0.95"),
     ("server_overhead/in_process", "timebox_route_deadline", "tower_http_timeout", True, ">= 1"),
     ("server_overhead/in_process", "timebox_route_deadline_metrics", "timebox_route_deadline", True, ">= 0.95"),
+    ("server_overhead/in_process", "timebox_route_deadline", "timebox_route_deadline_unchecked", True, "-"),
     ("server_overhead/tcp", "timebox_no_deadline", "bare", True, ">= 0.98"),
     ("server_overhead/tcp", "timebox_route_deadline", "bare", True, ">= 0.95"),
     ("server_overhead/tcp", "timebox_route_deadline", "tower_http_timeout", True, ">= 1"),
