@@ -39,6 +39,11 @@ use timebox::entropy::Entropy;
 use timebox::sim::Sim;
 use tokio::time::{sleep, sleep_until, Instant};
 
+#[path = "support/virtual_load.rs"]
+mod virtual_load;
+
+use virtual_load::{paused_runtime, poisson_gap, quantile};
+
 type BoxError = Box<dyn Error>;
 
 const CALLS: usize = 20_000;
@@ -109,10 +114,7 @@ struct Outcome {
 
 impl Outcome {
     fn quantile(&self, q: f64) -> Duration {
-        let mut sorted = self.latencies.clone();
-        sorted.sort();
-        let index = ((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1));
-        sorted.get(index).copied().unwrap_or_default()
+        quantile(&self.latencies, q)
     }
 
     fn extra_load(&self) -> f64 {
@@ -123,10 +125,7 @@ impl Outcome {
 /// Sends the calls; with `fail_at`, the host answers 503 after 1 s from
 /// that call on.
 fn execute(hedge: bool, max_retries: u64, fail_at: Option<usize>) -> Result<Outcome, BoxError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()?;
+    let runtime = paused_runtime()?;
     runtime.block_on(async {
         let sim = Sim::new(SEED);
         let host = Host::new();
@@ -152,8 +151,7 @@ fn execute(hedge: bool, max_retries: u64, fail_at: Option<usize>) -> Result<Outc
                     .await;
                 sent.elapsed()
             }));
-            let uniform = (arrivals.next_u64() >> 11) as f64 / (1_u64 << 53) as f64;
-            next += Duration::from_secs_f64(-(1.0 - uniform).ln() / RATE);
+            next += poisson_gap(&arrivals, RATE);
         }
         let mut latencies = Vec::with_capacity(CALLS);
         for task in tasks {

@@ -45,6 +45,11 @@ use tokio::sync::Semaphore;
 use tokio::time::{sleep, sleep_until, Instant};
 use tower::ServiceBuilder;
 
+#[path = "support/virtual_load.rs"]
+mod virtual_load;
+
+use virtual_load::{paused_runtime, poisson_gap, quantile};
+
 type BoxError = Box<dyn Error>;
 
 const WORKERS: usize = 10;
@@ -158,19 +163,13 @@ impl Outcome {
     }
 
     fn quantile(&self, q: f64) -> Duration {
-        let mut sorted = self.good.clone();
-        sorted.sort();
-        let index = ((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1));
-        sorted.get(index).copied().unwrap_or_default()
+        quantile(&self.good, q)
     }
 }
 
 /// Offers `load` × capacity to `variant` for [`RUN`], in virtual time.
 fn execute(variant: Variant, load: f64) -> Result<Outcome, BoxError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()?;
+    let runtime = paused_runtime()?;
     runtime.block_on(async {
         let sim = Sim::new(SEED);
         sim.net().host("svc", variant.router());
@@ -198,8 +197,7 @@ fn execute(variant: Variant, load: f64) -> Result<Outcome, BoxError> {
                 (measured, good.then_some(took))
             }));
             // Poisson arrivals: exponential gaps of mean 1/rate.
-            let uniform = (arrivals.next_u64() >> 11) as f64 / (1_u64 << 53) as f64;
-            next += Duration::from_secs_f64(-(1.0 - uniform).ln() / rate);
+            next += poisson_gap(&arrivals, rate);
         }
         let mut offered = 0;
         let mut good = Vec::new();

@@ -43,3 +43,12 @@ pub async fn text(response: Response<Body>) -> String {
         .to_bytes();
     String::from_utf8(bytes.to_vec()).expect("the body is UTF-8")
 }
+
+/// The `Retry-After` of `response`, in whole seconds.
+pub fn retry_after_secs<B>(response: &Response<B>) -> u64 {
+    response.headers()["retry-after"]
+        .to_str()
+        .expect("an ASCII Retry-After")
+        .parse()
+        .expect("Retry-After in seconds")
+}
