@@ -193,25 +193,33 @@ mod venv;
 /// package, made (and the package installed from PyPI) on first use.
 pub fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        venv::venv_python(
-            Path::new(env!("CARGO_TARGET_TMPDIR")),
-            "openai-venv",
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/requirements.txt"),
-        )
-    })
+    venv_under_target(&PYTHON, "openai-venv", "requirements.txt")
 }
 
 /// The Python interpreter of a virtual environment with the pinned
 /// `prometheus-client` package, made on first use.
 pub fn metrics_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        venv::venv_python(
-            Path::new(env!("CARGO_TARGET_TMPDIR")),
-            "prometheus-client-venv",
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/metrics-requirements.txt"),
-        )
+    venv_under_target(
+        &PYTHON,
+        "prometheus-client-venv",
+        "metrics-requirements.txt",
+    )
+}
+
+/// The interpreter of the virtual environment `name` under the target
+/// directory, with the packages pinned in `tests/python/<requirements>`,
+/// made once into `cell`.
+fn venv_under_target(
+    cell: &'static OnceLock<PathBuf>,
+    name: &str,
+    requirements: &str,
+) -> &'static Path {
+    cell.get_or_init(|| {
+        let requirements = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/python")
+            .join(requirements);
+        venv::venv_python(Path::new(env!("CARGO_TARGET_TMPDIR")), name, &requirements)
     })
 }
 

@@ -11,6 +11,7 @@
 //! socket is the point (a half-sent request head, a client that hangs up)
 //! it is a loopback one. The process exits non-zero if any row is not ok.
 
+mod admission;
 mod client;
 mod deadlines;
 mod server;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
             deadlines::section().await,
             server::section().await,
             client::section().await,
+            admission::section().await,
             streams::section().await,
             shutdown::section().await,
         ]
