@@ -74,6 +74,8 @@ where
         }
         let (request, pending) = call.start()?;
         let hedge = call.hedge_delay(&pending);
+        // Forked before the send borrows `sender`, whether or not the hedge
+        // is sent in the end.
         let mut fork = hedge.and_then(|_| sender.fork());
         let url = call.url().cloned();
         let sent = attempt_once(
@@ -140,9 +142,10 @@ where
         deadline,
     )
     .instrument(hedge.span.clone());
+    // The loser is gone before the winner is settled: `second` is dropped
+    // by `select!` itself, `first` when this function returns.
     tokio::select! {
         biased;
-        // `select!` has dropped the loser when its branch runs.
         outcome = &mut first => {
             call.abandon(hedge);
             (pending, outcome)
