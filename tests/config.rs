@@ -752,3 +752,44 @@ fn admission_and_hedging_values_out_of_range_are_refused_by_key() {
     let err = config.validate().unwrap_err();
     assert!(keys(&err).contains(&"server.admission.queue.interval_ms"));
 }
+
+/// An application's own section, read from the same sources as the
+/// `Config` beside it.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct AppSection {
+    name: String,
+    workers: u32,
+}
+
+#[test]
+fn an_application_section_is_read_beside_the_config_and_not_an_unknown_key() {
+    let loader = Loader::new()
+        .toml_str("[server]\nshutdown_timeout_secs = 40\n[app]\nname = \"toml\"\nworkers = 2")
+        .env_vars([("TIMEBOX_APP__WORKERS", "8")]);
+    let (config, app) = loader.load_with::<AppSection>("app").unwrap();
+    assert_eq!(config.server.shutdown_timeout_secs, 40);
+    assert_eq!((app.name.as_str(), app.workers), ("toml", 8));
+    // Without the section, the same document is an unknown key.
+    let err = loader.load().unwrap_err();
+    assert_eq!(keys(&err), ["app"]);
+    // No source has it: the section's defaults.
+    let (_, app) = Loader::new().load_with::<AppSection>("app").unwrap();
+    assert_eq!(app.workers, 0);
+}
+
+#[test]
+fn errors_in_an_application_section_name_the_key_and_its_source_with_the_config_errors() {
+    let err = Loader::new()
+        .toml_str("[server]\nshutdown_timeout_secs = \"long\"")
+        .env_vars([("TIMEBOX_APP__WORKRES", "8")])
+        .load_with::<AppSection>("app")
+        .unwrap_err();
+    assert_eq!(keys(&err), ["server.shutdown_timeout_secs", "app.workres"]);
+    let text = err.to_string();
+    assert!(
+        text.contains("environment variable `TIMEBOX_APP__WORKRES`"),
+        "{text}"
+    );
+    assert!(text.contains("`name`, `workers`"), "{text}");
+}

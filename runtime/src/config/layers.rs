@@ -58,6 +58,31 @@ impl Layer {
     }
 
     /// A TOML document given as a string.
+    /// A layer with one empty table, `key`, under everything else: what
+    /// an application's section is read from when no source sets it.
+    pub(super) fn empty_table(key: &str) -> Self {
+        let mut dict = Dict::new();
+        dict.insert(key.to_owned(), Value::from(Dict::new()));
+        Self {
+            metadata: Metadata::named("built-in defaults"),
+            dict,
+        }
+    }
+
+    /// This layer without its top-level `key`, and `key` alone as a layer
+    /// of the same origin, if this layer has it.
+    pub(super) fn split_off(mut self, key: &str) -> (Self, Option<Self>) {
+        let taken = self.dict.remove(key).map(|value| {
+            let mut dict = Dict::new();
+            dict.insert(key.to_owned(), value);
+            Self {
+                metadata: self.metadata.clone(),
+                dict,
+            }
+        });
+        (self, taken)
+    }
+
     pub(super) fn toml_str(text: &str) -> Result<Self, ConfigError> {
         Ok(Self {
             metadata: Metadata::named("TOML string"),
@@ -190,26 +215,41 @@ fn env_name(names: &BTreeMap<String, String>, keys: &[&str]) -> String {
 
 /// Turns every error figment reports into a problem naming its key and origin.
 pub(super) fn to_config_error(err: figment::Error, figment: &Figment) -> ConfigError {
+    to_config_error_under(err, figment, None)
+}
+
+/// As [`to_config_error`], for a `figment` focused on the top-level table
+/// `section`, whose errors name their keys from the root.
+pub(super) fn to_config_error_under(
+    err: figment::Error,
+    figment: &Figment,
+    section: Option<&str>,
+) -> ConfigError {
     let mut out = ConfigError::empty();
     for one in err {
-        out.extend(one_error(&one, figment));
+        out.extend(one_error(&one, figment, section));
     }
     out
 }
 
-fn one_error(err: &figment::Error, figment: &Figment) -> ConfigError {
-    let mut path = err.path.clone();
+fn one_error(err: &figment::Error, figment: &Figment, section: Option<&str>) -> ConfigError {
+    let mut inner = err.path.clone();
     if let Kind::UnknownField(name, _) = &err.kind {
         // figment already ends the path with the unknown key; be sure it does.
-        if path.last() != Some(name) {
-            path.push(name.clone());
+        if inner.last() != Some(name) {
+            inner.push(name.clone());
         }
     }
+    let path: Vec<String> = section
+        .map(str::to_owned)
+        .into_iter()
+        .chain(inner.iter().cloned())
+        .collect();
     let key = path.join(".");
     // The merged value at the key carries the tag of the layer that set it
     // last; figment's own metadata can point at an enclosing table's layer.
-    let metadata = (!key.is_empty())
-        .then(|| figment.find_metadata(&key))
+    let metadata = (!inner.is_empty())
+        .then(|| figment.find_metadata(&inner.join(".")))
         .flatten()
         .or(err.metadata.as_ref());
     let origin = metadata.map(|md| origin(md, &path)).unwrap_or_default();

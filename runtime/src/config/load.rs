@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use figment::Figment;
+use serde::de::DeserializeOwned;
 
 use super::layers::{self, Layer, ENV_PREFIX};
 use super::{Config, ConfigError, Profile};
@@ -129,27 +130,101 @@ impl Loader {
     /// type, in a file or in the environment. The error names the key and
     /// where the value came from.
     pub fn load(&self) -> Result<Config, ConfigError> {
+        let figment = self.layers()?.fold(Figment::new(), Figment::merge);
+        figment
+            .extract::<Config>()
+            .map_err(|err| layers::to_config_error(err, &figment))
+    }
+
+    /// Merges the sources into a [`Config`] and the application's own
+    /// settings, which live in the same files and variables under the
+    /// top-level table `section`.
+    ///
+    /// `section` is taken out of every source before the [`Config`] is read,
+    /// so it does not count as an unknown key; the rest is read as
+    /// [`load`](Self::load) reads it. `T` is read from `section` alone, as
+    /// an empty table when no source has it: give its fields serde defaults.
+    /// `TIMEBOX_<SECTION>__<KEY>` variables reach it as they reach the rest.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use timebox::config::Loader;
+    ///
+    /// #[derive(Debug, Default, serde::Deserialize)]
+    /// #[serde(default, deny_unknown_fields)]
+    /// struct Search {
+    ///     index: String,
+    ///     shards: u32,
+    /// }
+    ///
+    /// let loader = Loader::new()
+    ///     .toml_str("[server]\nshutdown_timeout_secs = 40\n[search]\nindex = \"docs\"")
+    ///     .env_vars([("TIMEBOX_SEARCH__SHARDS", "3")]);
+    /// let (config, search) = loader.load_with::<Search>("search")?;
+    /// assert_eq!(config.server.shutdown_timeout_secs, 40);
+    /// assert_eq!((search.index.as_str(), search.shards), ("docs", 3));
+    ///
+    /// // Errors in the section name its keys as written.
+    /// let err = Loader::new()
+    ///     .toml_str("[search]\nshards = \"many\"")
+    ///     .load_with::<Search>("search")
+    ///     .unwrap_err();
+    /// assert_eq!(err.keys().collect::<Vec<_>>(), ["search.shards"]);
+    /// # Ok::<(), timebox::config::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](Self::load), for both parts; the errors of both are
+    /// reported together.
+    pub fn load_with<T: DeserializeOwned>(
+        &self,
+        section: &str,
+    ) -> Result<(Config, T), ConfigError> {
+        let mut config = Figment::new();
+        let mut own = Figment::new().merge(Layer::empty_table(section));
+        for layer in self.layers()? {
+            let (rest, taken) = layer.split_off(section);
+            config = config.merge(rest);
+            if let Some(taken) = taken {
+                own = own.merge(taken);
+            }
+        }
+        let config = config
+            .extract::<Config>()
+            .map_err(|err| layers::to_config_error(err, &config));
+        let own = own.focus(section);
+        let app = own
+            .extract::<T>()
+            .map_err(|err| layers::to_config_error_under(err, &own, Some(section)));
+        match (config, app) {
+            (Ok(config), Ok(app)) => Ok((config, app)),
+            (Err(mut errors), Err(more)) => {
+                errors.extend(more);
+                Err(errors)
+            }
+            (Err(errors), _) | (_, Err(errors)) => Err(errors),
+        }
+    }
+
+    /// Every source as a figment layer, lowest first.
+    fn layers(&self) -> Result<impl Iterator<Item = Layer>, ConfigError> {
         let profile = self.resolve_profile()?;
         let base = match profile {
             Some(profile) => Config::preset(profile),
             None => Config::default(),
         };
-        let mut figment = Figment::new().merge(Layer::defaults(&base, profile)?);
+        let mut layers = vec![Layer::defaults(&base, profile)?];
         for source in &self.toml {
             let layer = match source {
                 TomlSource::Text(text) => Some(Layer::toml_str(text)?),
                 TomlSource::File(path) => Layer::toml_file(path)?,
             };
-            if let Some(layer) = layer {
-                figment = figment.merge(layer);
-            }
+            layers.extend(layer);
         }
-        if let Some(layer) = Layer::env(&self.env)? {
-            figment = figment.merge(layer);
-        }
-        figment
-            .extract::<Config>()
-            .map_err(|err| layers::to_config_error(err, &figment))
+        layers.extend(Layer::env(&self.env)?);
+        Ok(layers.into_iter())
     }
 
     /// The profile: the last non-empty `TIMEBOX_PROFILE` pair, else the one
