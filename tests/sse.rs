@@ -223,6 +223,41 @@ async fn a_shutdown_sends_done_first_then_cleans_up_without_evicting() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_shutdown_lets_the_client_take_done_before_any_tool_hears_of_it() {
+    let log = Log::default();
+    let (_tx, events) = fed();
+    let shutdown = Shutdown::new(&Config::default());
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new(), &log)
+        .drain(shutdown.drain_token())
+        .remote_cleanup(move |_| {
+            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+        });
+    let mut body = served(stream).await.into_data_stream();
+    let client = log.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(frame)) = body.next().await {
+            if frame.as_ref() == b"data: [DONE]\n\n" {
+                client.push("client has [DONE]");
+            }
+        }
+    });
+    sleep(SECS(1)).await;
+    shutdown.force();
+    reader.await.unwrap();
+    assert_eq!(
+        log.entries(),
+        [
+            "cancel",
+            "client has [DONE]",
+            "done",
+            "tool notified",
+            "remote_cleanup"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_silent_stream_shows_heartbeats_at_0_15_and_30_seconds() {
     let (tx, events) = fed();
     let stream = SseStream::new(events, Watchdog::new()).heartbeat(SECS(15));

@@ -105,6 +105,11 @@ impl Told {
     }
 }
 
+/// How long the ending waits for the response to take `[DONE]` before the
+/// steps after it run anyway: a client that stops reading cannot hold up a
+/// shutdown's remote cleanup for longer.
+const HANDOVER_BOUND: Duration = Duration::from_millis(500);
+
 pub(super) struct Driver<S> {
     pub(super) watched: Watched<S>,
     pub(super) heartbeat: Option<Duration>,
@@ -245,6 +250,12 @@ async fn end(ending: Ending, guard: Option<RequestGuard>, hooks: Hooks, tx: &mps
             }
             EndStep::Done => {
                 let _ = tx.send(done()).await;
+                if !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
+                    // Steps follow `[DONE]` (a shutdown's remote cleanup):
+                    // let the response take it first, so the client has it
+                    // before any tool hears of the cancellation.
+                    let _ = tokio::time::timeout(HANDOVER_BOUND, tx.reserve()).await;
+                }
             }
         }
         observe(step.into());

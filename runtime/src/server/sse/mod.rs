@@ -21,6 +21,10 @@
 //!
 //! On a timeout the client gets an `error` event naming the cause before
 //! `[DONE]`, so a stream that was cut off never looks like a short answer.
+//! On a shutdown, `[DONE]` comes first: the steps after it wait until the
+//! response has taken it (at most 500 ms, so a client that stopped reading
+//! cannot hold the cleanup up), so the client has its `[DONE]` before any
+//! tool hears of the cancellation.
 
 mod driver;
 mod stream;
