@@ -21,10 +21,10 @@ use timebox::watchdog::Watchdog;
 use timebox::{get, post, routes};
 use tokio::sync::mpsc;
 
-use crate::model::{Output, Run};
+use crate::model::{Output, Run, Tooling};
 use crate::openai::{model_list, ApiError, ChatRequest, Completion};
 use crate::script::{Script, MODELS};
-use crate::tools::{Progress, Tools};
+use crate::tools::{Leases, Progress, Tools};
 
 /// The chat route's template, as metrics name it.
 const CHAT_ROUTE: &str = "/v1/chat/completions";
@@ -43,6 +43,8 @@ struct Inner {
     config: Config,
     registry: Registry,
     tools: Tools,
+    /// The MCP server of models whose name does not say.
+    default_server: String,
     metrics: PrometheusHandle,
     next_id: AtomicU64,
 }
@@ -50,12 +52,19 @@ struct Inner {
 impl App {
     /// The app of `config`, whose events `metrics` shows: `config` must be
     /// observed by a `MetricsObserver` recording into `metrics`' recorder.
-    pub(crate) fn new(config: Config, tools: Tools, metrics: PrometheusHandle) -> Self {
+    /// Tools run on `default_server` unless a model names another.
+    pub(crate) fn new(
+        config: Config,
+        tools: Tools,
+        default_server: String,
+        metrics: PrometheusHandle,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
                 registry: Registry::new(),
                 tools,
+                default_server,
                 metrics,
                 next_id: AtomicU64::new(1),
             }),
@@ -87,6 +96,30 @@ impl App {
             .register(id.as_str())
             .map_err(|err| ApiError::internal(err.to_string()))?;
         Ok((id, guard))
+    }
+
+    /// Where the tools of `script` run: the server it names, else the
+    /// default one.
+    fn tooling(&self, script: &Script, model: &str) -> Result<Tooling, ApiError> {
+        let server = match script {
+            Script::Tool(tool) => tool.server.as_deref(),
+            _ => None,
+        }
+        .unwrap_or(&self.inner.default_server);
+        let tools = &self.inner.tools;
+        let pool = tools.pool(server).ok_or_else(|| {
+            let known: Vec<_> = tools.names().collect();
+            ApiError::unknown_model(format!(
+                "model `{model}` names MCP server `{server}`, which is not configured; \
+                 the servers are {}",
+                known.join(", ")
+            ))
+        })?;
+        Ok(Tooling {
+            leases: Leases::new(tools.clone()),
+            server: server.to_owned(),
+            suspend_inactivity: pool.server().suspend_inactivity,
+        })
     }
 }
 
@@ -135,6 +168,7 @@ async fn complete(
     let script = Script::from_model(&request.model)
         .map_err(|err| ApiError::unknown_model(err.to_string()))?;
     request.check()?;
+    let tooling = app.tooling(&script, &request.model)?;
     // Words stand in for tokens: the scripted models have no tokenizer.
     let prompt_tokens = request
         .messages
@@ -154,16 +188,19 @@ async fn complete(
         created: unix_now(),
     };
     let (out, output) = mpsc::channel(OUTPUT_BUFFER);
-    let run = Run::new(script, app.inner.tools.clone(), &guard, out);
+    let leases = tooling.leases.clone();
+    let run = Run::new(script, tooling, &guard, out);
     if request.stream {
-        Ok(stream(app, completion, run, output, guard, drain))
+        Ok(stream(app, completion, run, output, guard, drain, leases))
     } else {
-        collect(completion, run, output, guard, prompt_tokens).await
+        collect(completion, run, output, guard, leases, prompt_tokens).await
     }
 }
 
 /// The streamed answer: OpenAI chunks under the watchdog, heartbeats, and
-/// the ending order of DESIGN R3.
+/// the ending order of DESIGN R3: after a timeout or a disconnect, the
+/// request's MCP sessions are evicted once their cancellation notices are
+/// sent; after a normal end or a shutdown they go back to their pools.
 fn stream(
     app: &App,
     completion: Completion,
@@ -171,6 +208,7 @@ fn stream(
     output: mpsc::Receiver<Output>,
     guard: RequestGuard,
     drain: DrainToken,
+    leases: Leases,
 ) -> Response {
     let config = &app.inner.config.stream;
     let request_id = completion.id.clone();
@@ -184,6 +222,7 @@ fn stream(
     stream
         .guard(guard)
         .remote_cleanup(move |reason| pending.take_cancel_notices(&reason.to_string()))
+        .on_evict(move || leases.evict("its request timed out or lost its client"))
         .final_event(Event::default().data(final_chunk.to_string()))
         .on_step(move |step| tracing::info!(request_id, step = ?step, "stream step"))
         .into_response()
@@ -225,6 +264,7 @@ fn chunks(
                 }
                 Some(Output::Progress(progress)) => (progress_comment(&progress), sent),
                 Some(Output::Done) => return None,
+                Some(Output::Failed(message)) => (tool_failed_event(&message), Sent::Failed),
                 None => (model_failed_event(), Sent::Failed),
             };
             Some((event, (output, completion, sent)))
@@ -247,6 +287,12 @@ fn model_failed_event() -> Event {
     Event::default().event("error").data(body.to_string())
 }
 
+/// Said when an MCP server the answer needed failed; `message` names it.
+fn tool_failed_event(message: &str) -> Event {
+    let body = json!({ "error": { "type": "tool_server_error", "message": message } });
+    Event::default().event("error").data(body.to_string())
+}
+
 /// The whole answer at once. Runs under the request deadline: when it
 /// passes, this future is dropped with the guard, and the guard's async
 /// cleanup tells the tool server to stop whatever it was doing for the
@@ -260,15 +306,22 @@ async fn collect(
     run: Run,
     mut output: mpsc::Receiver<Output>,
     mut guard: RequestGuard,
+    leases: Leases,
     prompt_tokens: usize,
 ) -> Result<Response, ApiError> {
     let pending = run.pending().clone();
     let request_id = completion.id.clone();
     guard.on_async_cleanup(move || async move {
+        // Calls still waiting: the deadline cut the request short (R3's
+        // timeout order: notices, then eviction).
+        let cut_short = !pending.is_empty();
         let report = pending
             .take_cancel_notices("the request ended before the tool call finished")
             .run()
             .await;
+        if cut_short {
+            leases.evict("its request's deadline passed during a tool call");
+        }
         if !report.is_complete() {
             tracing::warn!(
                 request_id,
@@ -289,6 +342,7 @@ async fn collect(
             }
             Some(Output::Progress(_)) => {}
             Some(Output::Done) => break,
+            Some(Output::Failed(message)) => return Err(ApiError::upstream(message)),
             None => return Err(ApiError::upstream(MODEL_FAILED)),
         }
     }

@@ -13,12 +13,15 @@
 //!   suspended while a tool runs, a total timer and heartbeat comments;
 //! - each request is registered in a [`Registry`](timebox::registry::Registry)
 //!   and its tool calls in its [`ToolCalls`](timebox::registry::ToolCalls);
-//!   when a stream times out or the client goes away, the tool server is
-//!   sent `notifications/cancelled` for the calls in flight, bounded;
+//!   when a stream times out or the client goes away, the MCP server is
+//!   sent `notifications/cancelled` for the calls in flight, bounded, and
+//!   the request's pooled MCP sessions are evicted;
+//! - the tools run on MCP servers named in the settings (`[mcp.servers.*]`,
+//!   streamable HTTP or stdio), or on the built-in one;
 //! - SIGTERM starts timebox's two-phase `Shutdown`:
 //!   new requests get `503` with `Retry-After`, streams get the grace to
-//!   finish, then `[DONE]`; the tool server is closed last, after it has
-//!   read the streams' cancellation notices (at most 2 s).
+//!   finish, then `[DONE]`; the MCP sessions are closed last, after the
+//!   servers have read the streams' cancellation notices (at most 2 s).
 //!
 //! Run it with `cargo run --example chat_gateway`; the README shows what
 //! each scripted model does, with curl.
@@ -45,8 +48,8 @@ pub use settings::{ADDR_ENV, DEFAULT_ADDR};
 /// per-message lines are left out.
 const DEFAULT_LOG: &str = "info,rmcp=warn";
 
-/// Runs the gateway until it is shut down: loads the settings, starts the
-/// tool server, listens, prints `listening on http://<addr>` and serves
+/// Runs the gateway until it is shut down: loads the settings, connects to
+/// the MCP servers, listens, prints `listening on http://<addr>` and serves
 /// until SIGTERM or Ctrl-C, then runs the shutdown sequence.
 ///
 /// Logs go to stderr; `RUST_LOG` filters them (default `info,rmcp=warn`).
@@ -82,7 +85,7 @@ enum GatewayError {
     Settings(#[from] settings::SettingsError),
     #[error("cannot listen for signals: {0}")]
     Signals(#[source] std::io::Error),
-    #[error("cannot start the tool server: {0}")]
+    #[error("cannot start the tools: {0}")]
     Tools(#[from] tools::ToolError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -109,16 +112,17 @@ async fn run() -> Result<(), GatewayError> {
     shutdown
         .listen_for_signals()
         .map_err(GatewayError::Signals)?;
-    let tools = tools::Tools::start().await?;
+    let tools = tools::Tools::start(settings.servers).await?;
     let addr = settings.addr;
     let listen = |source| GatewayError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
     let addr = listener.local_addr().map_err(listen)?;
-    let router = app::App::new(config, tools.clone(), metrics).router(&shutdown);
+    let router =
+        app::App::new(config, tools.clone(), settings.default_server, metrics).router(&shutdown);
     println!("listening on http://{addr}");
     let served = timebox::server::serve(listener, router, shutdown).await;
-    // The streams' last notices went to the tool server just before the
-    // server stopped; let it read them before the process ends.
+    // The streams' last notices went to the MCP servers just before the
+    // server stopped; let them read them before the process ends.
     tools.close(RemoteCleanup::DEFAULT_PER_NOTICE).await;
     served.map_err(GatewayError::Serve)?;
     tracing::info!("shut down");

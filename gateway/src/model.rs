@@ -9,14 +9,11 @@ use timebox::registry::{CancellationToken, RequestGuard, ToolCalls};
 use timebox::watchdog::WatchdogHandle;
 use tokio::sync::mpsc;
 
-use crate::script::{tokens, Script, ANSWER};
-use crate::tools::{PendingCalls, Progress, ToolError, Tools, SLOW_TASK};
+use crate::script::{tokens, Script, ToolScript, ANSWER};
+use crate::tools::{Leases, PendingCalls, Progress, ToolError, SLOW_TASK};
 
 /// The gap between tokens of every script but `scripted-slow-<N>s`.
 const TOKEN_GAP: Duration = Duration::from_millis(40);
-
-/// The tool-call id of a script's one tool call.
-const CALL_ID: &str = "call_1";
 
 /// One piece of a model's output.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,13 +24,25 @@ pub(crate) enum Output {
     Progress(Progress),
     /// The answer is complete. Output that ends without it was cut off.
     Done,
+    /// The answer cannot go on: an MCP server it needed failed. Said as
+    /// an error event.
+    Failed(String),
+}
+
+/// Where a run's tools run: the request's sessions, the server and
+/// whether its calls suspend the stream's inactivity timer.
+#[derive(Debug)]
+pub(crate) struct Tooling {
+    pub(crate) leases: Leases,
+    pub(crate) server: String,
+    pub(crate) suspend_inactivity: bool,
 }
 
 /// One run of a scripted model for one request.
 #[derive(Debug)]
 pub(crate) struct Run {
     script: Script,
-    tools: Tools,
+    tooling: Tooling,
     /// The request's tool calls (DESIGN R4): the model registers a call
     /// when it decides on it, the task that runs it claims it by id.
     calls: ToolCalls,
@@ -51,13 +60,13 @@ impl Run {
     /// `out`.
     pub(crate) fn new(
         script: Script,
-        tools: Tools,
+        tooling: Tooling,
         guard: &RequestGuard,
         out: mpsc::Sender<Output>,
     ) -> Self {
         Self {
             script,
-            tools,
+            tooling,
             calls: guard.tool_calls(),
             pending: PendingCalls::default(),
             cancelled: guard.token(),
@@ -94,28 +103,41 @@ impl Run {
     }
 
     async fn run(&self) {
-        match self.script {
+        match &self.script {
             Script::Fast => self.say(ANSWER, TOKEN_GAP).await,
             Script::Thinker { think } => {
-                tokio::time::sleep(think).await;
+                tokio::time::sleep(*think).await;
                 self.say(ANSWER, TOKEN_GAP).await;
             }
             Script::Slow { over } => {
                 let count = u32::try_from(tokens(ANSWER).len()).unwrap_or(u32::MAX);
-                self.say(ANSWER, over / count).await;
+                self.say(ANSWER, *over / count).await;
             }
             Script::Hang => {
                 self.say("Let me think about ", TOKEN_GAP).await;
                 std::future::pending::<()>().await;
             }
-            Script::Tool { work, progress } => {
-                self.say("Let me run the slow task first. ", TOKEN_GAP)
-                    .await;
-                let result = match self.use_tool(work, progress).await {
-                    Ok(text) => format!("The slow task says: {text}. "),
-                    Err(err) => format!("The slow task gave no result ({err}). "),
+            Script::Tool(tool) => {
+                let intro = if tool.calls == 1 {
+                    "Let me run the slow task first. "
+                } else {
+                    "Let me run the slow tasks first. "
                 };
-                self.say(&result, TOKEN_GAP).await;
+                self.say(intro, TOKEN_GAP).await;
+                let mut said = String::new();
+                for result in self.use_tools(tool).await {
+                    match result {
+                        Ok(text) => said.push_str(&format!("The slow task says: {text}. ")),
+                        Err(err @ ToolError::Server { .. }) => {
+                            let _ = self.out.send(Output::Failed(err.to_string())).await;
+                            return;
+                        }
+                        Err(err) => {
+                            said.push_str(&format!("The slow task gave no result ({err}). "));
+                        }
+                    }
+                }
+                self.say(&said, TOKEN_GAP).await;
                 self.say(ANSWER, TOKEN_GAP).await;
             }
         }
@@ -133,44 +155,79 @@ impl Run {
         }
     }
 
-    /// Decides on a `slow_task` call of `work`, lets a task of its own run
-    /// it, and waits for the result with the inactivity timer suspended:
-    /// a tool at work is not a model gone silent.
-    async fn use_tool(&self, work: Duration, progress: bool) -> Result<String, ToolError> {
-        self.calls.register(Some(CALL_ID));
-        let _suspended = self.watchdog.as_ref().map(WatchdogHandle::suspend);
-        let runner = tokio::spawn(run_tool_call(
-            self.tools.clone(),
-            self.calls.clone(),
-            self.pending.clone(),
-            arguments(work, progress),
-            self.out.clone(),
-        ));
-        runner
-            .await
-            .map_err(|err| ToolError::Failed(err.to_string()))?
+    /// Decides on `tool.calls` `slow_task` calls (ids `call_1`, …), lets a
+    /// task of its own run each, all at once, and waits for the results,
+    /// in order, with the inactivity timer suspended unless the server's
+    /// settings say not to: a tool at work is not a model gone silent.
+    async fn use_tools(&self, tool: &ToolScript) -> Vec<Result<String, ToolError>> {
+        let ids: Vec<String> = (1..=tool.calls).map(|n| format!("call_{n}")).collect();
+        for id in &ids {
+            self.calls.register(Some(id.as_str()));
+        }
+        let _suspended = self
+            .watchdog
+            .as_ref()
+            .filter(|_| self.tooling.suspend_inactivity)
+            .map(WatchdogHandle::suspend);
+        let runners: Vec<_> = ids
+            .into_iter()
+            .map(|id| {
+                tokio::spawn(run_tool_call(
+                    id,
+                    self.tooling.leases.clone(),
+                    self.tooling.server.clone(),
+                    self.calls.clone(),
+                    self.pending.clone(),
+                    arguments(tool.work, tool.progress),
+                    self.out.clone(),
+                ))
+            })
+            .collect();
+        let mut results = Vec::with_capacity(runners.len());
+        for runner in runners {
+            results.push(
+                runner
+                    .await
+                    .unwrap_or_else(|err| Err(ToolError::Failed(err.to_string()))),
+            );
+        }
+        results
     }
 }
 
 /// The running side of a tool call: claims the call the model registered
-/// and makes it, passing progress on as output.
+/// as `id` and makes it on the request's session with `server`, passing
+/// progress on as output. A server that fails the call loses the session.
 async fn run_tool_call(
-    tools: Tools,
+    id: String,
+    leases: Leases,
+    server: String,
     calls: ToolCalls,
     pending: PendingCalls,
     arguments: JsonObject,
     out: mpsc::Sender<Output>,
 ) -> Result<String, ToolError> {
     let call = calls
-        .claim(Some(CALL_ID))
-        .ok_or_else(|| ToolError::Failed(format!("no pending tool call `{CALL_ID}`")))?;
-    tools
-        .call(SLOW_TASK, arguments, &call, &pending, |progress| {
-            // Progress is news, not data: when the response is behind,
-            // skipping a report loses nothing.
-            let _ = out.try_send(Output::Progress(progress));
-        })
-        .await
+        .claim(Some(id.as_str()))
+        .ok_or_else(|| ToolError::Failed(format!("no pending tool call `{id}`")))?;
+    let on_progress = |progress| {
+        // Progress is news, not data: when the response is behind,
+        // skipping a report loses nothing.
+        let _ = out.try_send(Output::Progress(progress));
+    };
+    let result = match leases.session(&server).await {
+        Ok(session) => {
+            session
+                .call(&server, SLOW_TASK, arguments, &call, &pending, on_progress)
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    if let Err(err @ ToolError::Server { .. }) = &result {
+        tracing::error!(server, call_id = id, %err, "an MCP server failed a tool call");
+        leases.evict_broken(&server, "its connection failed");
+    }
+    result
 }
 
 /// The arguments of a `slow_task` call.

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 /// What a scripted model does, chosen by the request's `model`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Script {
     /// `scripted-fast`: a short answer, a token every 40 ms.
     Fast,
@@ -16,11 +16,29 @@ pub(crate) enum Script {
     /// N s (inactivity suspended meanwhile), then answers with its result.
     /// `scripted-tool-quiet-<N>s`: the same with a tool that reports no
     /// progress, so nothing at all is sent while it works.
-    Tool { work: Duration, progress: bool },
+    /// `scripted-tool-pair-<N>s`: two `slow_task` calls of N s at once.
+    ///
+    /// Each of them may end in `@<server>`: the MCP server the tool runs
+    /// on (`[mcp.servers.<server>]`, or `builtin`); without it, the tool
+    /// runs on `mcp.default_server`.
+    Tool(ToolScript),
     /// `scripted-slow-<N>s`: an answer whose tokens are spread over N s.
     Slow { over: Duration },
     /// `scripted-hang`: one token, then nothing, ever.
     Hang,
+}
+
+/// What a `scripted-tool-*` model asks of its tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolScript {
+    /// How long each call works.
+    pub(crate) work: Duration,
+    /// Whether the tool reports progress.
+    pub(crate) progress: bool,
+    /// How many calls run at once: 1, or 2 for `-pair-`.
+    pub(crate) calls: usize,
+    /// The server named after `@`, if any.
+    pub(crate) server: Option<String>,
 }
 
 /// The model names `GET /v1/models` lists: one of each kind.
@@ -51,7 +69,8 @@ impl fmt::Display for UnknownModel {
         write!(
             f,
             "model `{}` does not exist; use one of scripted-fast, scripted-thinker[-<N>s], \
-             scripted-tool[-quiet]-<N>s, scripted-slow-<N>s, scripted-hang (N in 1..={MAX_SECS})",
+             scripted-tool[-quiet|-pair]-<N>s[@<server>], scripted-slow-<N>s, scripted-hang \
+             (N in 1..={MAX_SECS})",
             self.0
         )
     }
@@ -66,6 +85,11 @@ impl Script {
     pub(crate) fn from_model(model: &str) -> Result<Self, UnknownModel> {
         let unknown = || UnknownModel(model.to_owned());
         let rest = model.strip_prefix("scripted-").ok_or_else(unknown)?;
+        let (rest, server) = match rest.split_once('@') {
+            Some((rest, server)) if !server.is_empty() => (rest, Some(server.to_owned())),
+            Some(_) => return Err(unknown()),
+            None => (rest, None),
+        };
         let script = match rest {
             "fast" => Self::Fast,
             "hang" => Self::Hang,
@@ -75,21 +99,28 @@ impl Script {
             _ => {
                 let (kind, secs) = rest.rsplit_once('-').ok_or_else(unknown)?;
                 let secs = seconds(secs).ok_or_else(unknown)?;
+                let tool = |progress, calls| {
+                    Self::Tool(ToolScript {
+                        work: secs,
+                        progress,
+                        calls,
+                        server: server.clone(),
+                    })
+                };
                 match kind {
                     "thinker" => Self::Thinker { think: secs },
-                    "tool" => Self::Tool {
-                        work: secs,
-                        progress: true,
-                    },
-                    "tool-quiet" => Self::Tool {
-                        work: secs,
-                        progress: false,
-                    },
+                    "tool" => tool(true, 1),
+                    "tool-quiet" => tool(false, 1),
+                    "tool-pair" => tool(true, 2),
                     "slow" => Self::Slow { over: secs },
                     _ => return Err(unknown()),
                 }
             }
         };
+        // Only a tool runs on a server.
+        if server.is_some() && !matches!(script, Self::Tool(_)) {
+            return Err(unknown());
+        }
         Ok(script)
     }
 }
@@ -118,19 +149,29 @@ mod tests {
 
     #[test]
     fn names_carry_their_seconds() {
+        let tool = |secs, progress, calls, server: Option<&str>| {
+            Ok(Script::Tool(ToolScript {
+                work: Duration::from_secs(secs),
+                progress,
+                calls,
+                server: server.map(str::to_owned),
+            }))
+        };
         assert_eq!(
             Script::from_model("scripted-tool-60s"),
-            Ok(Script::Tool {
-                work: Duration::from_secs(60),
-                progress: true,
-            })
+            tool(60, true, 1, None)
         );
         assert_eq!(
             Script::from_model("scripted-tool-quiet-2s"),
-            Ok(Script::Tool {
-                work: Duration::from_secs(2),
-                progress: false,
-            })
+            tool(2, false, 1, None)
+        );
+        assert_eq!(
+            Script::from_model("scripted-tool-pair-5s@py"),
+            tool(5, true, 2, Some("py"))
+        );
+        assert_eq!(
+            Script::from_model("scripted-tool-quiet-3s@local-1"),
+            tool(3, false, 1, Some("local-1"))
         );
         assert_eq!(
             Script::from_model("scripted-thinker-3s"),
@@ -159,6 +200,9 @@ mod tests {
             "scripted-tool--1s",
             "scripted-fast-1s",
             "scripted-slow-1.5s",
+            "scripted-tool-3s@",
+            "scripted-fast@py",
+            "scripted-slow-3s@py",
         ] {
             let err = Script::from_model(model).unwrap_err().to_string();
             assert!(err.contains(&format!("`{model}`")), "{err}");

@@ -1,13 +1,14 @@
 //! Every curl command of the README's "Run the gateway" section, run as
-//! written against the gateway on its embedded defaults, does what the
-//! README says it does.
+//! written against the gateway on its embedded defaults (the one naming
+//! `@mine` against a gateway whose `mine` is the official MCP SDK's
+//! server), does what the README says it does.
 
 mod support;
 
 use std::process::Command;
 use std::time::Duration;
 
-use support::Gateway;
+use support::{mcp_events, scratch_dir, Gateway, McpServer};
 
 const README_ADDR: &str = "http://127.0.0.1:8080";
 
@@ -51,14 +52,42 @@ fn data_lines(body: &str) -> Vec<&str> {
 #[test]
 fn every_readme_command_does_what_the_readme_says() {
     let commands = readme_commands();
-    assert_eq!(commands.len(), 8, "the README's commands: {commands:#?}");
+    assert_eq!(commands.len(), 9, "the README's commands: {commands:#?}");
     let gateway = Gateway::start(&[]);
+    let dir = scratch_dir("curl-mine");
+    let log = dir.join("server.jsonl");
+    let server = McpServer::http(&log, &[]);
+    let toml = format!(
+        "[mcp.servers.mine]\nurl = \"{}\"\ntools = [\"slow_task\"]\n",
+        server.url
+    );
+    std::fs::write(dir.join("timebox.toml"), toml).expect("write timebox.toml");
+    let with_mine = Gateway::start_in(Some(&dir), &[]);
     std::thread::scope(|scope| {
         for command in &commands {
-            let gateway = &gateway;
-            scope.spawn(move || check(command, gateway));
+            let (gateway, with_mine, log) = (&gateway, &with_mine, &log);
+            scope.spawn(move || {
+                if command.contains("@mine") {
+                    check_mine(command, with_mine, log);
+                } else {
+                    check(command, gateway);
+                }
+            });
         }
     });
+}
+
+/// The command whose tool runs on the user's own server, `mine`.
+fn check_mine(command: &str, gateway: &Gateway, log: &std::path::Path) {
+    let body = run(command, gateway, Duration::from_secs(3));
+    assert!(body.contains(": tool progress 1/10"), "{body}");
+    let events = mcp_events(log);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "started" && e["seconds"] == 10),
+        "the call reached the SDK server: {events:#?}"
+    );
 }
 
 fn check(command: &str, gateway: &Gateway) {

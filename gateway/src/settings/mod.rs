@@ -1,12 +1,21 @@
-//! Loading the gateway's settings: timebox's [`Config`] over the embedded
-//! defaults, and the address to listen on.
+//! Loading the gateway's settings: timebox's [`Config`] and the gateway's
+//! own `[mcp]` section over the embedded defaults, and the address to
+//! listen on.
+
+mod mcp;
 
 use std::net::SocketAddr;
 
 use timebox::config::{Config, ConfigError, Loader, CONFIG_FILE};
 
+#[cfg(test)]
+use mcp::BUILTIN;
+pub(crate) use mcp::{McpSettings, McpSettingsError, Server, Transport};
+
 /// The embedded defaults, under `timebox.toml` and the environment.
-pub(crate) const DEFAULTS: &str = include_str!("defaults.toml");
+/// `[mcp]` is the gateway's own section: `TIMEBOX_MCP__<KEY>` variables
+/// reach it as they reach timebox's keys.
+pub(crate) const DEFAULTS: &str = include_str!("../defaults.toml");
 
 /// The variable that sets the address to listen on.
 pub const ADDR_ENV: &str = "CHAT_GATEWAY_ADDR";
@@ -18,6 +27,10 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 #[derive(Debug)]
 pub(crate) struct Settings {
     pub(crate) config: Config,
+    /// The MCP servers, the built-in one first.
+    pub(crate) servers: Vec<Server>,
+    /// The server of models whose name does not say.
+    pub(crate) default_server: String,
     pub(crate) addr: SocketAddr,
 }
 
@@ -26,6 +39,8 @@ pub(crate) struct Settings {
 pub(crate) enum SettingsError {
     #[error("invalid configuration: {0}")]
     Config(ConfigError),
+    #[error("invalid configuration: {0}")]
+    Mcp(McpSettingsError),
     #[error(
         "environment variable `{ADDR_ENV}` is `{value}`: {reason}; \
          expected an address such as {DEFAULT_ADDR}"
@@ -42,14 +57,15 @@ impl Settings {
     /// An invalid configuration value, or an [`ADDR_ENV`] that is not a
     /// socket address; each names the key or variable.
     pub(crate) fn load() -> Result<Self, SettingsError> {
-        let config = Loader::new()
+        let (config, mcp) = Loader::new()
             .toml_str(DEFAULTS)
             .toml_file(CONFIG_FILE)
             .env()
-            .load()
+            .load_with::<McpSettings>("mcp")
             .map_err(SettingsError::Config)?;
         // The warnings are logged when the router is built.
         config.validate().map_err(SettingsError::Config)?;
+        let servers = mcp.servers().map_err(SettingsError::Mcp)?;
         let addr = match std::env::var(ADDR_ENV) {
             Ok(value) => parse_addr(&value)?,
             Err(std::env::VarError::NotPresent) => parse_addr(DEFAULT_ADDR)?,
@@ -60,7 +76,12 @@ impl Settings {
                 })
             }
         };
-        Ok(Self { config, addr })
+        Ok(Self {
+            config,
+            servers,
+            default_server: mcp.default_server,
+            addr,
+        })
     }
 }
 
@@ -80,7 +101,12 @@ mod tests {
 
     #[test]
     fn the_embedded_defaults_load_and_validate() {
-        let config = Loader::new().toml_str(DEFAULTS).load().unwrap();
+        let (config, mcp) = Loader::new()
+            .toml_str(DEFAULTS)
+            .load_with::<McpSettings>("mcp")
+            .unwrap();
+        assert_eq!(mcp.default_server, BUILTIN);
+        assert_eq!(mcp.servers().unwrap().len(), 1);
         assert_eq!(config.stream.stream_inactivity_timeout_secs, 5);
         assert_eq!(config.server.timeouts.request_timeout_ms, Some(5000));
         config.validate().unwrap();

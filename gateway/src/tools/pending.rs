@@ -32,6 +32,8 @@ struct Table {
 struct Sent {
     request_id: RequestId,
     call_id: String,
+    /// The MCP server the call went to.
+    server: String,
     peer: Peer<RoleClient>,
 }
 
@@ -40,7 +42,8 @@ struct Sent {
 pub(crate) struct Closed;
 
 impl PendingCalls {
-    /// Records that the call `call_id` went out as MCP request `request_id`.
+    /// Records that the call `call_id` went out to `server` as MCP request
+    /// `request_id`.
     ///
     /// # Errors
     ///
@@ -48,6 +51,7 @@ impl PendingCalls {
     /// request itself.
     pub(crate) fn sent(
         &self,
+        server: &str,
         call_id: &str,
         request_id: RequestId,
         peer: Peer<RoleClient>,
@@ -59,6 +63,7 @@ impl PendingCalls {
         table.calls.push(Sent {
             request_id,
             call_id: call_id.to_owned(),
+            server: server.to_owned(),
             peer,
         });
         Ok(())
@@ -71,8 +76,15 @@ impl PendingCalls {
             .retain(|sent| sent.request_id != *request_id);
     }
 
+    /// Whether no call is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().calls.is_empty()
+    }
+
     /// One `notifications/cancelled` per call still waiting, giving `reason`,
-    /// and closes the table. Run the cleanup to send them.
+    /// and closes the table. Run the cleanup to send them. Each notice is
+    /// named after its call and server, so a notice the cleanup gives up on
+    /// names the server that did not take it.
     pub(crate) fn take_cancel_notices(&self, reason: &str) -> RemoteCleanup {
         let calls = {
             let mut table = self.lock();
@@ -86,12 +98,14 @@ impl PendingCalls {
                 let Sent {
                     request_id,
                     call_id,
+                    server,
                     peer,
                 } = sent;
-                cleanup.notice(format!("tool call {call_id}"), async move {
+                let name = format!("tool call {call_id} on MCP server `{server}`");
+                cleanup.notice(name, async move {
                     let notice = CancelledNotificationParam::new(Some(request_id), Some(reason));
                     if let Err(err) = peer.notify_cancelled(notice).await {
-                        tracing::warn!(%call_id, %err, "could not tell the tool server to cancel");
+                        tracing::warn!(server, %call_id, %err, "could not tell the MCP server to cancel");
                     }
                 })
             })

@@ -1,9 +1,7 @@
-//! [`Tools`]: the gateway's MCP client, connected to the in-process tool
-//! server.
+//! [`Session`]: one MCP client session with one server, over any of the
+//! gateway's transports.
 
-use std::fmt;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -13,21 +11,23 @@ use rmcp::model::{
     ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use timebox::registry::{RemoteCleanup, ToolCall};
 use tokio::task::JoinHandle;
 
 use super::{PendingCalls, ToolServer};
+use crate::settings::{Server, Transport};
 
-/// Bytes the in-memory pipe to the tool server buffers each way.
+/// Bytes the in-memory pipe to the built-in server buffers each way.
 const PIPE_BUFFER: usize = 64 * 1024;
 
-/// The connection to the tool server. Clones share it.
-#[derive(Clone)]
-pub(crate) struct Tools {
-    service: Arc<RunningService<RoleClient, ProgressClient>>,
-    /// The tool server's task, until [`close`](Tools::close) waits for it.
-    server: Arc<Mutex<Option<JoinHandle<()>>>>,
+/// One initialized MCP session. Several calls may run on it at once; each
+/// is told apart by its JSON-RPC request id.
+pub(crate) struct Session {
+    service: RunningService<RoleClient, ProgressClient>,
+    /// The built-in server's task, when this session is with it.
+    builtin: Option<JoinHandle<()>>,
 }
 
 /// The client side's handler: passes progress notifications on to whoever
@@ -58,83 +58,140 @@ pub(crate) struct Progress {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ToolError {
     /// The call's token was cancelled; the request's remote cleanup tells
-    /// the tool server.
+    /// the server.
     #[error("tool call cancelled")]
     Cancelled,
-    /// The tool server or the connection failed.
+    /// The tool answered with an error.
     #[error("tool call failed: {0}")]
     Failed(String),
+    /// The server could not be reached, or its session broke.
+    #[error("MCP server `{server}` {reason}")]
+    Server { server: String, reason: String },
 }
 
-impl From<ServiceError> for ToolError {
-    fn from(err: ServiceError) -> Self {
-        Self::Failed(err.to_string())
+impl ToolError {
+    pub(crate) fn server(server: &str, reason: impl std::fmt::Display) -> Self {
+        Self::Server {
+            server: server.to_owned(),
+            reason: reason.to_string(),
+        }
     }
 }
 
-impl Tools {
-    /// Starts the tool server on a task of its own and connects to it (the
-    /// MCP `initialize` handshake).
+impl Session {
+    /// Opens a session with `server`: starts the built-in server or the
+    /// child process, or connects over HTTP, then the MCP `initialize`
+    /// handshake, all within the server's `connect_timeout`.
     ///
     /// # Errors
     ///
-    /// When the handshake fails.
-    pub(crate) async fn start() -> Result<Self, ToolError> {
-        let (server_io, client_io) = tokio::io::duplex(PIPE_BUFFER);
-        let server = tokio::spawn(async move {
-            match ToolServer.serve(server_io).await {
-                Ok(running) => {
-                    if let Err(err) = running.waiting().await {
-                        tracing::error!(target: "tool_server", %err, "tool server stopped");
-                    }
+    /// [`ToolError::Server`], naming the server and where it was looked for.
+    pub(crate) async fn open(server: &Server) -> Result<Self, ToolError> {
+        let unreachable = |err: &dyn std::fmt::Display| {
+            ToolError::server(
+                &server.name,
+                format_args!("{} cannot be reached: {err}", server.transport),
+            )
+        };
+        let opening = async {
+            let client = ProgressClient::default();
+            match &server.transport {
+                Transport::Builtin => {
+                    let (server_io, client_io) = tokio::io::duplex(PIPE_BUFFER);
+                    let builtin = tokio::spawn(run_builtin(server_io));
+                    let service = client.serve(client_io).await.map_err(|e| unreachable(&e))?;
+                    Ok(Self {
+                        service,
+                        builtin: Some(builtin),
+                    })
                 }
-                Err(err) => {
-                    tracing::error!(target: "tool_server", %err, "tool server did not start")
+                Transport::Http(url) => {
+                    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                    let service = client.serve(transport).await.map_err(|e| unreachable(&e))?;
+                    Ok(Self {
+                        service,
+                        builtin: None,
+                    })
+                }
+                Transport::Stdio { program, args } => {
+                    let mut command = tokio::process::Command::new(program);
+                    command.args(args);
+                    let child = TokioChildProcess::new(command).map_err(|e| unreachable(&e))?;
+                    let service = client.serve(child).await.map_err(|e| unreachable(&e))?;
+                    Ok(Self {
+                        service,
+                        builtin: None,
+                    })
                 }
             }
-        });
-        let service = ProgressClient::default()
-            .serve(client_io)
+        };
+        tokio::time::timeout(server.connect_timeout, opening)
             .await
-            .map_err(|err| ToolError::Failed(err.to_string()))?;
-        Ok(Self {
-            service: Arc::new(service),
-            server: Arc::new(Mutex::new(Some(server))),
-        })
+            .map_err(|_| {
+                unreachable(&format_args!(
+                    "no MCP session within {:?} (`connect_timeout_ms`)",
+                    server.connect_timeout
+                ))
+            })?
     }
 
-    /// Closes the connection and waits, at most `bound`, for the tool server
-    /// to finish: it still reads what was sent before the close, so the
-    /// cancellation notices of a shutdown reach it.
-    pub(crate) async fn close(&self, bound: Duration) {
+    /// The names of the tools the server lists.
+    ///
+    /// # Errors
+    ///
+    /// When the server does not answer `tools/list`.
+    pub(crate) async fn tool_names(&self) -> Result<Vec<String>, ServiceError> {
+        let tools = self.service.peer().list_all_tools().await?;
+        Ok(tools
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect())
+    }
+
+    /// Whether the session's connection has gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.service.is_closed()
+    }
+
+    /// Ends the session without waiting: its task closes the transport
+    /// (for HTTP, the session is deleted; a child process is asked to exit).
+    pub(crate) fn end(&self) {
         self.service.cancellation_token().cancel();
-        let server = self
-            .server
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(server) = server {
-            if tokio::time::timeout(bound, server).await.is_err() {
-                tracing::warn!(target: "tool_server", ?bound, "tool server still busy; leaving it");
-            }
+    }
+
+    /// Ends the session and waits, at most `bound`, for it to close: the
+    /// server still reads what was sent before, so the cancellation
+    /// notices of a shutdown reach it.
+    pub(crate) async fn close(mut self, bound: Duration) -> bool {
+        let closed = self
+            .service
+            .close_with_timeout(bound)
+            .await
+            .is_ok_and(|quit| quit.is_some());
+        match self.builtin.take() {
+            Some(builtin) => closed && tokio::time::timeout(bound, builtin).await.is_ok(),
+            None => closed,
         }
     }
 
-    /// Calls the tool `name` for `call` (claimed from the request's
-    /// [`ToolCalls`](timebox::registry::ToolCalls)), reporting its progress
-    /// to `on_progress`, until it answers or `call`'s token is cancelled.
+    /// Calls the tool `name` of `server` for `call` (claimed from the
+    /// request's [`ToolCalls`](timebox::registry::ToolCalls)), reporting
+    /// its progress to `on_progress`, until it answers or `call`'s token is
+    /// cancelled.
     ///
     /// While the call waits it is in `pending`; it leaves when the result
     /// arrives. A cancelled call stays there, for the request's remote
-    /// cleanup to cancel at the tool server.
+    /// cleanup to cancel at the server.
     ///
     /// # Errors
     ///
     /// [`ToolError::Cancelled`] when the token is cancelled first;
-    /// [`ToolError::Failed`] when the server or the tool fails.
+    /// [`ToolError::Failed`] when the tool fails; [`ToolError::Server`]
+    /// when the session does.
     pub(crate) async fn call(
         &self,
-        name: &'static str,
+        server: &str,
+        name: &str,
         arguments: JsonObject,
         call: &ToolCall,
         pending: &PendingCalls,
@@ -144,16 +201,21 @@ impl Tools {
         if token.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let mut params = CallToolRequestParams::new(name);
+        let broken = |err: ServiceError| ToolError::server(server, format_args!("failed: {err}"));
+        let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = Some(arguments);
         let request = ClientRequest::CallToolRequest(Request::new(params));
         let peer = self.service.peer().clone();
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await?;
+            .await
+            .map_err(broken)?;
         let request_id = handle.id.clone();
         let call_id = call.id().unwrap_or("(no id)");
-        if pending.sent(call_id, request_id.clone(), peer).is_err() {
+        if pending
+            .sent(server, call_id, request_id.clone(), peer)
+            .is_err()
+        {
             // The request ended while the call was being sent, after its
             // cleanup ran: nobody else will cancel this one.
             let reason = Some("the request ended".to_owned());
@@ -174,7 +236,12 @@ impl Tools {
                 () = token.cancelled() => return Err(ToolError::Cancelled),
                 response = &mut response => {
                     pending.answered(&request_id);
-                    return text_of(response?);
+                    return match response {
+                        Ok(result) => text_of(result),
+                        // The tool's own error, sent as a JSON-RPC error.
+                        Err(ServiceError::McpError(err)) => Err(ToolError::Failed(err.message.into_owned())),
+                        Err(err) => Err(broken(err)),
+                    };
                 }
                 Some(update) = updates.next() => on_progress(Progress {
                     done: update.progress,
@@ -185,9 +252,24 @@ impl Tools {
     }
 }
 
-impl fmt::Debug for Tools {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tools").finish_non_exhaustive()
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("builtin", &self.builtin.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The built-in server, on the other end of a pipe, until the client
+/// closes it.
+async fn run_builtin(io: tokio::io::DuplexStream) {
+    match ToolServer.serve(io).await {
+        Ok(running) => {
+            if let Err(err) = running.waiting().await {
+                tracing::error!(target: "tool_server", %err, "tool server stopped");
+            }
+        }
+        Err(err) => tracing::error!(target: "tool_server", %err, "tool server did not start"),
     }
 }
 

@@ -32,7 +32,16 @@ impl Gateway {
     /// (every `TIMEBOX_` variable of the test's own environment removed),
     /// and waits for its `listening on` line.
     pub fn start(env: &[(&str, &str)]) -> Self {
+        Self::start_in(None, env)
+    }
+
+    /// As [`start`](Self::start), in the working directory `dir` when
+    /// given, so that its `timebox.toml` is read.
+    pub fn start_in(dir: Option<&Path>, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_chat-gateway"));
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("TIMEBOX_") {
                 command.env_remove(name);
@@ -221,6 +230,143 @@ fn venv_under_target(
             .join(requirements);
         venv::venv_python(Path::new(env!("CARGO_TARGET_TMPDIR")), name, &requirements)
     })
+}
+
+/// The Python interpreter of a virtual environment with the pinned `mcp`
+/// package (the official MCP SDK), made on first use.
+pub fn mcp_python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    venv_under_target(&PYTHON, "mcp-venv", "mcp-requirements.txt")
+}
+
+/// A directory of its own under the target directory, for one test's
+/// files; emptied first.
+pub fn scratch_dir(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("gateway-{test}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the test's directory");
+    dir
+}
+
+/// `python/mcp_server.py`, the MCP server written with the official SDK.
+pub fn mcp_server_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_server.py")
+}
+
+/// The command line that runs the SDK server over stdio, logging to `log`.
+pub fn mcp_stdio_command(log: &Path) -> Vec<String> {
+    vec![
+        mcp_python().display().to_string(),
+        mcp_server_script().display().to_string(),
+        "--log".to_owned(),
+        log.display().to_string(),
+        "stdio".to_owned(),
+    ]
+}
+
+/// The SDK server over streamable HTTP on 127.0.0.1, killed on drop.
+pub struct McpServer {
+    child: Child,
+    /// `http://127.0.0.1:<port>/mcp`.
+    pub url: String,
+    /// What the server records, one JSON object a line.
+    pub log: PathBuf,
+}
+
+impl McpServer {
+    /// Starts the server, logging to `log`, with `extra` arguments (such as
+    /// `--hang-on-cancel`), and waits for its address.
+    pub fn http(log: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(mcp_python())
+            .arg(mcp_server_script())
+            .arg("--log")
+            .arg(log)
+            .arg("http")
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the MCP server starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (address, first_line) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+            let _ = address.send(lines.next());
+            lines.for_each(drop);
+        });
+        let line = first_line
+            .recv_timeout(STARTUP_BOUND)
+            .ok()
+            .flatten()
+            .expect("the MCP server prints its address");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("a `listening on` line, not {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            url,
+            log: log.to_owned(),
+        }
+    }
+
+    /// Kills the server and waits for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The events an SDK server recorded in `log` so far.
+pub fn mcp_events(log: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// The events in `log` once `enough` says so, waiting at most `bound`;
+/// fails the test with the events so far when it never does.
+pub fn wait_for_mcp_events(
+    log: &Path,
+    bound: Duration,
+    enough: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    let give_up = Instant::now() + bound;
+    loop {
+        let events = mcp_events(log);
+        if enough(&events) {
+            return events;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the MCP server did not record what was awaited within {bound:?}; it recorded {events:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The recorded events of kind `event`.
+pub fn events_of<'a>(
+    events: &'a [serde_json::Value],
+    event: &'a str,
+) -> impl Iterator<Item = &'a serde_json::Value> + 'a {
+    events.iter().filter(move |e| e["event"] == event)
+}
+
+/// Now, in Unix seconds: the clock the SDK server records with.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64())
 }
 
 /// Runs one check of `python/client_checks.py` against `gateway`; what it

@@ -1,0 +1,326 @@
+//! The `[mcp]` section: which MCP servers the gateway's tools run on.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The name of the in-process tool server, which is always there.
+pub(crate) const BUILTIN: &str = "builtin";
+
+/// The MCP servers, by name, and the one a model uses when its name does
+/// not say.
+///
+/// ```toml
+/// [mcp]
+/// default_server = "search"
+///
+/// [mcp.servers.search]          # streamable HTTP
+/// url = "http://127.0.0.1:9000/mcp"
+/// tools = ["slow_task"]
+///
+/// [mcp.servers.local]           # stdio: the gateway runs the command
+/// command = ["python3", "server.py", "stdio"]
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct McpSettings {
+    /// The server of models whose name has no `@<server>`.
+    pub(crate) default_server: String,
+    /// The external servers; `builtin` is always there besides them.
+    pub(crate) servers: BTreeMap<String, ServerSettings>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            default_server: BUILTIN.to_owned(),
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+/// One external MCP server: where it is, the tools the gateway expects of
+/// it, and its connection pool.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct ServerSettings {
+    /// The streamable HTTP endpoint, e.g. `http://127.0.0.1:9000/mcp`.
+    pub(crate) url: Option<String>,
+    /// The command line of a stdio server: program, then arguments.
+    pub(crate) command: Option<Vec<String>>,
+    /// Tools the server must list at startup.
+    pub(crate) tools: Vec<String>,
+    /// Idle sessions kept for the next requests.
+    pub(crate) max_idle: usize,
+    /// How long opening a session (the MCP `initialize` handshake) may take.
+    pub(crate) connect_timeout_ms: u64,
+    /// Whether the stream's inactivity timer is suspended while a tool of
+    /// this server works (DESIGN W3). `false` makes a quiet tool end the
+    /// stream after `stream.stream_inactivity_timeout_secs`.
+    pub(crate) suspend_inactivity: bool,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            url: None,
+            command: None,
+            tools: Vec::new(),
+            max_idle: 4,
+            connect_timeout_ms: 5000,
+            suspend_inactivity: true,
+        }
+    }
+}
+
+/// How the gateway reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// The in-process server, over a pipe.
+    Builtin,
+    /// Streamable HTTP at this URL.
+    Http(String),
+    /// A child process speaking over its stdin and stdout.
+    Stdio { program: String, args: Vec<String> },
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Builtin => f.write_str("in process"),
+            Self::Http(url) => write!(f, "at {url}"),
+            Self::Stdio { program, args } => {
+                write!(f, "run as `{program}")?;
+                args.iter().try_for_each(|arg| write!(f, " {arg}"))?;
+                f.write_str("`")
+            }
+        }
+    }
+}
+
+/// A server, ready to connect to.
+#[derive(Debug, Clone)]
+pub(crate) struct Server {
+    pub(crate) name: String,
+    pub(crate) transport: Transport,
+    pub(crate) tools: Vec<String>,
+    pub(crate) max_idle: usize,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) suspend_inactivity: bool,
+}
+
+/// A setting of `[mcp]` that cannot be used, naming its key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}`: {message}")]
+pub(crate) struct McpSettingsError {
+    pub(crate) key: String,
+    pub(crate) message: String,
+}
+
+impl McpSettings {
+    /// Every server, the built-in one first, or the first setting that
+    /// cannot be used.
+    ///
+    /// # Errors
+    ///
+    /// A server named `builtin`, a name that is not `[a-z0-9_-]+`, a server
+    /// with both or neither of `url` and `command`, a `url` that is not
+    /// `http://` or `https://`, an empty `command`, a `connect_timeout_ms`
+    /// of 0, or a `default_server` that is not a server.
+    pub(crate) fn servers(&self) -> Result<Vec<Server>, McpSettingsError> {
+        let mut servers = vec![Server {
+            name: BUILTIN.to_owned(),
+            transport: Transport::Builtin,
+            tools: vec![crate::tools::SLOW_TASK.to_owned()],
+            max_idle: ServerSettings::default().max_idle,
+            connect_timeout: Duration::from_millis(ServerSettings::default().connect_timeout_ms),
+            suspend_inactivity: true,
+        }];
+        for (name, settings) in &self.servers {
+            servers.push(settings.server(name)?);
+        }
+        if !servers
+            .iter()
+            .any(|server| server.name == self.default_server)
+        {
+            let known: Vec<_> = servers.iter().map(|server| server.name.as_str()).collect();
+            return Err(McpSettingsError {
+                key: "mcp.default_server".to_owned(),
+                message: format!(
+                    "`{}` is not a server; the servers are {}",
+                    self.default_server,
+                    known.join(", ")
+                ),
+            });
+        }
+        Ok(servers)
+    }
+}
+
+impl ServerSettings {
+    fn server(&self, name: &str) -> Result<Server, McpSettingsError> {
+        let error = |key: &str, message: String| McpSettingsError {
+            key: format!("mcp.servers.{name}{key}"),
+            message,
+        };
+        if name == BUILTIN {
+            return Err(error(
+                "",
+                format!("`{BUILTIN}` is the in-process server; give yours another name"),
+            ));
+        }
+        let name_ok = name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !name_ok {
+            return Err(error(
+                "",
+                "a server name is lowercase letters, digits, `-` and `_`, \
+                 so that a model name can carry it after `@`"
+                    .to_owned(),
+            ));
+        }
+        let transport = match (&self.url, &self.command) {
+            (Some(url), None) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(error(
+                        ".url",
+                        format!("`{url}` is not an http:// or https:// URL"),
+                    ));
+                }
+                Transport::Http(url.clone())
+            }
+            (None, Some(command)) => {
+                let Some((program, args)) = command.split_first() else {
+                    return Err(error(
+                        ".command",
+                        "is empty; give the program first".to_owned(),
+                    ));
+                };
+                Transport::Stdio {
+                    program: program.clone(),
+                    args: args.to_vec(),
+                }
+            }
+            (Some(_), Some(_)) => {
+                return Err(error(
+                    "",
+                    "has both `url` and `command`; a server is one or the other".to_owned(),
+                ))
+            }
+            (None, None) => {
+                return Err(error(
+                    "",
+                    "needs `url` (streamable HTTP) or `command` (stdio)".to_owned(),
+                ))
+            }
+        };
+        if self.connect_timeout_ms == 0 {
+            return Err(error(
+                ".connect_timeout_ms",
+                "must be at least 1".to_owned(),
+            ));
+        }
+        Ok(Server {
+            name: name.to_owned(),
+            transport,
+            tools: self.tools.clone(),
+            max_idle: self.max_idle,
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            suspend_inactivity: self.suspend_inactivity,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(toml: &str) -> McpSettings {
+        let (_, mcp) = timebox::config::Loader::new()
+            .toml_str(toml)
+            .load_with::<McpSettings>("mcp")
+            .unwrap();
+        mcp
+    }
+
+    #[test]
+    fn the_builtin_server_is_always_there_and_the_default() {
+        let servers = McpSettings::default().servers().unwrap();
+        assert_eq!(servers.len(), 1);
+        assert_eq!(servers[0].transport, Transport::Builtin);
+        assert_eq!(McpSettings::default().default_server, BUILTIN);
+    }
+
+    #[test]
+    fn http_and_stdio_servers_are_read() {
+        let mcp = settings(
+            "[mcp]\ndefault_server = \"web\"\n\
+             [mcp.servers.web]\nurl = \"http://127.0.0.1:9/mcp\"\ntools = [\"slow_task\"]\n\
+             [mcp.servers.local]\ncommand = [\"python3\", \"server.py\", \"stdio\"]\nmax_idle = 1",
+        );
+        let servers = mcp.servers().unwrap();
+        let names: Vec<_> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, [BUILTIN, "local", "web"]);
+        assert_eq!(
+            servers[1].transport,
+            Transport::Stdio {
+                program: "python3".to_owned(),
+                args: vec!["server.py".to_owned(), "stdio".to_owned()],
+            }
+        );
+        assert_eq!(servers[1].max_idle, 1);
+        assert_eq!(
+            servers[2].transport,
+            Transport::Http("http://127.0.0.1:9/mcp".to_owned())
+        );
+    }
+
+    #[test]
+    fn unusable_servers_name_their_key() {
+        for (toml, key, says) in [
+            ("[mcp.servers.a]", "mcp.servers.a", "needs `url`"),
+            (
+                "[mcp.servers.a]\nurl = \"http://x\"\ncommand = [\"x\"]",
+                "mcp.servers.a",
+                "both",
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"ftp://x\"",
+                "mcp.servers.a.url",
+                "`ftp://x`",
+            ),
+            (
+                "[mcp.servers.a]\ncommand = []",
+                "mcp.servers.a.command",
+                "empty",
+            ),
+            (
+                "[mcp.servers.builtin]\nurl = \"http://x\"",
+                "mcp.servers.builtin",
+                "in-process",
+            ),
+            (
+                "[mcp.servers.A]\nurl = \"http://x\"",
+                "mcp.servers.A",
+                "lowercase",
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"http://x\"\nconnect_timeout_ms = 0",
+                "mcp.servers.a.connect_timeout_ms",
+                "at least 1",
+            ),
+            (
+                "[mcp]\ndefault_server = \"nope\"",
+                "mcp.default_server",
+                "`nope` is not a server",
+            ),
+        ] {
+            let err = settings(toml).servers().unwrap_err();
+            assert_eq!(err.key, key, "{toml}");
+            assert!(err.to_string().contains(says), "{toml}: {err}");
+        }
+    }
+}

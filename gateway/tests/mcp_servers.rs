@@ -1,0 +1,433 @@
+//! The gateway in front of real MCP servers written with the official
+//! Python SDK (`tests/python/mcp_server.py`), over streamable HTTP and
+//! stdio: cancellation notices, eviction, shutdown and parallel calls
+//! (DESIGN R3, R4).
+//!
+//! Each test runs the SDK server and the gateway as processes on
+//! 127.0.0.1 with OS-chosen ports, and real HTTP clients against the
+//! gateway. The server records every tool call's start, cancellation and
+//! end, with the MCP session it came on, in a log file the test reads.
+
+#![cfg(unix)]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{
+    answer_of, events_of, mcp_events, mcp_stdio_command, open_stream, read_to_end, scratch_dir,
+    unix_now, wait_for_mcp_events, Gateway, McpServer,
+};
+
+/// The gateway's heartbeat in these tests: a client that hung up is found
+/// at the next one.
+const HEARTBEAT_SECS: u64 = 2;
+/// R3's bound on a request's remote cleanup.
+const CLEANUP_BOUND: Duration = Duration::from_secs(5);
+/// Room for two processes on a busy machine.
+const ROOM: Duration = Duration::from_secs(3);
+
+/// A gateway whose `timebox.toml` (in `dir`) names the MCP server `name`
+/// with `server` as its table's body, plus `env`.
+fn gateway_with(dir: &Path, name: &str, server: &str, env: &[(&str, &str)]) -> Gateway {
+    let toml = format!("[mcp.servers.{name}]\n{server}\ntools = [\"slow_task\"]\n");
+    std::fs::write(dir.join("timebox.toml"), toml).expect("write timebox.toml");
+    let mut env = env.to_vec();
+    env.push(("TIMEBOX_STREAM__HEARTBEAT_SECS", "2"));
+    Gateway::start_in(Some(dir), &env)
+}
+
+fn http_server(url: &str) -> String {
+    format!("url = \"{url}\"")
+}
+
+/// The `started` events so far.
+fn started(log: &Path) -> Vec<Value> {
+    events_of(&mcp_events(log), "started").cloned().collect()
+}
+
+/// Waits for `count` tool calls to have started at the server.
+fn wait_started(log: &Path, count: usize) -> Vec<Value> {
+    let events = wait_for_mcp_events(log, Duration::from_secs(20), |events| {
+        events_of(events, "started").count() >= count
+    });
+    events_of(&events, "started").cloned().collect()
+}
+
+/// Waits for the call `request_id` to be recorded as cancelled; the
+/// event.
+fn wait_cancelled(log: &Path, request_id: &Value, bound: Duration) -> Value {
+    let events = wait_for_mcp_events(log, bound, |events| {
+        events_of(events, "cancelled").any(|e| e["request_id"] == *request_id)
+    });
+    let cancelled = events_of(&events, "cancelled")
+        .find(|e| e["request_id"] == *request_id)
+        .cloned();
+    cancelled.expect("the cancellation was recorded")
+}
+
+/// Runs a whole streamed completion of `model`; its body.
+async fn complete(client: &reqwest::Client, base: &str, model: &str) -> String {
+    let mut response = open_stream(client, base, model).await;
+    read_to_end(&mut response).await
+}
+
+/// Reads `response` to its end, noting when (Unix seconds and `Instant`)
+/// the chunk carrying `[DONE]` arrived.
+async fn read_until_done(response: &mut reqwest::Response) -> (String, Option<(f64, Instant)>) {
+    let mut body = String::new();
+    let mut done_at = None;
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.push_str(&String::from_utf8_lossy(&chunk));
+        if done_at.is_none() && body.contains("data: [DONE]") {
+            done_at = Some((unix_now(), Instant::now()));
+        }
+    }
+    (body, done_at)
+}
+
+/// Reads `response` until the SDK server has started `count` calls.
+async fn open_tool_stream(
+    client: &reqwest::Client,
+    base: &str,
+    model: &str,
+    log: &Path,
+    count: usize,
+) -> (reqwest::Response, Vec<Value>) {
+    let before = started(log).len();
+    let response = open_stream(client, base, model).await;
+    let started = tokio::task::block_in_place(|| wait_started(log, before + count));
+    (response, started[before..].to_vec())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_is_evicted() {
+    let dir = scratch_dir("mcp-hang-up");
+    let log = dir.join("server.jsonl");
+    let server = McpServer::http(&log, &[]);
+    let gateway = gateway_with(&dir, "py", &http_server(&server.url), &[]);
+    let client = reqwest::Client::new();
+
+    // Calls that end normally give their session back: the next request
+    // reuses it.
+    for _ in 0..2 {
+        let body = complete(&client, &gateway.base, "scripted-tool-1s@py").await;
+        assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
+    }
+    let calls = started(&log);
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[0]["session"], calls[1]["session"],
+        "the pool reuses a session"
+    );
+    let pooled = calls[0]["session"].clone();
+
+    let (response, calls) =
+        open_tool_stream(&client, &gateway.base, "scripted-tool-60s@py", &log, 1).await;
+    assert_eq!(calls[0]["session"], pooled);
+    let hung_up = unix_now();
+    drop(response);
+    let cancelled = tokio::task::block_in_place(|| {
+        wait_cancelled(
+            &log,
+            &calls[0]["request_id"],
+            Duration::from_secs(HEARTBEAT_SECS) + CLEANUP_BOUND + ROOM,
+        )
+    });
+    let after = cancelled["t"].as_f64().expect("a time") - hung_up;
+    eprintln!("http: the server heard of the hang-up after {after:.2} s");
+    assert!(
+        after <= (HEARTBEAT_SECS + 5) as f64,
+        "the server heard of the cancellation {after:.2} s after the client hung up"
+    );
+    assert!(
+        tokio::task::block_in_place(|| gateway.wait_for_log(
+            &["evicted an MCP session", "server=\"py\""],
+            Duration::from_secs(5)
+        ))
+        .is_some(),
+        "the gateway evicts the session; its log:\n{}",
+        gateway.log_text()
+    );
+
+    // The next request comes on a new session.
+    let body = complete(&client, &gateway.base, "scripted-tool-1s@py").await;
+    assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
+    let last = started(&log).pop().expect("a call");
+    assert_ne!(last["session"], pooled, "the evicted session is not reused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_before_done() {
+    let dir = scratch_dir("mcp-inactivity");
+    let log = dir.join("server.jsonl");
+    let server = McpServer::http(&log, &[]);
+    let settings = format!("{}\nsuspend_inactivity = false", http_server(&server.url));
+    let gateway = gateway_with(
+        &dir,
+        "py",
+        &settings,
+        &[("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "2")],
+    );
+    let client = reqwest::Client::new();
+
+    let (mut response, calls) = open_tool_stream(
+        &client,
+        &gateway.base,
+        "scripted-tool-quiet-30s@py",
+        &log,
+        1,
+    )
+    .await;
+    let (body, done_at) = read_until_done(&mut response).await;
+    let (done_unix, _) = done_at.unwrap_or_else(|| panic!("no [DONE] in {body}"));
+    let error = body.find("event: error").expect("an error event");
+    assert!(body[error..].contains("inactivity"), "{body}");
+    assert!(error < body.find("[DONE]").expect("[DONE]"), "{body}");
+    // The SDK answers a notice's POST before it acts on it, so the notice's
+    // arrival is what the gateway can order against `[DONE]`.
+    let request_id = &calls[0]["request_id"];
+    let events = mcp_events(&log);
+    let notice = events_of(&events, "notice")
+        .find(|e| e["request_id"] == *request_id)
+        .unwrap_or_else(|| panic!("no notice for {request_id} before [DONE]: {events:#?}"));
+    let noticed_at = notice["t"].as_f64().expect("a time");
+    eprintln!(
+        "inactivity: the notice arrived {:.3} s before [DONE]",
+        done_unix - noticed_at
+    );
+    assert!(
+        noticed_at < done_unix,
+        "the notice arrived {:.3} s after [DONE]",
+        noticed_at - done_unix
+    );
+    wait_cancelled(&log, request_id, Duration::from_secs(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_session() {
+    let dir = scratch_dir("mcp-sigterm");
+    let log = dir.join("server.jsonl");
+    let server = McpServer::http(&log, &[]);
+    let mut gateway = gateway_with(
+        &dir,
+        "py",
+        &http_server(&server.url),
+        &[
+            ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0"),
+            ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "1"),
+            ("TIMEBOX_SERVER__DRAIN_FORCE_SECS", "2"),
+        ],
+    );
+    let client = reqwest::Client::new();
+
+    let (mut response, calls) =
+        open_tool_stream(&client, &gateway.base, "scripted-tool-60s@py", &log, 1).await;
+    let sessions_before = events_of(&mcp_events(&log), "initialize").count();
+    gateway.sigterm();
+    let (body, done_at) = read_until_done(&mut response).await;
+    let (done_unix, _) = done_at.unwrap_or_else(|| panic!("no [DONE] in {body}"));
+    assert!(
+        !body.contains("event: error"),
+        "a shutdown is no error: {body}"
+    );
+    let cancelled = tokio::task::block_in_place(|| {
+        wait_cancelled(&log, &calls[0]["request_id"], CLEANUP_BOUND + ROOM)
+    });
+    let cancelled_at = cancelled["t"].as_f64().expect("a time");
+    eprintln!(
+        "sigterm: cancellation recorded {:.3} s after [DONE] arrived",
+        cancelled_at - done_unix
+    );
+    assert!(
+        cancelled_at > done_unix,
+        "the server heard of the cancellation {:.3} s before [DONE] arrived",
+        done_unix - cancelled_at
+    );
+    assert_eq!(gateway.exit_within(Duration::from_secs(10)), Some(0));
+    let events = mcp_events(&log);
+    assert_eq!(
+        events_of(&events, "initialize").count(),
+        sessions_before,
+        "no session is opened after the SIGTERM: {events:#?}"
+    );
+    let log_text = gateway.log_text();
+    assert!(!log_text.contains("evicted an MCP session"), "{log_text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_reads_its_notice_is_given_up_on_at_2_s_and_named() {
+    let dir = scratch_dir("mcp-hangs");
+    let log = dir.join("server.jsonl");
+    let server = McpServer::http(&log, &["--hang-on-cancel"]);
+    let settings = format!("{}\nsuspend_inactivity = false", http_server(&server.url));
+    let gateway = gateway_with(
+        &dir,
+        "stuck",
+        &settings,
+        &[("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "2")],
+    );
+    let client = reqwest::Client::new();
+
+    let (mut response, _) = open_tool_stream(
+        &client,
+        &gateway.base,
+        "scripted-tool-quiet-30s@stuck",
+        &log,
+        1,
+    )
+    .await;
+    let (body, done_at) = read_until_done(&mut response).await;
+    let (_, done) = done_at.unwrap_or_else(|| panic!("no [DONE] in {body}"));
+    assert!(body.contains("inactivity"), "{body}");
+    let cancelled = tokio::task::block_in_place(|| {
+        gateway.wait_for_log(&["stream step", "Cancel("], Duration::ZERO)
+    })
+    .expect("the gateway logs the cancel step");
+    let ending = done.duration_since(cancelled);
+    eprintln!("a stuck server: [DONE] {ending:?} after the cancel step");
+    assert!(
+        ending >= Duration::from_millis(1900),
+        "the stream ended {ending:?} after its cancel: the notice was not waited for"
+    );
+    assert!(
+        ending <= CLEANUP_BOUND + Duration::from_millis(500),
+        "the stream ended {ending:?} after its cancel, past the cleanup bound"
+    );
+    let warning = tokio::task::block_in_place(|| {
+        gateway.wait_for_log(
+            &["WARN", "remote cleanup gave up", "MCP server `stuck`"],
+            Duration::from_secs(1),
+        )
+    });
+    assert!(warning.is_some(), "{}", gateway.log_text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_parallel_calls_cut_short_by_a_disconnect_get_a_notice_each_by_request_id() {
+    let dir = scratch_dir("mcp-parallel");
+    let log = dir.join("server.jsonl");
+    let server = McpServer::http(&log, &[]);
+    let gateway = gateway_with(&dir, "py", &http_server(&server.url), &[]);
+    let client = reqwest::Client::new();
+
+    let (response, calls) =
+        open_tool_stream(&client, &gateway.base, "scripted-tool-pair-60s@py", &log, 2).await;
+    assert_ne!(calls[0]["request_id"], calls[1]["request_id"]);
+    assert_eq!(
+        calls[0]["session"], calls[1]["session"],
+        "one session per request and server"
+    );
+    drop(response);
+    let bound = Duration::from_secs(HEARTBEAT_SECS) + CLEANUP_BOUND + ROOM;
+    for call in &calls {
+        tokio::task::block_in_place(|| wait_cancelled(&log, &call["request_id"], bound));
+    }
+    let events = mcp_events(&log);
+    assert_eq!(
+        events_of(&events, "cancelled").count(),
+        2,
+        "one cancellation per call: {events:#?}"
+    );
+    // Each notice names its own call.
+    let mut noticed: Vec<&Value> = events_of(&events, "notice")
+        .map(|e| &e["request_id"])
+        .collect();
+    let mut ids: Vec<&Value> = calls.iter().map(|call| &call["request_id"]).collect();
+    noticed.sort_by_key(|id| id.to_string());
+    ids.sort_by_key(|id| id.to_string());
+    assert_eq!(
+        noticed, ids,
+        "one notice per call, by request id: {events:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_evicted() {
+    let dir = scratch_dir("mcp-stdio");
+    let log = dir.join("server.jsonl");
+    let command = mcp_stdio_command(&log)
+        .iter()
+        .map(|part| format!("{part:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let gateway = gateway_with(&dir, "local", &format!("command = [{command}]"), &[]);
+    let client = reqwest::Client::new();
+
+    let (response, calls) =
+        open_tool_stream(&client, &gateway.base, "scripted-tool-60s@local", &log, 1).await;
+    let hung_up = unix_now();
+    drop(response);
+    let cancelled = tokio::task::block_in_place(|| {
+        wait_cancelled(
+            &log,
+            &calls[0]["request_id"],
+            Duration::from_secs(HEARTBEAT_SECS) + CLEANUP_BOUND + ROOM,
+        )
+    });
+    let after = cancelled["t"].as_f64().expect("a time") - hung_up;
+    eprintln!("stdio: the server heard of the hang-up after {after:.2} s");
+    assert!(after <= (HEARTBEAT_SECS + 5) as f64, "{after:.2} s");
+
+    let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
+    assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
+    let last = started(&log).pop().expect("a call");
+    assert_ne!(
+        last["session"], calls[0]["session"],
+        "the evicted process is not reused"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named() {
+    let dir = scratch_dir("mcp-gone");
+    let log = dir.join("server.jsonl");
+    let mut server = McpServer::http(&log, &[]);
+    let gateway = gateway_with(&dir, "py", &http_server(&server.url), &[]);
+    let client = reqwest::Client::new();
+    server.kill();
+
+    let body = complete(&client, &gateway.base, "scripted-tool-1s@py").await;
+    let error = body
+        .find("event: error")
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!(body[error..].contains("MCP server `py`"), "{body}");
+    assert!(body.contains("[DONE]"), "{body}");
+    assert!(
+        tokio::task::block_in_place(
+            || gateway.wait_for_log(&["ERROR", "server=\"py\""], Duration::from_secs(1))
+        )
+        .is_some(),
+        "{}",
+        gateway.log_text()
+    );
+    // The built-in server's calls go on.
+    let body = complete(&client, &gateway.base, "scripted-tool-1s").await;
+    assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
+    assert!(!body.contains("event: error"), "{body}");
+}
+
+#[test]
+fn a_server_that_cannot_be_reached_at_startup_is_an_error_naming_it() {
+    let dir = scratch_dir("mcp-unreachable");
+    // A port that was just free: nothing listens on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let toml = format!(
+        "[mcp.servers.nowhere]\nurl = \"http://127.0.0.1:{port}/mcp\"\nconnect_timeout_ms = 2000\n"
+    );
+    std::fs::write(dir.join("timebox.toml"), toml).expect("write timebox.toml");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_chat-gateway"))
+        .current_dir(&dir)
+        .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
+        .output()
+        .expect("the gateway runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("MCP server `nowhere`"), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+}
