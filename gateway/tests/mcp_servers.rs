@@ -68,6 +68,22 @@ fn wait_cancelled(log: &Path, request_id: &Value, bound: Duration) -> Value {
     cancelled.expect("the cancellation was recorded")
 }
 
+/// Hangs up `response` while its `call` runs, and checks that the server
+/// records the call's cancellation within the heartbeat plus R3's 5 s.
+fn hang_up(response: reqwest::Response, log: &Path, call: &Value, transport: &str) {
+    let hung_up = unix_now();
+    drop(response);
+    let bound = Duration::from_secs(HEARTBEAT_SECS) + CLEANUP_BOUND;
+    let cancelled =
+        tokio::task::block_in_place(|| wait_cancelled(log, &call["request_id"], bound + ROOM));
+    let after = cancelled["t"].as_f64().expect("a time") - hung_up;
+    eprintln!("{transport}: the server heard of the hang-up after {after:.2} s");
+    assert!(
+        after <= bound.as_secs_f64(),
+        "the server heard of the cancellation {after:.2} s after the client hung up"
+    );
+}
+
 /// Runs a whole streamed completion of `model`; its body.
 async fn complete(client: &reqwest::Client, base: &str, model: &str) -> String {
     let mut response = open_stream(client, base, model).await;
@@ -127,21 +143,7 @@ async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_i
     let (response, calls) =
         open_tool_stream(&client, &gateway.base, "scripted-tool-60s@py", &log, 1).await;
     assert_eq!(calls[0]["session"], pooled);
-    let hung_up = unix_now();
-    drop(response);
-    let cancelled = tokio::task::block_in_place(|| {
-        wait_cancelled(
-            &log,
-            &calls[0]["request_id"],
-            Duration::from_secs(HEARTBEAT_SECS) + CLEANUP_BOUND + ROOM,
-        )
-    });
-    let after = cancelled["t"].as_f64().expect("a time") - hung_up;
-    eprintln!("http: the server heard of the hang-up after {after:.2} s");
-    assert!(
-        after <= (HEARTBEAT_SECS + 5) as f64,
-        "the server heard of the cancellation {after:.2} s after the client hung up"
-    );
+    hang_up(response, &log, &calls[0], "http");
     assert!(
         tokio::task::block_in_place(|| gateway.wait_for_log(
             &["evicted an MCP session", "server=\"py\""],
@@ -159,30 +161,55 @@ async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_i
     assert_ne!(last["session"], pooled, "the evicted session is not reused");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_before_done() {
-    let dir = scratch_dir("mcp-inactivity");
+/// A quiet `slow_task` of 30 s on the server `name` (run with
+/// `server_args`), whose stream is not suspended and so times out after 2 s
+/// of inactivity, read to its end.
+struct QuietTimeout {
+    _server: McpServer,
+    gateway: Gateway,
+    log: std::path::PathBuf,
+    calls: Vec<Value>,
+    body: String,
+    /// When `[DONE]` arrived.
+    done: (f64, Instant),
+}
+
+async fn a_quiet_call_timed_out(test: &str, name: &str, server_args: &[&str]) -> QuietTimeout {
+    let dir = scratch_dir(test);
     let log = dir.join("server.jsonl");
-    let server = McpServer::http(&log, &[]);
+    let server = McpServer::http(&log, server_args);
     let settings = format!("{}\nsuspend_inactivity = false", http_server(&server.url));
     let gateway = gateway_with(
         &dir,
-        "py",
+        name,
         &settings,
         &[("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "2")],
     );
     let client = reqwest::Client::new();
+    let model = format!("scripted-tool-quiet-30s@{name}");
+    let (mut response, calls) = open_tool_stream(&client, &gateway.base, &model, &log, 1).await;
+    let (body, done) = read_until_done(&mut response).await;
+    let done = done.unwrap_or_else(|| panic!("no [DONE] in {body}"));
+    assert!(body.contains("inactivity"), "{body}");
+    QuietTimeout {
+        _server: server,
+        gateway,
+        log,
+        calls,
+        body,
+        done,
+    }
+}
 
-    let (mut response, calls) = open_tool_stream(
-        &client,
-        &gateway.base,
-        "scripted-tool-quiet-30s@py",
-        &log,
-        1,
-    )
-    .await;
-    let (body, done_at) = read_until_done(&mut response).await;
-    let (done_unix, _) = done_at.unwrap_or_else(|| panic!("no [DONE] in {body}"));
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_before_done() {
+    let QuietTimeout {
+        log,
+        calls,
+        body,
+        done: (done_unix, _),
+        ..
+    } = a_quiet_call_timed_out("mcp-inactivity", "py", &[]).await;
     let error = body.find("event: error").expect("an error event");
     assert!(body[error..].contains("inactivity"), "{body}");
     assert!(error < body.find("[DONE]").expect("[DONE]"), "{body}");
@@ -259,29 +286,11 @@ async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_sessi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_reads_its_notice_is_given_up_on_at_2_s_and_named() {
-    let dir = scratch_dir("mcp-hangs");
-    let log = dir.join("server.jsonl");
-    let server = McpServer::http(&log, &["--hang-on-cancel"]);
-    let settings = format!("{}\nsuspend_inactivity = false", http_server(&server.url));
-    let gateway = gateway_with(
-        &dir,
-        "stuck",
-        &settings,
-        &[("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "2")],
-    );
-    let client = reqwest::Client::new();
-
-    let (mut response, _) = open_tool_stream(
-        &client,
-        &gateway.base,
-        "scripted-tool-quiet-30s@stuck",
-        &log,
-        1,
-    )
-    .await;
-    let (body, done_at) = read_until_done(&mut response).await;
-    let (_, done) = done_at.unwrap_or_else(|| panic!("no [DONE] in {body}"));
-    assert!(body.contains("inactivity"), "{body}");
+    let QuietTimeout {
+        gateway,
+        done: (_, done),
+        ..
+    } = a_quiet_call_timed_out("mcp-hangs", "stuck", &["--hang-on-cancel"]).await;
     let cancelled = tokio::task::block_in_place(|| {
         gateway.wait_for_log(&["stream step", "Cancel("], Duration::ZERO)
     })
@@ -358,18 +367,7 @@ async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_e
 
     let (response, calls) =
         open_tool_stream(&client, &gateway.base, "scripted-tool-60s@local", &log, 1).await;
-    let hung_up = unix_now();
-    drop(response);
-    let cancelled = tokio::task::block_in_place(|| {
-        wait_cancelled(
-            &log,
-            &calls[0]["request_id"],
-            Duration::from_secs(HEARTBEAT_SECS) + CLEANUP_BOUND + ROOM,
-        )
-    });
-    let after = cancelled["t"].as_f64().expect("a time") - hung_up;
-    eprintln!("stdio: the server heard of the hang-up after {after:.2} s");
-    assert!(after <= (HEARTBEAT_SECS + 5) as f64, "{after:.2} s");
+    hang_up(response, &log, &calls[0], "stdio");
 
     let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
     assert!(answer_of(&body).contains("worked for 1 s"), "{body}");

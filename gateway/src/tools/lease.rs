@@ -65,7 +65,7 @@ impl Leases {
         let mut held = self.lock();
         if self.inner.evicted.load(Ordering::Acquire) {
             drop(held);
-            pool.evict(&session, "the request ended while its session was opening");
+            pool.evict(session, "the request ended while its session was opening");
             return Err(ToolError::Cancelled);
         }
         // A parallel call of the same request may have opened one first.
@@ -87,7 +87,7 @@ impl Leases {
         self.inner.evicted.store(true, Ordering::Release);
         let held = std::mem::take(&mut *self.lock());
         for Held { pool, session } in held.into_values() {
-            pool.evict(&session, why);
+            pool.evict(session, why);
         }
     }
 
@@ -95,7 +95,7 @@ impl Leases {
     pub(crate) fn evict_broken(&self, server: &str, why: &str) {
         let held = self.lock().remove(server);
         if let Some(Held { pool, session }) = held {
-            pool.evict(&session, why);
+            pool.evict(session, why);
         }
     }
 
@@ -122,6 +122,6 @@ impl Drop for Inner {
 fn give_back(pool: &Pool, session: Arc<Session>) {
     match Arc::try_unwrap(session) {
         Ok(session) => pool.give_back(session),
-        Err(session) => pool.evict(&session, "a call still held it when its request ended"),
+        Err(session) => pool.evict(session, "a call still held it when its request ended"),
     }
 }

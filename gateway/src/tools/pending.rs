@@ -7,6 +7,8 @@ use rmcp::model::{CancelledNotificationParam, RequestId};
 use rmcp::{Peer, RoleClient};
 use timebox::registry::RemoteCleanup;
 
+use super::session::NoticeClock;
+
 /// The calls of one request that were sent to the tool server and have no
 /// result yet. Clones share one table.
 ///
@@ -35,6 +37,8 @@ struct Sent {
     /// The MCP server the call went to.
     server: String,
     peer: Peer<RoleClient>,
+    /// The session's record of its notices.
+    noticed: NoticeClock,
 }
 
 /// The table was closed: the request's cleanup has run.
@@ -55,6 +59,7 @@ impl PendingCalls {
         call_id: &str,
         request_id: RequestId,
         peer: Peer<RoleClient>,
+        noticed: NoticeClock,
     ) -> Result<(), Closed> {
         let mut table = self.lock();
         if table.closed {
@@ -65,6 +70,7 @@ impl PendingCalls {
             call_id: call_id.to_owned(),
             server: server.to_owned(),
             peer,
+            noticed,
         });
         Ok(())
     }
@@ -100,10 +106,14 @@ impl PendingCalls {
                     call_id,
                     server,
                     peer,
+                    noticed,
                 } = sent;
                 let name = format!("tool call {call_id} on MCP server `{server}`");
                 cleanup.notice(name, async move {
                     let notice = CancelledNotificationParam::new(Some(request_id), Some(reason));
+                    // Marked before it goes: a notice the cleanup gives up on
+                    // may still be taken later.
+                    noticed.mark();
                     if let Err(err) = peer.notify_cancelled(notice).await {
                         tracing::warn!(server, %call_id, %err, "could not tell the MCP server to cancel");
                     }

@@ -1,7 +1,7 @@
 //! [`Pool`]: the idle MCP sessions of one server.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{Session, ToolError};
@@ -83,10 +83,21 @@ impl Pool {
         }
     }
 
-    /// Ends `session` rather than keep it, saying why.
-    pub(crate) fn evict(&self, session: &Session, why: &str) {
+    /// Ends `session` rather than keep it, saying why. It leaves the pool
+    /// at once; it closes once the server has had its time to act on the
+    /// notices just sent on it ([`Session::linger`]).
+    pub(crate) fn evict(&self, session: Arc<Session>, why: &str) {
         tracing::info!(server = self.name(), why, "evicted an MCP session");
-        session.end();
+        let linger = session.linger();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if !linger.is_zero() => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(linger).await;
+                    session.end();
+                });
+            }
+            _ => session.end(),
+        }
     }
 
     /// Closes the pool: every idle session is closed, each waited for at

@@ -2,6 +2,7 @@
 //! gateway's transports.
 
 use std::pin::pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -15,6 +16,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use timebox::registry::{RemoteCleanup, ToolCall};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::{PendingCalls, ToolServer};
 use crate::settings::{Server, Transport};
@@ -28,6 +30,37 @@ pub(crate) struct Session {
     service: RunningService<RoleClient, ProgressClient>,
     /// The built-in server's task, when this session is with it.
     builtin: Option<JoinHandle<()>>,
+    noticed: NoticeClock,
+}
+
+/// How long a session stays open after a cancellation notice was sent on
+/// it: a server may take a notice (the HTTP SDKs answer its POST at once)
+/// before it acts on it, and closing the session first would leave the
+/// call running there. As long as the gateway gives a server to take a
+/// notice.
+pub(crate) const NOTICE_LINGER: Duration = RemoteCleanup::DEFAULT_PER_NOTICE;
+
+/// When a cancellation notice was last sent on a session. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NoticeClock {
+    last: Arc<Mutex<Option<Instant>>>,
+}
+
+impl NoticeClock {
+    /// Records that a notice was just sent.
+    pub(crate) fn mark(&self) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// What is left of [`NOTICE_LINGER`] since the last notice.
+    fn left(&self) -> Duration {
+        self.last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map_or(Duration::ZERO, |at| {
+                NOTICE_LINGER.saturating_sub(at.elapsed())
+            })
+    }
 }
 
 /// The client side's handler: passes progress notifications on to whoever
@@ -103,6 +136,7 @@ impl Session {
                     Ok(Self {
                         service,
                         builtin: Some(builtin),
+                        noticed: NoticeClock::default(),
                     })
                 }
                 Transport::Http(url) => {
@@ -111,6 +145,7 @@ impl Session {
                     Ok(Self {
                         service,
                         builtin: None,
+                        noticed: NoticeClock::default(),
                     })
                 }
                 Transport::Stdio { program, args } => {
@@ -121,6 +156,7 @@ impl Session {
                     Ok(Self {
                         service,
                         builtin: None,
+                        noticed: NoticeClock::default(),
                     })
                 }
             }
@@ -159,10 +195,19 @@ impl Session {
         self.service.cancellation_token().cancel();
     }
 
-    /// Ends the session and waits, at most `bound`, for it to close: the
-    /// server still reads what was sent before, so the cancellation
-    /// notices of a shutdown reach it.
+    /// How long the session should stay open for the notices just sent on
+    /// it to be acted on: zero when none was sent in the last
+    /// [`NOTICE_LINGER`].
+    pub(crate) fn linger(&self) -> Duration {
+        self.noticed.left()
+    }
+
+    /// Ends the session once it has lingered after its last notice, and
+    /// waits, at most `bound` more, for it to close: the server still reads
+    /// what was sent before, so the cancellation notices of a shutdown reach
+    /// it.
     pub(crate) async fn close(mut self, bound: Duration) -> bool {
+        tokio::time::sleep(self.linger()).await;
         let closed = self
             .service
             .close_with_timeout(bound)
@@ -212,10 +257,12 @@ impl Session {
             .map_err(broken)?;
         let request_id = handle.id.clone();
         let call_id = call.id().unwrap_or("(no id)");
+        let noticed = self.noticed.clone();
         if pending
-            .sent(server, call_id, request_id.clone(), peer)
+            .sent(server, call_id, request_id.clone(), peer, noticed)
             .is_err()
         {
+            self.noticed.mark();
             // The request ended while the call was being sent, after its
             // cleanup ran: nobody else will cancel this one.
             let reason = Some("the request ended".to_owned());

@@ -40,16 +40,17 @@ def main() -> None:
     args = parser.parse_args()
     log = open(args.log, "a", buffering=1, encoding="utf-8")
 
-    def record(event: str, ctx: Context, seconds: int) -> None:
+    def call_of(ctx: Context) -> dict:
+        """What the log says of a call, read while its request is live (a
+        cancelled request's context may no longer answer)."""
         headers = ctx.headers or {}
-        session = headers.get("mcp-session-id") or f"stdio-{os.getpid()}"
-        line = {
-            "event": event,
-            "t": time.time(),
+        return {
             "request_id": ctx.request_id,
-            "session": session,
-            "seconds": seconds,
+            "session": headers.get("mcp-session-id") or f"stdio-{os.getpid()}",
         }
+
+    def record(event: str, call: dict, seconds: int) -> None:
+        line = {"event": event, "t": time.time(), **call, "seconds": seconds}
         log.write(json.dumps(line) + "\n")
 
     server = MCPServer("timebox-test-tools", log_level="WARNING")
@@ -57,16 +58,17 @@ def main() -> None:
     @server.tool()
     async def slow_task(seconds: int, ctx: Context, progress: bool = True) -> str:
         """Works for the given number of seconds, reporting progress every second."""
-        record("started", ctx, seconds)
+        call = call_of(ctx)
+        record("started", call, seconds)
         try:
             for done in range(1, seconds + 1):
                 await anyio.sleep(1)
                 if progress:
                     await ctx.report_progress(done, seconds, f"{done} of {seconds} s")
         except anyio.get_cancelled_exc_class():
-            record("cancelled", ctx, seconds)
+            record("cancelled", call, seconds)
             raise
-        record("finished", ctx, seconds)
+        record("finished", call, seconds)
         return f"worked for {seconds} s"
 
     if args.transport == "stdio":

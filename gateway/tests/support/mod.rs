@@ -67,15 +67,7 @@ impl Gateway {
                 sink.grew.notify_all();
             }
         });
-        // The first stdout line is the address; the rest is read and
-        // dropped, so the gateway never writes to a closed pipe.
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (address, first_line) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
-            let _ = address.send(lines.next());
-            lines.for_each(drop);
-        });
+        let first_line = first_stdout_line(&mut child);
         let mut gateway = Self {
             child,
             base: String::new(),
@@ -195,6 +187,20 @@ impl Drop for Gateway {
     }
 }
 
+/// The first line `child` prints, where the gateway and the MCP server say
+/// their address, as it comes; the rest is read and dropped, so the child
+/// never writes to a closed pipe.
+fn first_stdout_line(child: &mut Child) -> std::sync::mpsc::Receiver<Option<String>> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (address, first_line) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+        let _ = address.send(lines.next());
+        lines.for_each(drop);
+    });
+    first_line
+}
+
 #[path = "../../../tests/support/venv.rs"]
 mod venv;
 
@@ -287,14 +293,7 @@ impl McpServer {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the MCP server starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (address, first_line) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
-            let _ = address.send(lines.next());
-            lines.for_each(drop);
-        });
-        let line = first_line
+        let line = first_stdout_line(&mut child)
             .recv_timeout(STARTUP_BOUND)
             .ok()
             .flatten()
