@@ -51,6 +51,7 @@
 #[cfg(any(feature = "server", feature = "client", feature = "grpc"))]
 mod admission;
 mod attempt;
+mod bounded_map;
 pub mod breaker;
 #[cfg(feature = "client")]
 pub mod client;

@@ -18,8 +18,6 @@ mod fraction;
 mod limit;
 #[cfg(feature = "server")]
 mod limiter;
-#[cfg(any(feature = "server", feature = "grpc"))]
-mod table;
 mod window;
 
 #[cfg(any(feature = "server", feature = "grpc"))]
@@ -30,7 +28,5 @@ pub(crate) use deadline_check::TooShort;
 pub(crate) use fraction::FractionCap;
 #[cfg(feature = "server")]
 pub(crate) use limiter::{Acquire, Limiter, Permit, Refusal};
-#[cfg(any(feature = "server", feature = "grpc"))]
-pub(crate) use table::RouteTable;
 #[cfg(feature = "client")]
 pub(crate) use window::{Estimate, LatencyWindow};

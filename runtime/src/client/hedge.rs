@@ -9,13 +9,13 @@
 //! requests hedged lately. "The Tail at Scale" (Dean and Barroso, 2013)
 //! hedges at the 95th percentile, which bounds the extra load near 5 %.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::admission::{Estimate, FractionCap, LatencyWindow};
+use crate::bounded_map::BoundedMap;
 use crate::config::HedgeConfig;
 use crate::retry::RetryBudget;
 
@@ -23,8 +23,7 @@ use crate::retry::RetryBudget;
 #[derive(Debug)]
 pub(crate) struct Hedging {
     config: HedgeConfig,
-    hosts: Mutex<HashMap<String, Arc<HostStats>>>,
-    max_hosts: usize,
+    hosts: BoundedMap<Arc<HostStats>>,
 }
 
 /// What the client knows of one host's recent answers.
@@ -59,8 +58,7 @@ impl Hedging {
     pub(crate) fn new(config: &HedgeConfig, max_hosts: usize) -> Self {
         Self {
             config: config.clone(),
-            hosts: Mutex::new(HashMap::new()),
-            max_hosts,
+            hosts: BoundedMap::new(max_hosts),
         }
     }
 
@@ -72,19 +70,12 @@ impl Hedging {
     /// The stats of `host`, made on first use; `None` past `max_hosts`
     /// hosts (such a host is never hedged).
     pub(crate) fn stats(&self, host: &str) -> Option<Arc<HostStats>> {
-        let mut hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(stats) = hosts.get(host) {
-            return Some(Arc::clone(stats));
-        }
-        if hosts.len() >= self.max_hosts {
-            return None;
-        }
-        let stats = Arc::new(HostStats {
-            latency: Mutex::new(LatencyWindow::new()),
-            hedged: Mutex::new(FractionCap::new(self.config.max_extra_load)),
-        });
-        hosts.insert(host.to_owned(), Arc::clone(&stats));
-        Some(stats)
+        self.hosts.get_or_make(host, || {
+            Arc::new(HostStats {
+                latency: Mutex::new(LatencyWindow::new()),
+                hedged: Mutex::new(FractionCap::new(self.config.max_extra_load)),
+            })
+        })
     }
 
     /// How long a hedging call waits for its first attempt before sending a

@@ -13,7 +13,8 @@ use tokio::time::Instant;
 use tonic::Status;
 use tower_service::Service;
 
-use crate::admission::{DeadlineCheck, RouteTable};
+use crate::admission::DeadlineCheck;
+use crate::bounded_map::BoundedMap;
 use crate::config::{AdmissionConfig, Config, DeadlineCheck as CheckMode, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
@@ -52,20 +53,21 @@ pub(crate) struct ServerSettings {
 #[derive(Debug)]
 pub(crate) struct MethodChecks {
     admission: AdmissionConfig,
-    methods: RouteTable<DeadlineCheck>,
+    methods: BoundedMap<Arc<DeadlineCheck>>,
 }
 
 impl MethodChecks {
     fn new(admission: &AdmissionConfig) -> Option<Self> {
         (admission.deadline_check != CheckMode::Off).then(|| Self {
             admission: admission.clone(),
-            methods: RouteTable::new(MAX_ROUTES),
+            methods: BoundedMap::new(MAX_ROUTES),
         })
     }
 
     fn get(&self, method: &str) -> Option<Arc<DeadlineCheck>> {
-        self.methods
-            .get(method, || DeadlineCheck::on(&self.admission, None))
+        self.methods.get_or_make(method, || {
+            Arc::new(DeadlineCheck::on(&self.admission, None))
+        })
     }
 }
 

@@ -1,10 +1,8 @@
 //! [`BoundedLabels`]: a bounded set of attribute values (a client's `host`,
 //! a gRPC server's `route`).
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
-
 use super::Label;
+use crate::bounded_map::BoundedMap;
 
 /// The value every value past the first `max - 1` shares.
 pub(crate) const OTHER: &str = "other";
@@ -15,16 +13,15 @@ pub(crate) const OTHER: &str = "other";
 /// more than `max` values.
 #[derive(Debug)]
 pub(crate) struct BoundedLabels {
-    max: usize,
-    known: Mutex<HashMap<String, Label>>,
+    known: BoundedMap<Label>,
     other: Label,
 }
 
 impl BoundedLabels {
     pub(crate) fn new(max: usize) -> Self {
         Self {
-            max,
-            known: Mutex::new(HashMap::new()),
+            // `other` is one of the `max` values.
+            known: BoundedMap::new(max.saturating_sub(1)),
             other: OTHER.into(),
         }
     }
@@ -37,16 +34,8 @@ impl BoundedLabels {
 
     /// The label of `value`.
     pub(crate) fn of(&self, value: &str) -> Label {
-        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(label) = known.get(value) {
-            return label.clone();
-        }
-        // `other` is one of the `max` values.
-        if known.len() + 1 >= self.max {
-            return self.other.clone();
-        }
-        let label: Label = value.into();
-        known.insert(value.to_owned(), label.clone());
-        label
+        self.known
+            .get_or_make(value, || value.into())
+            .unwrap_or_else(|| self.other.clone())
     }
 }

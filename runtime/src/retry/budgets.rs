@@ -1,14 +1,14 @@
 //! [`RetryBudgets`]: one retry bucket per upstream host.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use http::Uri;
 
 use super::budget::{Costs, RetryBudget};
+use crate::bounded_map::BoundedMap;
 use crate::config::BudgetConfig;
 
 /// The retry buckets of one client: one [`RetryBudget`] per upstream host.
@@ -31,7 +31,7 @@ use crate::config::BudgetConfig;
 ///   counted by [`unbudgeted_hosts`](RetryBudgets::unbudgeted_hosts).
 ///
 /// The table is looked up once per call, not per token operation, so it sits
-/// behind a lock; the buckets themselves are lock-free. It is a `BTreeMap`, so
+/// behind a lock; the buckets themselves are lock-free. It is ordered, so
 /// nothing about it depends on a random hash seed.
 ///
 /// # Examples
@@ -57,7 +57,7 @@ pub struct RetryBudgets {
 struct Shared {
     costs: Costs,
     max_hosts: usize,
-    buckets: RwLock<BTreeMap<String, RetryBudget>>,
+    buckets: BoundedMap<RetryBudget>,
     refused: AtomicU64,
     warned: AtomicBool,
 }
@@ -71,7 +71,7 @@ impl RetryBudgets {
             Arc::new(Shared {
                 costs: Costs::new(config),
                 max_hosts: config.max_hosts,
-                buckets: RwLock::new(BTreeMap::new()),
+                buckets: BoundedMap::new(config.max_hosts),
                 refused: AtomicU64::new(0),
                 warned: AtomicBool::new(false),
             })
@@ -90,44 +90,21 @@ impl RetryBudgets {
     /// first use.
     pub(crate) fn for_host(&self, key: &str) -> Option<RetryBudget> {
         let shared = self.shared.as_ref()?;
-        // A poisoned lock only means another thread panicked between two
-        // complete map operations; the map itself is whole.
-        if let Some(budget) = shared
+        let budget = shared
             .buckets
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-        {
-            return Some(budget.clone());
-        }
-        let mut buckets = shared
-            .buckets
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        // Another caller may have added the host between the two locks.
-        if let Some(budget) = buckets.get(key) {
-            return Some(budget.clone());
-        }
-        if buckets.len() >= shared.max_hosts {
-            drop(buckets);
+            .get_or_make(key, || RetryBudget::with_costs(shared.costs));
+        if budget.is_none() {
             shared.refuse(key);
-            return None;
         }
-        let budget = RetryBudget::with_costs(shared.costs);
-        buckets.insert(key.to_owned(), budget.clone());
-        Some(budget)
+        budget
     }
 
     /// The number of hosts that have a bucket (at most `max_hosts`).
     #[must_use]
     pub fn len(&self) -> usize {
-        self.shared.as_ref().map_or(0, |shared| {
-            shared
-                .buckets
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .len()
-        })
+        self.shared
+            .as_ref()
+            .map_or(0, |shared| shared.buckets.len())
     }
 
     /// Whether no host has a bucket yet.

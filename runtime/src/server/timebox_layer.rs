@@ -15,7 +15,8 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal, RouteTable};
+use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal};
+use crate::bounded_map::BoundedMap;
 use crate::config::{AdmissionConfig, Config, DeadlineCheck as CheckMode};
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
@@ -343,7 +344,7 @@ where
 #[derive(Debug)]
 struct PlainChecks {
     admission: AdmissionConfig,
-    routes: RouteTable<PlainRoute>,
+    routes: BoundedMap<Arc<PlainRoute>>,
 }
 
 /// One route's check, and whether the route is a plain one: a route with a
@@ -366,7 +367,7 @@ impl PlainChecks {
     fn new(admission: &AdmissionConfig) -> Option<Self> {
         (admission.deadline_check != CheckMode::Off).then(|| Self {
             admission: admission.clone(),
-            routes: RouteTable::new(MAX_ROUTES),
+            routes: BoundedMap::new(MAX_ROUTES),
         })
     }
 
@@ -375,9 +376,11 @@ impl PlainChecks {
         let RouteName::Matched(Some(path)) = route else {
             return None;
         };
-        self.routes.get(path.as_str(), || PlainRoute {
-            check: Arc::new(DeadlineCheck::on(&self.admission, None)),
-            kind: AtomicU8::new(UNKNOWN),
+        self.routes.get_or_make(path.as_str(), || {
+            Arc::new(PlainRoute {
+                check: Arc::new(DeadlineCheck::on(&self.admission, None)),
+                kind: AtomicU8::new(UNKNOWN),
+            })
         })
     }
 }
