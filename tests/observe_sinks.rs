@@ -301,6 +301,26 @@ async fn two_thousand_hosts_give_at_most_max_hosts_host_values(sim: Sim) {
     assert!(hosts.contains("host-0:80"));
 }
 
+#[sim_test]
+async fn hosts_past_max_hosts_get_no_breaker(sim: Sim) {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.http.client.retry_budget.max_hosts = 16;
+    config.http.client.max_retries = 0;
+    // One failed call opens a host's breaker, if it has one.
+    config.breaker.minimum_sample_count = 1;
+    let client = sim.client_with(&config);
+    for n in 0..200 {
+        let _ = client.get(format!("http://host-{n}/")).send().await;
+    }
+    let opened = recording
+        .events()
+        .iter()
+        .filter(|event| matches!(event, Event::BreakerTransition { .. }))
+        .count();
+    assert_eq!(opened, 16);
+}
+
 #[tokio::test(start_paused = true)]
 async fn raw_paths_never_appear_as_routes() {
     let recording = Recording::new();

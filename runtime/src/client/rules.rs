@@ -1,10 +1,9 @@
 //! [`Rules`]: what every door of the client shares: the configuration, the
 //! per-host retry budgets and breakers, the backoff and its entropy.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
 
+use crate::bounded_map::BoundedMap;
 use crate::breaker::CircuitBreaker;
 use crate::config::{BreakerConfig, ClientConfig, Config};
 use crate::deadline::Formats;
@@ -28,7 +27,7 @@ pub(crate) struct Rules {
     pub(crate) labels: BoundedLabels,
     pub(crate) hedging: Hedging,
     breaker_config: BreakerConfig,
-    breakers: Mutex<HashMap<String, CircuitBreaker>>,
+    breakers: BoundedMap<CircuitBreaker>,
 }
 
 impl Rules {
@@ -46,28 +45,25 @@ impl Rules {
             labels: BoundedLabels::new(client.retry_budget.max_hosts),
             hedging: Hedging::new(&client.hedge, client.retry_budget.max_hosts),
             breaker_config: config.breaker.clone(),
-            breakers: Mutex::new(HashMap::new()),
+            breakers: BoundedMap::new(client.retry_budget.max_hosts),
         }
     }
 
     /// The circuit breaker of `host` (a `host:port` key), made on first use;
-    /// `None` with `breaker.enabled = false`.
+    /// `None` with `breaker.enabled = false`, and for hosts first seen after
+    /// `max_hosts` others (as they get no retry budget).
     pub(crate) fn breaker(&self, host: &str) -> Option<CircuitBreaker> {
         if !self.breaker_config.enabled {
             return None;
         }
-        let mut breakers = self.breakers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(breaker) = breakers.get(host) {
-            return Some(breaker.clone());
-        }
-        let breaker = CircuitBreaker::observed(
-            host,
-            self.labels.of(host),
-            &self.breaker_config,
-            self.observers.clone(),
-        );
-        breakers.insert(host.to_owned(), breaker.clone());
-        Some(breaker)
+        self.breakers.get_or_make(host, || {
+            CircuitBreaker::observed(
+                host,
+                self.labels.of(host),
+                &self.breaker_config,
+                self.observers.clone(),
+            )
+        })
     }
 }
 

@@ -43,7 +43,9 @@ pub struct BudgetConfig {
     /// Default 0.1.
     pub retry_ratio: f64,
     /// Most hosts that get a bucket; hosts first seen after that have no
-    /// budget. Default 1024.
+    /// budget, and a client gives them no circuit breaker and no hedging
+    /// stats either, so no stream of new host names grows its tables.
+    /// Default 1024.
     pub max_hosts: usize,
 }
 
