@@ -55,12 +55,15 @@ pub(crate) enum Verdict {
 impl DeadlineCheck {
     /// The check of one route, or `None` when `deadline_check` is off.
     #[cfg(feature = "server")]
-    pub(crate) fn new(config: &AdmissionConfig, min_budget: Option<Duration>) -> Option<Arc<Self>> {
-        (config.deadline_check != Mode::Off).then(|| Arc::new(Self::on(config, min_budget)))
+    pub(crate) fn for_route(
+        config: &AdmissionConfig,
+        min_budget: Option<Duration>,
+    ) -> Option<Arc<Self>> {
+        (config.deadline_check != Mode::Off).then(|| Arc::new(Self::new(config, min_budget)))
     }
 
     /// The check of one route, for a caller that knows the check is on.
-    pub(crate) fn on(config: &AdmissionConfig, min_budget: Option<Duration>) -> Self {
+    pub(crate) fn new(config: &AdmissionConfig, min_budget: Option<Duration>) -> Self {
         Self {
             enforce: config.deadline_check == Mode::Enforce,
             min_budget,

@@ -13,9 +13,8 @@ use tokio::time::Instant;
 use tonic::Status;
 use tower_service::Service;
 
-use crate::admission::DeadlineCheck;
-use crate::bounded_map::BoundedMap;
-use crate::config::{AdmissionConfig, Config, DeadlineCheck as CheckMode, MethodTimeout};
+use crate::admission::{DeadlineCheck, RouteChecks};
+use crate::config::{Config, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{BoundedLabels, Event, Label, Observers, ShedReason, Stage};
@@ -45,30 +44,7 @@ pub(crate) struct ServerSettings {
     pub(crate) routes: Arc<BoundedLabels>,
     /// The deadline check (A1) of each method, by full name; `None` when
     /// the check is off.
-    pub(crate) checks: Option<Arc<MethodChecks>>,
-}
-
-/// The deadline checks of a server's methods, made on a method's first
-/// call (at most 256: a caller may send any path).
-#[derive(Debug)]
-pub(crate) struct MethodChecks {
-    admission: AdmissionConfig,
-    methods: BoundedMap<Arc<DeadlineCheck>>,
-}
-
-impl MethodChecks {
-    fn new(admission: &AdmissionConfig) -> Option<Self> {
-        (admission.deadline_check != CheckMode::Off).then(|| Self {
-            admission: admission.clone(),
-            methods: BoundedMap::new(MAX_ROUTES),
-        })
-    }
-
-    fn get(&self, method: &str) -> Option<Arc<DeadlineCheck>> {
-        self.methods.get_or_make(method, || {
-            Arc::new(DeadlineCheck::on(&self.admission, None))
-        })
-    }
+    pub(crate) checks: Option<Arc<RouteChecks<DeadlineCheck>>>,
 }
 
 /// A method's own rule.
@@ -102,7 +78,7 @@ impl ServerSettings {
             entropy: Entropy::from_os(),
             observers: config.observers.clone(),
             routes: Arc::new(BoundedLabels::new(MAX_ROUTES)),
-            checks: MethodChecks::new(&config.server.admission).map(Arc::new),
+            checks: RouteChecks::new(&config.server.admission, MAX_ROUTES).map(Arc::new),
         }
     }
 

@@ -192,8 +192,9 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 source: route.timeout.source(),
                 observers: config.observers.clone(),
                 // A1 needs a deadline to compare with.
-                check: budget
-                    .and_then(|_| DeadlineCheck::new(&config.server.admission, route.min_budget)),
+                check: budget.and_then(|_| {
+                    DeadlineCheck::for_route(&config.server.admission, route.min_budget)
+                }),
             });
             let routed = (route.mount)(settings);
             let merged = match by_path.remove(route.path) {

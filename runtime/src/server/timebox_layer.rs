@@ -15,9 +15,8 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal};
-use crate::bounded_map::BoundedMap;
-use crate::config::{AdmissionConfig, Config, DeadlineCheck as CheckMode};
+use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal, RouteChecks};
+use crate::config::Config;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Label, Observers, ShedReason, Stage};
@@ -86,7 +85,8 @@ struct Settings {
     /// The concurrency limit (A2) of every route under the layer.
     limiter: Option<Limiter>,
     /// The deadline checks (A1) of plain routes.
-    checks: Option<Arc<PlainChecks>>,
+    /// The deadline checks of the plain routes, by route template.
+    checks: Option<Arc<RouteChecks<PlainRoute>>>,
 }
 
 impl TimeboxLayer {
@@ -103,7 +103,7 @@ impl TimeboxLayer {
                 entropy: Entropy::from_os(),
                 observers: config.observers.clone(),
                 limiter: Limiter::new(admission.concurrency, &admission.queue),
-                checks: PlainChecks::new(admission).map(Arc::new),
+                checks: RouteChecks::new(admission, MAX_ROUTES).map(Arc::new),
             }),
         }
     }
@@ -178,10 +178,11 @@ where
         };
         // An inbound header can only shorten the deadline.
         let (budget, source) = DeadlineSource::Global.shortened(global, inbound);
-        let plain = settings
-            .checks
-            .as_ref()
-            .and_then(|checks| checks.get(&route));
+        // A request that matched no route has no check.
+        let plain = match (&settings.checks, &route) {
+            (Some(checks), RouteName::Matched(Some(path))) => checks.get(path.as_str()),
+            _ => None,
+        };
         if let Some(check) = plain.as_ref().filter(|plain| plain.is_plain()) {
             if let Some(refusal) = admit(&check.check, budget, &route, &settings.observers) {
                 return TimeboxFuture::new(State::refused(refusal), None, None, None);
@@ -339,14 +340,6 @@ where
     }
 }
 
-/// The deadline checks of the plain routes under one `TimeboxLayer`, by
-/// route template (a router's routes).
-#[derive(Debug)]
-struct PlainChecks {
-    admission: AdmissionConfig,
-    routes: BoundedMap<Arc<PlainRoute>>,
-}
-
 /// One route's check, and whether the route is a plain one: a route with a
 /// rule of its own checks for itself, and the layer learns which it is from
 /// the route's first request.
@@ -363,25 +356,12 @@ const RULED: u8 = 2;
 /// Most routes a layer keeps a check for: far more than a router has.
 const MAX_ROUTES: usize = 1024;
 
-impl PlainChecks {
-    fn new(admission: &AdmissionConfig) -> Option<Self> {
-        (admission.deadline_check != CheckMode::Off).then(|| Self {
-            admission: admission.clone(),
-            routes: BoundedMap::new(MAX_ROUTES),
-        })
-    }
-
-    /// The check of `route`; none for a request that matched no route.
-    fn get(&self, route: &RouteName) -> Option<Arc<PlainRoute>> {
-        let RouteName::Matched(Some(path)) = route else {
-            return None;
-        };
-        self.routes.get_or_make(path.as_str(), || {
-            Arc::new(PlainRoute {
-                check: Arc::new(DeadlineCheck::on(&self.admission, None)),
-                kind: AtomicU8::new(UNKNOWN),
-            })
-        })
+impl From<DeadlineCheck> for PlainRoute {
+    fn from(check: DeadlineCheck) -> Self {
+        Self {
+            check: Arc::new(check),
+            kind: AtomicU8::new(UNKNOWN),
+        }
     }
 }
 

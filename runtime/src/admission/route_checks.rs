@@ -1,0 +1,34 @@
+//! [`RouteChecks`]: the deadline checks of the routes a layer learns of
+//! only by name (a router's matched route template, a gRPC method).
+
+use std::sync::Arc;
+
+use super::DeadlineCheck;
+use crate::bounded_map::BoundedMap;
+use crate::config::{AdmissionConfig, DeadlineCheck as CheckMode};
+
+/// One `T` (a [`DeadlineCheck`], or what wraps one) per route name, made on
+/// the route's first request with the server's admission settings; at most
+/// `max` routes, since a name may come from a caller.
+#[derive(Debug)]
+pub(crate) struct RouteChecks<T> {
+    admission: AdmissionConfig,
+    routes: BoundedMap<Arc<T>>,
+}
+
+impl<T: From<DeadlineCheck>> RouteChecks<T> {
+    /// The checks of `admission`; `None` when the check is off.
+    pub(crate) fn new(admission: &AdmissionConfig, max: usize) -> Option<Self> {
+        (admission.deadline_check != CheckMode::Off).then(|| Self {
+            admission: admission.clone(),
+            routes: BoundedMap::new(max),
+        })
+    }
+
+    /// The check of `route`, made the first time; `None` past `max` routes.
+    pub(crate) fn get(&self, route: &str) -> Option<Arc<T>> {
+        self.routes.get_or_make(route, || {
+            Arc::new(T::from(DeadlineCheck::new(&self.admission, None)))
+        })
+    }
+}
