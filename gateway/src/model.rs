@@ -1,6 +1,7 @@
 //! The scripted model provider: runs a [`Script`] on a task of its own and
 //! sends what it says to the response being written.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use rmcp::model::JsonObject;
@@ -127,13 +128,15 @@ impl Run {
                 let mut said = String::new();
                 for result in self.use_tools(tool).await {
                     match result {
-                        Ok(text) => said.push_str(&format!("The slow task says: {text}. ")),
+                        Ok(text) => {
+                            let _ = write!(said, "The slow task says: {text}. ");
+                        }
                         Err(err @ ToolError::Server { .. }) => {
                             let _ = self.out.send(Output::Failed(err.to_string())).await;
                             return;
                         }
                         Err(err) => {
-                            said.push_str(&format!("The slow task gave no result ({err}). "));
+                            let _ = write!(said, "The slow task gave no result ({err}). ");
                         }
                     }
                 }

@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -39,8 +39,32 @@ fn gateway_with(dir: &Path, name: &str, server: &str, env: &[(&str, &str)]) -> G
     Gateway::start_in(Some(dir), &env)
 }
 
-fn http_server(url: &str) -> String {
-    format!("url = \"{url}\"")
+/// The SDK server over HTTP (run with `server_args`), and a gateway that
+/// names it `name`, with `settings` added to its table and `env`; the
+/// server's log is in the test's own directory.
+struct HttpSetup {
+    server: McpServer,
+    gateway: Gateway,
+    log: PathBuf,
+}
+
+fn http_setup(
+    test: &str,
+    name: &str,
+    server_args: &[&str],
+    settings: &str,
+    env: &[(&str, &str)],
+) -> HttpSetup {
+    let dir = scratch_dir(test);
+    let log = dir.join("server.jsonl");
+    let server = McpServer::http(&log, server_args);
+    let table = format!("url = \"{}\"\n{settings}", server.url);
+    let gateway = gateway_with(&dir, name, &table, env);
+    HttpSetup {
+        server,
+        gateway,
+        log,
+    }
 }
 
 /// The `started` events so far.
@@ -120,10 +144,11 @@ async fn open_tool_stream(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_is_evicted() {
-    let dir = scratch_dir("mcp-hang-up");
-    let log = dir.join("server.jsonl");
-    let server = McpServer::http(&log, &[]);
-    let gateway = gateway_with(&dir, "py", &http_server(&server.url), &[]);
+    let HttpSetup {
+        server: _server,
+        gateway,
+        log,
+    } = http_setup("mcp-hang-up", "py", &[], "", &[]);
     let client = reqwest::Client::new();
 
     // Calls that end normally give their session back: the next request
@@ -167,7 +192,7 @@ async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_i
 struct QuietTimeout {
     _server: McpServer,
     gateway: Gateway,
-    log: std::path::PathBuf,
+    log: PathBuf,
     calls: Vec<Value>,
     body: String,
     /// When `[DONE]` arrived.
@@ -175,14 +200,15 @@ struct QuietTimeout {
 }
 
 async fn a_quiet_call_timed_out(test: &str, name: &str, server_args: &[&str]) -> QuietTimeout {
-    let dir = scratch_dir(test);
-    let log = dir.join("server.jsonl");
-    let server = McpServer::http(&log, server_args);
-    let settings = format!("{}\nsuspend_inactivity = false", http_server(&server.url));
-    let gateway = gateway_with(
-        &dir,
+    let HttpSetup {
+        server,
+        gateway,
+        log,
+    } = http_setup(
+        test,
         name,
-        &settings,
+        server_args,
+        "suspend_inactivity = false",
         &[("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "2")],
     );
     let client = reqwest::Client::new();
@@ -235,13 +261,15 @@ async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_befo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_session() {
-    let dir = scratch_dir("mcp-sigterm");
-    let log = dir.join("server.jsonl");
-    let server = McpServer::http(&log, &[]);
-    let mut gateway = gateway_with(
-        &dir,
+    let HttpSetup {
+        server: _server,
+        mut gateway,
+        log,
+    } = http_setup(
+        "mcp-sigterm",
         "py",
-        &http_server(&server.url),
+        &[],
+        "",
         &[
             ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0"),
             ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "1"),
@@ -316,10 +344,11 @@ async fn a_server_that_never_reads_its_notice_is_given_up_on_at_2_s_and_named() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_parallel_calls_cut_short_by_a_disconnect_get_a_notice_each_by_request_id() {
-    let dir = scratch_dir("mcp-parallel");
-    let log = dir.join("server.jsonl");
-    let server = McpServer::http(&log, &[]);
-    let gateway = gateway_with(&dir, "py", &http_server(&server.url), &[]);
+    let HttpSetup {
+        server: _server,
+        gateway,
+        log,
+    } = http_setup("mcp-parallel", "py", &[], "", &[]);
     let client = reqwest::Client::new();
 
     let (response, calls) =
@@ -380,10 +409,11 @@ async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_e
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named() {
-    let dir = scratch_dir("mcp-gone");
-    let log = dir.join("server.jsonl");
-    let mut server = McpServer::http(&log, &[]);
-    let gateway = gateway_with(&dir, "py", &http_server(&server.url), &[]);
+    let HttpSetup {
+        mut server,
+        gateway,
+        ..
+    } = http_setup("mcp-gone", "py", &[], "", &[]);
     let client = reqwest::Client::new();
     server.kill();
 

@@ -130,13 +130,14 @@ impl McpSettings {
     /// `http://` or `https://`, an empty `command`, a `connect_timeout_ms`
     /// of 0, or a `default_server` that is not a server.
     pub(crate) fn servers(&self) -> Result<Vec<Server>, McpSettingsError> {
+        let defaults = ServerSettings::default();
         let mut servers = vec![Server {
             name: BUILTIN.to_owned(),
             transport: Transport::Builtin,
             tools: vec![crate::tools::SLOW_TASK.to_owned()],
-            max_idle: ServerSettings::default().max_idle,
-            connect_timeout: Duration::from_millis(ServerSettings::default().connect_timeout_ms),
-            suspend_inactivity: true,
+            max_idle: defaults.max_idle,
+            connect_timeout: Duration::from_millis(defaults.connect_timeout_ms),
+            suspend_inactivity: defaults.suspend_inactivity,
         }];
         for (name, settings) in &self.servers {
             servers.push(settings.server(name)?);

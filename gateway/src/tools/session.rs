@@ -128,38 +128,28 @@ impl Session {
         };
         let opening = async {
             let client = ProgressClient::default();
-            match &server.transport {
+            let (service, builtin) = match &server.transport {
                 Transport::Builtin => {
                     let (server_io, client_io) = tokio::io::duplex(PIPE_BUFFER);
                     let builtin = tokio::spawn(run_builtin(server_io));
-                    let service = client.serve(client_io).await.map_err(|e| unreachable(&e))?;
-                    Ok(Self {
-                        service,
-                        builtin: Some(builtin),
-                        noticed: NoticeClock::default(),
-                    })
+                    (client.serve(client_io).await, Some(builtin))
                 }
                 Transport::Http(url) => {
                     let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                    let service = client.serve(transport).await.map_err(|e| unreachable(&e))?;
-                    Ok(Self {
-                        service,
-                        builtin: None,
-                        noticed: NoticeClock::default(),
-                    })
+                    (client.serve(transport).await, None)
                 }
                 Transport::Stdio { program, args } => {
                     let mut command = tokio::process::Command::new(program);
                     command.args(args);
                     let child = TokioChildProcess::new(command).map_err(|e| unreachable(&e))?;
-                    let service = client.serve(child).await.map_err(|e| unreachable(&e))?;
-                    Ok(Self {
-                        service,
-                        builtin: None,
-                        noticed: NoticeClock::default(),
-                    })
+                    (client.serve(child).await, None)
                 }
-            }
+            };
+            Ok(Self {
+                service: service.map_err(|e| unreachable(&e))?,
+                builtin,
+                noticed: NoticeClock::default(),
+            })
         };
         tokio::time::timeout(server.connect_timeout, opening)
             .await

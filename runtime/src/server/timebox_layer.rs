@@ -84,8 +84,7 @@ struct Settings {
     observers: Observers,
     /// The concurrency limit (A2) of every route under the layer.
     limiter: Option<Limiter>,
-    /// The deadline checks (A1) of plain routes.
-    /// The deadline checks of the plain routes, by route template.
+    /// The deadline checks (A1) of the plain routes, by route template.
     checks: Option<Arc<RouteChecks<PlainRoute>>>,
 }
 
