@@ -17,7 +17,9 @@
 //!   sent `notifications/cancelled` for the calls in flight, bounded, and
 //!   the request's pooled MCP sessions are evicted;
 //! - the tools run on MCP servers named in the settings (`[mcp.servers.*]`,
-//!   streamable HTTP or stdio), or on the built-in one;
+//!   streamable HTTP or stdio), or on the built-in one; over HTTP, every
+//!   request goes through timebox's [`Client`], so each server has its own
+//!   retry budget and circuit breaker, shown in `/metrics`;
 //! - SIGTERM starts timebox's two-phase `Shutdown`:
 //!   new requests get `503` with `Retry-After`, streams get the grace to
 //!   finish, then `[DONE]`; the MCP sessions are closed last, after the
@@ -37,6 +39,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
+use timebox::client::Client;
 use timebox::observe::MetricsObserver;
 use timebox::registry::RemoteCleanup;
 use timebox::shutdown::Shutdown;
@@ -112,7 +115,7 @@ async fn run() -> Result<(), GatewayError> {
     shutdown
         .listen_for_signals()
         .map_err(GatewayError::Signals)?;
-    let tools = tools::Tools::start(settings.servers).await?;
+    let tools = tools::Tools::start(settings.servers, Client::new(&config)).await?;
     let addr = settings.addr;
     let listen = |source| GatewayError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;

@@ -1,6 +1,11 @@
 //! `GET /metrics` (DESIGN O3): what the gateway decided, in the Prometheus
 //! text format, read by the official Python parser and scraped by a real
 //! Prometheus server.
+//!
+//! Each test drives a hung stream, a timed-out request, five requests with
+//! too little time left and a burst of `503`s from a failing tool host: the
+//! official MCP SDK's server behind a proxy that starts answering `503`
+//! itself.
 
 mod support;
 
@@ -10,17 +15,72 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{metrics_python, open_stream, read_to_end, Gateway};
+use support::{
+    metrics_python, open_stream, read_to_end, scratch_dir, FlakyProxy, Gateway, McpServer,
+};
 
 const CHAT: &str = "/v1/chat/completions";
 
+/// Requests sent to the failing tool host: enough for its breaker to open
+/// (once its window holds 10 calls, half of them failed) and then refuse
+/// the rest.
+const BURST: usize = 15;
+
 /// A gateway whose streams time out after 1 s of silence and whose answers
-/// that are not streamed must be ready in 300 ms.
-fn short_bounds_gateway() -> Gateway {
-    Gateway::start(&[
-        ("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "1"),
-        ("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "300"),
-    ])
+/// that are not streamed must be ready in 300 ms, with the MCP server
+/// `flaky`: the SDK server behind a [`FlakyProxy`].
+struct Setup {
+    gateway: Gateway,
+    proxy: FlakyProxy,
+    /// The tool host's key as the metrics label it: the proxy's
+    /// `127.0.0.1:<port>`.
+    host: String,
+    _server: McpServer,
+}
+
+fn short_bounds_gateway(test: &str) -> Setup {
+    let dir = scratch_dir(test);
+    let server = McpServer::http(&dir.join("server.jsonl"), &[]);
+    let (upstream, path) = server
+        .url
+        .rsplit_once('/')
+        .expect("the server's URL has a path");
+    let proxy = FlakyProxy::start(upstream);
+    std::fs::write(
+        dir.join("timebox.toml"),
+        format!(
+            "[mcp.servers.flaky]\nurl = \"{}/{path}\"\ntools = [\"slow_task\"]\n",
+            proxy.base
+        ),
+    )
+    .expect("write timebox.toml");
+    let gateway = Gateway::start_in(
+        Some(&dir),
+        &[
+            ("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "1"),
+            ("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "300"),
+        ],
+    );
+    let host = proxy.base.trim_start_matches("http://").to_owned();
+    Setup {
+        gateway,
+        proxy,
+        host,
+        _server: server,
+    }
+}
+
+/// Makes the tool host fail, then sends it [`BURST`] tool calls: each
+/// stream ends with the gateway's `tool_server_error`.
+async fn cause_a_burst_of_503s_from_a_failing_tool_host(setup: &Setup) {
+    setup.proxy.fail();
+    let client = reqwest::Client::new();
+    for _ in 0..BURST {
+        let mut stream = open_stream(&client, &setup.gateway.base, "scripted-tool-1s@flaky").await;
+        let body = read_to_end(&mut stream).await;
+        assert!(body.contains("tool_server_error"), "{body}");
+    }
+    assert!(setup.proxy.failures() > 0, "the tool host answered 503s");
 }
 
 /// Drives one hung stream to its inactivity timeout and one answer that is
@@ -114,6 +174,23 @@ fn parsed(text: &str) -> Value {
     serde_json::from_slice(&output.stdout).expect("the parser prints JSON")
 }
 
+/// The sum of the samples `name` whose labels include `labels`.
+fn sample_sum(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let Some(samples) = parsed["samples"].as_array() else {
+        return 0.0;
+    };
+    samples
+        .iter()
+        .filter(|sample| {
+            sample[0] == name
+                && labels
+                    .iter()
+                    .all(|(key, value)| sample[1][*key].as_str() == Some(*value))
+        })
+        .filter_map(|sample| sample[2].as_f64())
+        .sum()
+}
+
 /// The value of the sample `name` whose labels include `labels`.
 fn sample(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     parsed["samples"].as_array()?.iter().find_map(|sample| {
@@ -127,9 +204,11 @@ fn sample(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 #[tokio::test]
 async fn the_metrics_parse_with_the_official_parser_and_count_what_happened() {
-    let gateway = short_bounds_gateway();
-    cause_a_hung_stream_and_a_timed_out_request(&gateway).await;
-    let parsed = parsed(&metrics_text(&gateway).await);
+    let setup = short_bounds_gateway("metrics-parser");
+    let gateway = &setup.gateway;
+    cause_a_hung_stream_and_a_timed_out_request(gateway).await;
+    cause_a_burst_of_503s_from_a_failing_tool_host(&setup).await;
+    let parsed = tool_host_settled(&setup).await;
     assert_eq!(
         parsed["types"]["timebox_stream_timeouts"], "counter",
         "{parsed}"
@@ -182,6 +261,64 @@ async fn the_metrics_parse_with_the_official_parser_and_count_what_happened() {
         .is_some_and(|count| count >= 1.0),
         "{parsed}"
     );
+    let host = setup.host.as_str();
+    assert_eq!(
+        sample(
+            &parsed,
+            "timebox_breaker_transitions_total",
+            &[("host", host), ("from", "closed"), ("to", "open")]
+        ),
+        Some(1.0),
+        "{parsed}"
+    );
+    assert_eq!(
+        sample(&parsed, "timebox_breaker_state", &[("host", host)]),
+        Some(2.0),
+        "the breaker is open: {parsed}"
+    );
+    assert!(
+        sample(
+            &parsed,
+            "timebox_breaker_calls_total",
+            &[("host", host), ("outcome", "rejected")]
+        )
+        .is_some_and(|count| count >= 1.0),
+        "the open breaker refused the rest of the burst: {parsed}"
+    );
+    assert_eq!(
+        sample(
+            &parsed,
+            "timebox_client_attempts_total",
+            &[("host", host), ("outcome", "2xx"), ("kind", "retry")]
+        ),
+        None,
+        "nothing was retried into a success: {parsed}"
+    );
+}
+
+/// The parsed metrics once the gateway has counted every `503` the tool
+/// host answered (the last sessions' ends may still be on their way).
+async fn tool_host_settled(setup: &Setup) -> Value {
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let parsed = parsed(&metrics_text(&setup.gateway).await);
+        let counted = sample_sum(
+            &parsed,
+            "timebox_client_attempts_total",
+            &[("host", &setup.host), ("outcome", "5xx")],
+        );
+        // The proxy counts a 503 before it answers, so it is never behind.
+        #[allow(clippy::cast_precision_loss)]
+        let answered = setup.proxy.failures() as f64;
+        if counted == answered {
+            return parsed;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the gateway counted {counted} attempts answered 5xx, the host sent {answered}: {parsed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The `prometheus` binary, or a failure that says how to get it.
@@ -219,7 +356,8 @@ async fn query(client: &reqwest::Client, api: &str, query: &str) -> Option<f64> 
 #[ignore = "needs prometheus on PATH; .ci/run installs it"]
 async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
     let binary = prometheus();
-    let gateway = short_bounds_gateway();
+    let setup = short_bounds_gateway("metrics-prometheus");
+    let gateway = &setup.gateway;
     let target = gateway.base.trim_start_matches("http://").to_owned();
     let dir = tempdir();
     let config = dir.join("prometheus.yml");
@@ -244,7 +382,25 @@ async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
         .spawn()
         .expect("prometheus starts");
     let _kill = KillOnDrop(&mut server);
-    cause_a_hung_stream_and_a_timed_out_request(&gateway).await;
+    cause_a_hung_stream_and_a_timed_out_request(gateway).await;
+    cause_a_burst_of_503s_from_a_failing_tool_host(&setup).await;
+    // What the gateway's own page says once it has counted every 503: what
+    // Prometheus must come to see.
+    let settled = tool_host_settled(&setup).await;
+    let host = &setup.host;
+    #[allow(clippy::cast_precision_loss)]
+    let answered = setup.proxy.failures() as f64;
+    let rejected = sample(
+        &settled,
+        "timebox_breaker_calls_total",
+        &[("host", host), ("outcome", "rejected")],
+    )
+    .expect("the open breaker refused calls");
+    let attempts = format!("sum(timebox_client_attempts_total{{host=\"{host}\",outcome=\"5xx\"}})");
+    let opened =
+        format!("timebox_breaker_transitions_total{{host=\"{host}\",from=\"closed\",to=\"open\"}}");
+    let state = format!("timebox_breaker_state{{host=\"{host}\"}}");
+    let refused = format!("timebox_breaker_calls_total{{host=\"{host}\",outcome=\"rejected\"}}");
     let api = format!("http://127.0.0.1:{listen}");
     let client = reqwest::Client::new();
     let wanted = [
@@ -257,6 +413,10 @@ async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
             "timebox_deadline_exceeded_total{stage=\"handler\",route=\"/v1/chat/completions\"}",
             1.0,
         ),
+        (attempts.as_str(), answered),
+        (opened.as_str(), 1.0),
+        (state.as_str(), 2.0),
+        (refused.as_str(), rejected),
     ];
     // Scrapes come every second; give it up to 30 s to have seen them all.
     let give_up = std::time::Instant::now() + Duration::from_secs(30);

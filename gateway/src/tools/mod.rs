@@ -1,7 +1,8 @@
 //! The MCP tools the scripted models call, over the official Rust MCP SDK.
 //!
 //! The tools run on MCP servers named in the settings (`[mcp.servers.*]`):
-//! over streamable HTTP, over the stdio of a child process, or the
+//! over streamable HTTP (through timebox's client, see [`TimeboxHttp`]),
+//! over the stdio of a child process, or the
 //! [built-in server](ToolServer), which runs in the gateway's process behind
 //! an in-memory pipe that carries the same JSON-RPC messages stdio would.
 //! The built-in server has one tool, `slow_task`, which works for a given
@@ -20,6 +21,7 @@
 //! are not (the pools are closing). A call that was still being sent when
 //! the cleanup ran is cancelled by its sender.
 
+mod http;
 mod lease;
 mod pending;
 mod pool;
@@ -30,11 +32,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) use http::TimeboxHttp;
 pub(crate) use lease::Leases;
 pub(crate) use pending::PendingCalls;
 pub(crate) use pool::Pool;
 pub(crate) use server::{ToolServer, MAX_SECONDS, SLOW_TASK};
 pub(crate) use session::{Progress, Session, ToolError};
+
+use timebox::client::Client;
 
 use crate::settings::Server;
 
@@ -47,15 +52,18 @@ pub(crate) struct Tools {
 impl Tools {
     /// Opens a session with every server, checks that it lists the tools
     /// the settings expect of it, and keeps the session in its pool.
+    /// Sessions over HTTP send through `client`, so its retry budgets and
+    /// breakers hold for the servers.
     ///
     /// # Errors
     ///
     /// The first server that cannot be reached or lacks a tool; the error
     /// names it.
-    pub(crate) async fn start(servers: Vec<Server>) -> Result<Self, ToolError> {
+    pub(crate) async fn start(servers: Vec<Server>, client: Client) -> Result<Self, ToolError> {
+        let http = TimeboxHttp::new(client);
         let mut pools = BTreeMap::new();
         for server in servers {
-            let session = Session::open(&server).await?;
+            let session = Session::open(&server, &http).await?;
             let listed = session.tool_names().await.map_err(|err| {
                 ToolError::server(&server.name, format_args!("did not list its tools: {err}"))
             })?;
@@ -79,7 +87,7 @@ impl Tools {
                 tools = ?listed,
                 "MCP server ready"
             );
-            let pool = Pool::new(server);
+            let pool = Pool::new(server, http.clone());
             pool.give_back(session);
             pools.insert(pool.name().to_owned(), Arc::new(pool));
         }

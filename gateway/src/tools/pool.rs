@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{Session, ToolError};
+use super::{Session, TimeboxHttp, ToolError};
 use crate::settings::Server;
 
 /// One server's sessions between requests. A request takes one for all of
@@ -15,15 +15,18 @@ use crate::settings::Server;
 #[derive(Debug)]
 pub(crate) struct Pool {
     server: Server,
+    /// How sessions over HTTP reach the server.
+    http: TimeboxHttp,
     idle: Mutex<Vec<Session>>,
     /// Set by [`close`](Self::close): sessions given back are ended.
     closed: AtomicBool,
 }
 
 impl Pool {
-    pub(crate) fn new(server: Server) -> Self {
+    pub(crate) fn new(server: Server, http: TimeboxHttp) -> Self {
         Self {
             server,
+            http,
             idle: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         }
@@ -62,7 +65,7 @@ impl Pool {
                 "an idle MCP session had closed; dropping it"
             );
         }
-        let session = Session::open(&self.server).await?;
+        let session = Session::open(&self.server, &self.http).await?;
         tracing::info!(server = self.name(), "opened an MCP session");
         Ok(session)
     }

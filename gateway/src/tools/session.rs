@@ -12,13 +12,14 @@ use rmcp::model::{
     ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use timebox::registry::{RemoteCleanup, ToolCall};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::{PendingCalls, ToolServer};
+use super::{PendingCalls, TimeboxHttp, ToolServer};
 use crate::settings::{Server, Transport};
 
 /// Bytes the in-memory pipe to the built-in server buffers each way.
@@ -111,15 +112,25 @@ impl ToolError {
     }
 }
 
+/// What `err` says, without the SDK's name for the transport's type.
+fn said(err: &ServiceError) -> String {
+    match err {
+        ServiceError::TransportSend(sent) => {
+            format!("the request was not delivered: {}", sent.error)
+        }
+        other => other.to_string(),
+    }
+}
+
 impl Session {
     /// Opens a session with `server`: starts the built-in server or the
-    /// child process, or connects over HTTP, then the MCP `initialize`
-    /// handshake, all within the server's `connect_timeout`.
+    /// child process, or connects over HTTP through `http`, then the MCP
+    /// `initialize` handshake, all within the server's `connect_timeout`.
     ///
     /// # Errors
     ///
     /// [`ToolError::Server`], naming the server and where it was looked for.
-    pub(crate) async fn open(server: &Server) -> Result<Self, ToolError> {
+    pub(crate) async fn open(server: &Server, http: &TimeboxHttp) -> Result<Self, ToolError> {
         let unreachable = |err: &dyn std::fmt::Display| {
             ToolError::server(
                 &server.name,
@@ -135,7 +146,10 @@ impl Session {
                     (client.serve(client_io).await, Some(builtin))
                 }
                 Transport::Http(url) => {
-                    let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                    let transport = StreamableHttpClientTransport::with_client(
+                        http.clone(),
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+                    );
                     (client.serve(transport).await, None)
                 }
                 Transport::Stdio { program, args } => {
@@ -236,7 +250,8 @@ impl Session {
         if token.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let broken = |err: ServiceError| ToolError::server(server, format_args!("failed: {err}"));
+        let broken =
+            |err: ServiceError| ToolError::server(server, format_args!("failed: {}", said(&err)));
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = Some(arguments);
         let request = ClientRequest::CallToolRequest(Request::new(params));

@@ -427,3 +427,117 @@ pub fn answer_of(body: &str) -> String {
         })
         .collect()
 }
+
+/// A reverse proxy on 127.0.0.1 in front of one HTTP server, that can be
+/// made to fail: then it answers every request with `503` itself and counts
+/// them. It runs on its own runtime, so a test thread that blocks (on a
+/// gateway's startup, say) does not stop it.
+pub struct FlakyProxy {
+    /// `http://127.0.0.1:<port>`, where the proxy listens.
+    pub base: String,
+    state: Arc<ProxyState>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+#[derive(Default)]
+struct ProxyState {
+    failing: std::sync::atomic::AtomicBool,
+    failures: std::sync::atomic::AtomicU64,
+}
+
+impl FlakyProxy {
+    /// A proxy that passes every request on to `upstream`
+    /// (`http://host:port`), bodies streamed both ways.
+    pub fn start(upstream: &str) -> Self {
+        use axum::body::Body;
+        use axum::extract::{Request, State};
+        use axum::http::StatusCode;
+        use axum::response::{IntoResponse, Response};
+        use futures_util::TryStreamExt;
+        use std::sync::atomic::Ordering;
+
+        type Shared = (Arc<ProxyState>, reqwest::Client, String);
+
+        async fn pass_on(
+            State((state, client, upstream)): State<Shared>,
+            request: Request,
+        ) -> Response {
+            if state.failing.load(Ordering::SeqCst) {
+                state.failures.fetch_add(1, Ordering::SeqCst);
+                return (StatusCode::SERVICE_UNAVAILABLE, "the tool host is failing")
+                    .into_response();
+            }
+            let (parts, body) = request.into_parts();
+            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            let mut outbound = client
+                .request(parts.method, format!("{upstream}{path}"))
+                .body(reqwest::Body::wrap_stream(body.into_data_stream()));
+            for (name, value) in &parts.headers {
+                if name != axum::http::header::HOST {
+                    outbound = outbound.header(name, value);
+                }
+            }
+            match outbound.send().await {
+                Ok(answer) => {
+                    let mut response = Response::builder().status(answer.status());
+                    for (name, value) in answer.headers() {
+                        response = response.header(name, value);
+                    }
+                    let body =
+                        Body::from_stream(answer.bytes_stream().map_err(std::io::Error::other));
+                    response.body(body).expect("a response from a valid one")
+                }
+                Err(err) => (StatusCode::BAD_GATEWAY, err.to_string()).into_response(),
+            }
+        }
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("the proxy's runtime");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        listener
+            .set_nonblocking(true)
+            .expect("a nonblocking listener");
+        let base = format!("http://{}", listener.local_addr().expect("its address"));
+        let state = Arc::new(ProxyState::default());
+        let shared: Shared = (
+            Arc::clone(&state),
+            reqwest::Client::new(),
+            upstream.to_owned(),
+        );
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+            let router = axum::Router::new().fallback(pass_on).with_state(shared);
+            let _ = axum::serve(listener, router).await;
+        });
+        Self {
+            base,
+            state,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// From now on, every request gets `503`.
+    pub fn fail(&self) {
+        self.state
+            .failing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The `503`s answered so far.
+    pub fn failures(&self) -> u64 {
+        self.state
+            .failures
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for FlakyProxy {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

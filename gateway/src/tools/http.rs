@@ -1,0 +1,481 @@
+//! [`TimeboxHttp`]: the MCP SDK's streamable HTTP client transport, sending
+//! through timebox's outbound [`Client`].
+//!
+//! Every POST, GET and DELETE of an MCP session over HTTP is a call of the
+//! gateway's one `Client`, so the rules of the gateway's own outbound calls
+//! hold for its MCP servers too, and `/metrics` shows them: the attempts
+//! and their outcomes per host, the retries skipped and why, the per-host
+//! retry budget and circuit breaker. A failing MCP server opens its
+//! breaker, and the gateway stops sending it requests until it recovers.
+//!
+//! What the `Client` decides, per request:
+//! - POSTs carry JSON-RPC messages and are not idempotent: they are sent
+//!   once, never retried (the skipped retry is counted, reason
+//!   `not_idempotent`). The GET of the server's event stream and the DELETE
+//!   of a session are retried within the budget.
+//! - `http.client.timeout_secs` bounds each attempt until the response's
+//!   head arrives. A tool call's answer is an event stream that lasts as
+//!   long as the tool runs; it is read without a bound of its own, because
+//!   the stream's watchdog and the request's deadline already bound it.
+//!
+//! Response bodies are bounded as the SDK's own client bounds them
+//! ([`StreamableHttpResponseLimits`]): a JSON body past its limit, or an
+//! event of the stream past its limit, is an error.
+//!
+//! The gateway does not authenticate to its MCP servers, and it opens
+//! sessions with the SDK's `initialize` handshake, so the `server/discover`
+//! probe of newer protocol versions is never sent.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::stream::{BoxStream, StreamExt};
+use futures_util::Stream;
+use http::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderName, HeaderValue, Method, StatusCode};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::common::http_header::{
+    EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
+};
+use rmcp::transport::streamable_http_client::{
+    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::{Sse, SseStream};
+use timebox::client::{Client, ClientError, RequestBuilder, Response};
+
+/// What both kinds of answer accept.
+const ACCEPTS: &str = "text/event-stream, application/json";
+
+/// The MCP SDK's streamable HTTP client over timebox's [`Client`]. Clones
+/// share the client, and so its budgets and breakers.
+#[derive(Debug, Clone)]
+pub(crate) struct TimeboxHttp {
+    client: Client,
+}
+
+type Error = StreamableHttpError<ClientError>;
+
+impl TimeboxHttp {
+    pub(crate) fn new(client: Client) -> Self {
+        Self { client }
+    }
+
+    /// A request to `uri` with the headers every MCP request carries.
+    fn request(
+        &self,
+        method: Method,
+        uri: &str,
+        session_id: Option<&str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> RequestBuilder {
+        let mut request = self.client.request(method, uri);
+        if let Some(session_id) = session_id {
+            request = request.header(HEADER_SESSION_ID, session_id);
+        }
+        if let Some(token) = auth_header {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        request
+    }
+}
+
+/// The SDK's transport sends with the methods that take its limits
+/// (`post_message_with_response_limits`,
+/// `get_stream_with_max_sse_event_size`); the plain ones apply the SDK's
+/// default limits.
+impl StreamableHttpClient for TimeboxHttp {
+    type Error = ClientError;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, Error> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, Error> {
+        let had_session = session_id.is_some();
+        let response = self
+            .request(
+                Method::POST,
+                &uri,
+                session_id.as_deref(),
+                auth_header,
+                custom_headers,
+            )
+            .header(ACCEPT, ACCEPTS)
+            .json(&message)
+            .send()
+            .await
+            .map_err(StreamableHttpError::Client)?;
+        let status = response.status();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == StatusCode::NOT_FOUND && had_session {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        // Notifications and replies leave nothing outstanding: whatever
+        // success answers them, nothing in it is needed.
+        let awaits_nothing = !matches!(message, JsonRpcMessage::Request(_));
+        let new_session = header_text(&response, HEADER_SESSION_ID);
+        let kind = BodyKind::of(&response);
+        if !status.is_success() {
+            return match Failed::read(response, kind, &limits).await {
+                Failed::JsonRpc(error) => Ok(StreamableHttpPostResponse::Json(*error, new_session)),
+                Failed::Http(error) => Err(error),
+            };
+        }
+        match kind {
+            BodyKind::EventStream => Ok(StreamableHttpPostResponse::Sse(
+                events(response, limits.max_sse_event_size),
+                new_session,
+            )),
+            BodyKind::Json => {
+                let body = bounded_body(response, limits.max_json_response_size).await?;
+                match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                    Ok(message) => Ok(StreamableHttpPostResponse::Json(message, new_session)),
+                    Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
+                    Err(err) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                        format!("the answer is not JSON-RPC: {err}"),
+                    ))),
+                }
+            }
+            BodyKind::Other(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
+            BodyKind::Other(content_type) => {
+                Err(StreamableHttpError::UnexpectedContentType(content_type))
+            }
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), Error> {
+        let response = self
+            .request(
+                Method::DELETE,
+                &uri,
+                Some(&session_id),
+                auth_header,
+                custom_headers,
+            )
+            .send()
+            .await
+            .map_err(StreamableHttpError::Client)?;
+        // A server that keeps no sessions to delete says so with 405.
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(());
+        }
+        response
+            .error_for_status()
+            .map(drop)
+            .map_err(StreamableHttpError::Client)
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
+        let limit = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            limit,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
+        let mut request = self
+            .request(
+                Method::GET,
+                &uri,
+                session_id.as_deref(),
+                auth_header,
+                custom_headers,
+            )
+            .header(ACCEPT, ACCEPTS);
+        if let Some(last_event_id) = last_event_id {
+            request = request.header(HEADER_LAST_EVENT_ID, last_event_id);
+        }
+        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        let kind = BodyKind::of(&response);
+        if !response.status().is_success() {
+            let limits = StreamableHttpResponseLimits::default();
+            return Err(Failed::read(response, kind, &limits).await.into_error());
+        }
+        match kind {
+            BodyKind::EventStream | BodyKind::Json => Ok(events(response, max_sse_event_size)),
+            BodyKind::Other(content_type) => {
+                Err(StreamableHttpError::UnexpectedContentType(content_type))
+            }
+        }
+    }
+}
+
+/// What a response's `Content-Type` says its body is.
+enum BodyKind {
+    EventStream,
+    Json,
+    Other(Option<String>),
+}
+
+impl BodyKind {
+    fn of(response: &Response) -> Self {
+        let Some(value) = header_text(response, CONTENT_TYPE.as_str()) else {
+            return Self::Other(None);
+        };
+        // The media type is what comes before any parameter, in any case.
+        let essence = value.split(';').next().unwrap_or_default().trim();
+        if essence.eq_ignore_ascii_case(EVENT_STREAM_MIME_TYPE) {
+            Self::EventStream
+        } else if essence.eq_ignore_ascii_case(JSON_MIME_TYPE) {
+            Self::Json
+        } else {
+            Self::Other(Some(value))
+        }
+    }
+}
+
+fn header_text(response: &Response, name: &str) -> Option<String> {
+    let value = response.headers().get(name)?;
+    value.to_str().ok().map(str::to_owned)
+}
+
+/// What a response whose status is not a success says.
+enum Failed {
+    /// A JSON-RPC error the server put in the body: the answer to pass on.
+    JsonRpc(Box<ServerJsonRpcMessage>),
+    /// The status, with its `Retry-After` when the server is busy or
+    /// failing, else with the start of the body.
+    Http(Error),
+}
+
+impl Failed {
+    async fn read(
+        response: Response,
+        kind: BodyKind,
+        limits: &StreamableHttpResponseLimits,
+    ) -> Self {
+        let status = response.status();
+        let retry_after = header_text(&response, RETRY_AFTER.as_str());
+        let body = match kind {
+            BodyKind::Json => bounded_body(response, limits.max_json_response_size)
+                .await
+                .unwrap_or_default(),
+            _ => body_prefix(response, limits.max_error_response_size).await,
+        };
+        if let Ok(message @ JsonRpcMessage::Error(_)) =
+            serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+        {
+            return Self::JsonRpc(Box::new(message));
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            return Self::Http(HttpStatusError::new(status.as_u16(), retry_after).into());
+        }
+        let prefix = &body[..body.len().min(limits.max_error_response_size)];
+        Self::Http(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+            format!("HTTP {status}: {}", String::from_utf8_lossy(prefix)),
+        )))
+    }
+
+    /// The failure as an error, a JSON-RPC error included.
+    fn into_error(self) -> Error {
+        match self {
+            Self::Http(error) => error,
+            Self::JsonRpc(message) => {
+                let said = match *message {
+                    JsonRpcMessage::Error(error) => error.error.message.into_owned(),
+                    _ => "a JSON-RPC answer with an error status".to_owned(),
+                };
+                StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(
+                    "JSON-RPC error: {said}"
+                )))
+            }
+        }
+    }
+}
+
+/// The whole body, refused once it is longer than `max_size`.
+async fn bounded_body(response: Response, max_size: usize) -> Result<Bytes, Error> {
+    let mut chunks = std::pin::pin!(response.bytes_stream());
+    let mut body = BytesMut::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(StreamableHttpError::Client)?;
+        if body.len() + chunk.len() > max_size {
+            return Err(StreamableHttpError::ResponseBodyTooLarge { max_size });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// At most the first `max_size` bytes of the body, for an error message; a
+/// body that breaks off gives what came.
+async fn body_prefix(response: Response, max_size: usize) -> Bytes {
+    let mut chunks = std::pin::pin!(response.bytes_stream());
+    let mut body = BytesMut::new();
+    while body.len() < max_size {
+        match chunks.next().await {
+            Some(Ok(chunk)) => {
+                body.extend_from_slice(&chunk[..chunk.len().min(max_size - body.len())])
+            }
+            Some(Err(_)) | None => break,
+        }
+    }
+    body.freeze()
+}
+
+/// The response's body as server-sent events, each at most
+/// `max_event_size` bytes.
+fn events(response: Response, max_event_size: usize) -> BoxStream<'static, Result<Sse, SseError>> {
+    SseStream::from_bytes_stream(bounded_events(response.bytes_stream(), max_event_size)).boxed()
+}
+
+/// Why the bytes of an event stream stopped.
+#[derive(Debug, thiserror::Error)]
+enum EventStreamError {
+    #[error(transparent)]
+    Client(ClientError),
+    #[error("an event of the MCP server's stream is longer than {max_size} bytes")]
+    EventTooLarge { max_size: usize },
+}
+
+/// `chunks`, ending with [`EventStreamError::EventTooLarge`] as soon as one
+/// event runs past `max_event_size` bytes, before the parser buffers it.
+/// The stream ends after its first error.
+fn bounded_events(
+    chunks: impl Stream<Item = Result<Bytes, ClientError>> + Send + 'static,
+    max_event_size: usize,
+) -> impl Stream<Item = Result<Bytes, EventStreamError>> + Send + 'static {
+    let mut size = EventSize::default();
+    chunks.scan(false, move |failed, chunk| {
+        if *failed {
+            return std::future::ready(None);
+        }
+        let item = match chunk {
+            Ok(chunk) if size.add(&chunk) > max_event_size => {
+                Err(EventStreamError::EventTooLarge {
+                    max_size: max_event_size,
+                })
+            }
+            Ok(chunk) => Ok(chunk),
+            Err(err) => Err(EventStreamError::Client(err)),
+        };
+        *failed = item.is_err();
+        std::future::ready(Some(item))
+    })
+}
+
+/// The size of the event being read: the bytes of its lines, counted
+/// across chunks, back to zero at the blank line that ends it.
+#[derive(Debug)]
+struct EventSize {
+    bytes: usize,
+    /// No byte of the current line has come yet.
+    at_line_start: bool,
+    /// The last byte was a `\r`, whose `\n` would end the same line.
+    after_cr: bool,
+}
+
+impl Default for EventSize {
+    fn default() -> Self {
+        Self {
+            bytes: 0,
+            at_line_start: true,
+            after_cr: false,
+        }
+    }
+}
+
+impl EventSize {
+    /// Reads `chunk`; the largest size an event reached in it.
+    fn add(&mut self, chunk: &[u8]) -> usize {
+        let mut largest = self.bytes;
+        for &byte in chunk {
+            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
+            match byte {
+                b'\n' if after_cr => {}
+                b'\r' | b'\n' if self.at_line_start => self.bytes = 0,
+                b'\r' | b'\n' => self.at_line_start = true,
+                _ => {
+                    self.at_line_start = false;
+                    self.bytes += 1;
+                    largest = largest.max(self.bytes);
+                }
+            }
+        }
+        largest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventSize;
+
+    #[test]
+    fn an_event_is_counted_across_chunks_and_ends_at_a_blank_line() {
+        let mut size = EventSize::default();
+        assert_eq!(size.add(b"data: ab"), 8);
+        assert_eq!(size.add(b"c\ndata: d\n"), 16);
+        assert_eq!(size.add(b"\n"), 16, "the blank line ends the event");
+        assert_eq!(size.add(b"data: e"), 7);
+    }
+
+    #[test]
+    fn crlf_and_cr_end_lines_as_lf_does() {
+        let mut size = EventSize::default();
+        assert_eq!(size.add(b"data: a\r\n\r\ndata: bc\r"), 8);
+        assert_eq!(size.add(b"\n\r\n"), 8);
+        assert_eq!(size.add(b"id: 1\r\rdata: z"), 7);
+    }
+}
