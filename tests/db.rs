@@ -10,6 +10,7 @@ use sqlx::{Sqlite, SqlitePool};
 use timebox::config::Config;
 use timebox::db::{acquire, Conn, PoolWaitError};
 use timebox::deadline::{is_deadline_exceeded, Deadline};
+use timebox::observe::{Event, Recording, Stage};
 use timebox::server::DeadlineCancelled;
 use timebox::{get, routes};
 use tokio::sync::oneshot;
@@ -78,6 +79,49 @@ async fn a_request_waiting_for_a_held_connection_gets_503_at_its_deadline() {
     tokio::time::resume();
     let next = tokio::time::timeout(Duration::from_secs(1), pool.acquire()).await;
     assert!(matches!(next, Ok(Ok(_))), "{next:?}");
+}
+
+/// The stages of the `deadline_exceeded` events `recording` heard.
+fn exceeded_stages(recording: &Recording) -> Vec<Stage> {
+    recording
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            Event::DeadlineExceeded { stage, .. } => Some(*stage),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_deadline_that_passes_in_a_pool_wait_is_told_at_the_pool_wait_stage() {
+    let pool = pool_of_one().await;
+    let held = pool.acquire().await.unwrap();
+    let recording = Recording::new();
+    let app = routes![answer]
+        .into_router(&Config::default().observed_by(recording.clone()))
+        .with_state(pool.clone());
+    tokio::time::pause();
+    let response = send(&app, request("GET", "/answer")).await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(exceeded_stages(&recording), [Stage::PoolWait]);
+    // Once the connection is free, a deadline that passes later in the
+    // handler is the handler's.
+    drop(held);
+    tokio::time::resume();
+    recording.clear();
+    let slow = routes![slow_after_connecting]
+        .into_router(&Config::default().observed_by(recording.clone()))
+        .with_state(pool);
+    let response = send(&slow, request("GET", "/slow")).await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(exceeded_stages(&recording), [Stage::Handler]);
+}
+
+#[get("/slow", timeout_ms = 200)]
+async fn slow_after_connecting(Conn(_conn): Conn<Sqlite>) -> &'static str {
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    "late"
 }
 
 #[tokio::test]

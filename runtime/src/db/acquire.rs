@@ -9,12 +9,14 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Database, Pool};
 
 use crate::deadline::{bounded, DeadlineExceeded};
+use crate::observe::{waiting_at, Stage};
 use crate::problem;
 
 /// Waits for a connection from `pool` until the current deadline.
 ///
 /// With no current deadline this is `pool.acquire()`: the pool's own
-/// `acquire_timeout` still bounds it.
+/// `acquire_timeout` still bounds it. When a route's deadline passes during
+/// the wait, the route tells it at the stage `pool_wait`, not `handler`.
 ///
 /// # Errors
 ///
@@ -27,7 +29,7 @@ use crate::problem;
 ///
 /// Dropping the future gives up the place in the pool's queue.
 pub async fn acquire<DB: Database>(pool: &Pool<DB>) -> Result<PoolConnection<DB>, PoolWaitError> {
-    match bounded(pool.acquire()).await {
+    match bounded(waiting_at(Stage::PoolWait, pool.acquire())).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(err)) => Err(PoolWaitError::Pool(err)),
         Err(deadline) => Err(PoolWaitError::DeadlineExceeded(deadline)),

@@ -76,6 +76,8 @@ mod observers;
 mod otel;
 mod recording;
 mod trace;
+#[cfg(feature = "server")]
+mod waiting;
 
 pub use event::{
     BreakerCallOutcome, CallOutcome, DeadlineSource, Event, Label, PhaseOutcome, ShedReason,
@@ -90,3 +92,7 @@ pub use observers::{Observer, Observers};
 #[cfg(feature = "otel")]
 pub use otel::OtelObserver;
 pub use recording::Recording;
+#[cfg(feature = "server")]
+pub(crate) use waiting::noting;
+#[cfg(feature = "sqlx")]
+pub(crate) use waiting::waiting_at;

@@ -202,6 +202,7 @@ where
             told: false,
             learn: Learn::from_check(plain.as_ref().map(|plain| &plain.check)),
             stage: Stage::Handler,
+            waiting: None,
         };
         if budget.is_zero() {
             return TimeboxFuture::new(State::expired(expiry), None, None, None);

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::MatchedPath;
@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::deadline::Gated;
 use crate::entropy::Entropy;
-use crate::observe::{DeadlineSource, Event, Label, Observers, Stage};
+use crate::observe::{noting, DeadlineSource, Event, Label, Observers, Stage};
 use crate::problem;
 
 use super::{Learn, RouteClaim};
@@ -73,6 +73,9 @@ pub(crate) struct Expiry {
     /// The stage a timeout is told at: `admission` while the request waited
     /// for a slot of the concurrency limit, else `handler`.
     pub(crate) stage: Stage,
+    /// Where the handler said it was left waiting at its last poll (a pool
+    /// wait): a timeout then is told at that stage instead.
+    pub(crate) waiting: Option<Stage>,
 }
 
 impl Expiry {
@@ -237,22 +240,32 @@ where
         }
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
-            StateProj::Bounded { mut future, expiry } => match ready!(future.as_mut().poll(cx)) {
-                Ok(output) => {
-                    if let Some(expiry) = expiry.as_ref().filter(|_| output.is_success()) {
-                        if let (Some(learn), Some(start)) =
-                            (&expiry.learn, expiry.start.or(future.first_poll()))
-                        {
-                            learn.succeeded(start);
-                        }
+            StateProj::Bounded { mut future, expiry } => {
+                let (polled, waiting) = noting(|| future.as_mut().poll(cx));
+                let Poll::Ready(polled) = polled else {
+                    if let Some(expiry) = expiry.as_mut() {
+                        expiry.waiting = waiting;
                     }
-                    return Poll::Ready(Answer::Inner(output));
+                    return Poll::Pending;
+                };
+                match polled {
+                    Ok(output) => {
+                        if let Some(expiry) = expiry.as_ref().filter(|_| output.is_success()) {
+                            if let (Some(learn), Some(start)) =
+                                (&expiry.learn, expiry.start.or(future.first_poll()))
+                            {
+                                learn.succeeded(start);
+                            }
+                        }
+                        return Poll::Ready(Answer::Inner(output));
+                    }
+                    Err(_) => expiry.take().map(|expiry| Expiry {
+                        start: expiry.start.or(future.first_poll()),
+                        stage: waiting.or(expiry.waiting).unwrap_or(expiry.stage),
+                        ..expiry
+                    }),
                 }
-                Err(_) => expiry.take().map(|expiry| Expiry {
-                    start: expiry.start.or(future.first_poll()),
-                    ..expiry
-                }),
-            },
+            }
             StateProj::Expired(expiry) => expiry.take(),
             StateProj::Refused(response) => {
                 let response = response
@@ -306,6 +319,7 @@ fn timeout_response(expiry: &Expiry) -> Response {
     tracing::warn!(
         method = %expiry.method,
         route,
+        stage = expiry.stage.as_str(),
         deadline_ms = expiry.budget.as_millis(),
         elapsed_ms = expiry.start.map_or(0, |start| start.elapsed().as_millis()),
         "request deadline exceeded",

@@ -116,6 +116,7 @@ where
             told: false,
             learn: Learn::from_check(settings.check.as_ref()),
             stage: Stage::Handler,
+            waiting: None,
         };
         if budget.is_zero() {
             return HandlerFuture {

@@ -144,6 +144,7 @@ where
             // for plain routes).
             learn: None,
             stage: Stage::Handler,
+            waiting: None,
         };
         // A zero budget (an inbound header of 0) is answered without calling
         // the inner service and without reading the clock; any other passed
