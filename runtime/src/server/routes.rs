@@ -189,6 +189,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 budget,
                 inbound,
                 path: route.path,
+                label: (!config.observers.is_empty()).then(|| route.path.into()),
                 source: route.timeout.source(),
                 observers: config.observers.clone(),
                 // A1 needs a deadline to compare with.

@@ -21,7 +21,7 @@ use pin_project::pin_project;
 use crate::admission::DeadlineCheck;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{DeadlineSource, Observers, Stage};
+use crate::observe::{DeadlineSource, Label, Observers, Stage};
 use crate::server::context::RequestContext;
 
 use super::future::{held, Answer, Expiry, RouteName, State};
@@ -41,6 +41,10 @@ pub(crate) struct RouteSettings {
     pub(crate) inbound: Formats,
     /// The route's path, for the timeout log line.
     pub(crate) path: &'static str,
+    /// The path as the events' `route`, made once, when the route has
+    /// observers (without them, cloning it would cost a reference count per
+    /// request).
+    pub(crate) label: Option<Label>,
     /// Where `budget` comes from, for the events.
     pub(crate) source: DeadlineSource,
     /// The observers of the config the route was mounted with, when no
@@ -82,11 +86,11 @@ where
             None => settings.inbound.earliest(req.headers()),
         };
         let (budget, source) = settings.source.shortened(route_budget, inbound);
-        let route = RouteName::Mounted(settings.path);
-        let observers = context.map_or_else(
-            || settings.observers.clone(),
-            |context| context.observers.clone(),
-        );
+        let route = RouteName::Mounted(settings.path, settings.label);
+        let observers = match context {
+            Some(context) => context.observers.clone(),
+            None => settings.observers,
+        };
         if let Some(check) = &settings.check {
             // Without a `TimeboxLayer` the deadline starts at the first poll,
             // now: all of it is left.
