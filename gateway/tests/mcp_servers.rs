@@ -256,7 +256,8 @@ async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_befo
         "the notice arrived {:.3} s after [DONE]",
         noticed_at - done_unix
     );
-    wait_cancelled(&log, request_id, Duration::from_secs(2));
+    // The server acts on it soon after; room for a busy machine.
+    wait_cancelled(&log, request_id, Duration::from_secs(2) + ROOM);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

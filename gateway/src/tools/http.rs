@@ -391,29 +391,34 @@ enum EventStreamError {
 }
 
 /// `chunks`, ending with [`EventStreamError::EventTooLarge`] as soon as one
-/// event runs past `max_event_size` bytes, before the parser buffers it.
-/// The stream ends after its first error.
+/// event runs past `max_event_size` bytes, before the parser buffers it:
+/// the events before it in the same chunk still come. The stream ends after
+/// its first error.
 fn bounded_events(
     chunks: impl Stream<Item = Result<Bytes, ClientError>> + Send + 'static,
     max_event_size: usize,
 ) -> impl Stream<Item = Result<Bytes, EventStreamError>> + Send + 'static {
     let mut size = EventSize::default();
-    chunks.scan(false, move |failed, chunk| {
+    let items = chunks.scan(false, move |failed, chunk| {
         if *failed {
             return std::future::ready(None);
         }
-        let item = match chunk {
-            Ok(chunk) if size.add(&chunk) > max_event_size => {
-                Err(EventStreamError::EventTooLarge {
-                    max_size: max_event_size,
-                })
-            }
-            Ok(chunk) => Ok(chunk),
-            Err(err) => Err(EventStreamError::Client(err)),
+        let items = match chunk {
+            Ok(chunk) => match size.past(&chunk, max_event_size) {
+                None => vec![Ok(chunk)],
+                Some(at) => vec![
+                    Ok(chunk.slice(..at)),
+                    Err(EventStreamError::EventTooLarge {
+                        max_size: max_event_size,
+                    }),
+                ],
+            },
+            Err(err) => vec![Err(EventStreamError::Client(err))],
         };
-        *failed = item.is_err();
-        std::future::ready(Some(item))
-    })
+        *failed = items.iter().any(Result::is_err);
+        std::future::ready(Some(futures_util::stream::iter(items)))
+    });
+    items.flatten()
 }
 
 /// The size of the event being read: the bytes of its lines, counted
@@ -438,10 +443,10 @@ impl Default for EventSize {
 }
 
 impl EventSize {
-    /// Reads `chunk`; the largest size an event reached in it.
-    fn add(&mut self, chunk: &[u8]) -> usize {
-        let mut largest = self.bytes;
-        for &byte in chunk {
+    /// Reads `chunk`; the index of its first byte that takes an event past
+    /// `max` bytes, if one does.
+    fn past(&mut self, chunk: &[u8], max: usize) -> Option<usize> {
+        for (at, &byte) in chunk.iter().enumerate() {
             let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
             match byte {
                 b'\n' if after_cr => {}
@@ -450,32 +455,222 @@ impl EventSize {
                 _ => {
                     self.at_line_start = false;
                     self.bytes += 1;
-                    largest = largest.max(self.bytes);
+                    if self.bytes > max {
+                        return Some(at);
+                    }
                 }
             }
         }
-        largest
+        None
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::EventSize;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    use futures_util::StreamExt;
+    use rmcp::model::{
+        ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, NumberOrString, ServerJsonRpcMessage,
+    };
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+        StreamableHttpResponseLimits,
+    };
+    use timebox::client::Client;
+    use timebox::config::Config;
+
+    use super::{EventSize, TimeboxHttp};
+
+    /// A server on 127.0.0.1 that gives every request `answer`; its URL.
+    async fn answering(answer: axum::response::Response) -> Arc<str> {
+        let answer = Arc::new(std::sync::Mutex::new(Some(answer)));
+        let router = axum::Router::new().fallback(move || {
+            let answer = Arc::clone(&answer);
+            async move {
+                let taken = answer.lock().map(|mut answer| answer.take());
+                taken
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| StatusCode::GONE.into_response())
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let addr = listener.local_addr().expect("its address");
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        format!("http://{addr}/mcp").into()
+    }
+
+    fn ping() -> ClientJsonRpcMessage {
+        ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(rmcp::model::PingRequest::default()),
+            NumberOrString::Number(1),
+        )
+    }
+
+    async fn post(
+        answer: axum::response::Response,
+        session: Option<&str>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<timebox::client::ClientError>> {
+        let uri = answering(answer).await;
+        TimeboxHttp::new(Client::new(&Config::default()))
+            .post_message_with_response_limits(
+                uri,
+                ping(),
+                session.map(Arc::from),
+                None,
+                HashMap::new(),
+                limits,
+            )
+            .await
+    }
+
+    /// The JSON-RPC message a POST was answered with, if it was.
+    fn answer<E>(posted: &Result<StreamableHttpPostResponse, E>) -> Option<&ServerJsonRpcMessage> {
+        match posted {
+            Ok(StreamableHttpPostResponse::Json(message, _)) => Some(message),
+            _ => None,
+        }
+    }
+
+    fn json(status: StatusCode, body: &'static str) -> axum::response::Response {
+        (status, [("content-type", "application/json")], body).into_response()
+    }
+
+    #[tokio::test]
+    async fn a_json_answer_longer_than_its_limit_is_refused_naming_the_limit() {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_json_response_size = 16;
+        let body = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let refused = post(json(StatusCode::OK, body), None, limits).await;
+        assert!(
+            matches!(
+                refused,
+                Err(StreamableHttpError::ResponseBodyTooLarge { max_size: 16 })
+            ),
+            "{refused:?}"
+        );
+        let answered = post(json(StatusCode::OK, body), None, Default::default()).await;
+        assert!(
+            matches!(answer(&answered), Some(JsonRpcMessage::Response(_))),
+            "{answered:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_json_rpc_error_behind_an_error_status_is_the_answer() {
+        let body =
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no such session"}}"#;
+        let answered = post(
+            json(StatusCode::BAD_REQUEST, body),
+            None,
+            Default::default(),
+        )
+        .await;
+        assert!(
+            matches!(answer(&answered), Some(JsonRpcMessage::Error(_))),
+            "{answered:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_server_is_its_status_with_its_retry_after() {
+        let failing = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("retry-after", "7")],
+            "busy",
+        );
+        let failed = post(failing.into_response(), None, Default::default()).await;
+        match failed {
+            Err(StreamableHttpError::HttpStatus(status)) => {
+                assert_eq!(
+                    (status.status, status.retry_after.as_deref()),
+                    (503, Some("7"))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_the_server_does_not_know_has_expired() {
+        let expired = post(
+            StatusCode::NOT_FOUND.into_response(),
+            Some("s-1"),
+            Default::default(),
+        )
+        .await;
+        assert!(
+            matches!(expired, Err(StreamableHttpError::SessionExpired)),
+            "{expired:?}"
+        );
+        let other = post(
+            StatusCode::NOT_FOUND.into_response(),
+            None,
+            Default::default(),
+        )
+        .await;
+        assert!(
+            matches!(other, Err(StreamableHttpError::UnexpectedServerResponse(ref said)) if said.contains("404")),
+            "{other:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_event_longer_than_its_limit_ends_the_stream_with_an_error() {
+        let events = "data: {}\n\ndata: 0123456789012345678901234567890123456789\n\n";
+        let stream = (
+            StatusCode::OK,
+            [("content-type", "text/event-stream")],
+            events,
+        );
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = 32;
+        let Ok(StreamableHttpPostResponse::Sse(mut events, _)) =
+            post(stream.into_response(), None, limits).await
+        else {
+            panic!("an event stream");
+        };
+        assert!(
+            matches!(events.next().await, Some(Ok(_))),
+            "the short event comes"
+        );
+        let cut = events.next().await;
+        assert!(
+            matches!(&cut, Some(Err(err)) if err.to_string().contains("longer than 32 bytes")),
+            "{cut:?}"
+        );
+        assert!(events.next().await.is_none(), "and the stream ends");
+    }
 
     #[test]
     fn an_event_is_counted_across_chunks_and_ends_at_a_blank_line() {
         let mut size = EventSize::default();
-        assert_eq!(size.add(b"data: ab"), 8);
-        assert_eq!(size.add(b"c\ndata: d\n"), 16);
-        assert_eq!(size.add(b"\n"), 16, "the blank line ends the event");
-        assert_eq!(size.add(b"data: e"), 7);
+        assert_eq!(size.past(b"data: ab", 15), None);
+        // `c`, then `data: d`: the event's 16th byte is the `d`.
+        assert_eq!(size.past(b"c\ndata: d\n", 15), Some(8));
+        let mut size = EventSize::default();
+        assert_eq!(
+            size.past(b"data: abc\n\n", 9),
+            None,
+            "the blank line ends the event"
+        );
+        assert_eq!(size.past(b"data: e", 9), None);
+        assert_eq!(size.past(b"xyz", 9), Some(2));
     }
 
     #[test]
     fn crlf_and_cr_end_lines_as_lf_does() {
         let mut size = EventSize::default();
-        assert_eq!(size.add(b"data: a\r\n\r\ndata: bc\r"), 8);
-        assert_eq!(size.add(b"\n\r\n"), 8);
-        assert_eq!(size.add(b"id: 1\r\rdata: z"), 7);
+        assert_eq!(size.past(b"data: a\r\n\r\ndata: bc\r", 8), None);
+        assert_eq!(size.past(b"\n\r\n", 8), None);
+        assert_eq!(size.past(b"id: 1\r\rdata: z", 7), None);
+        assert_eq!(size.past(b"z", 7), Some(0));
     }
 }
