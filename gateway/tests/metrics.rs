@@ -174,32 +174,33 @@ fn parsed(text: &str) -> Value {
     serde_json::from_slice(&output.stdout).expect("the parser prints JSON")
 }
 
-/// The sum of the samples `name` whose labels include `labels`.
-fn sample_sum(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> f64 {
-    let Some(samples) = parsed["samples"].as_array() else {
-        return 0.0;
-    };
-    samples
-        .iter()
-        .filter(|sample| {
+/// The values of the samples `name` whose labels include `labels`.
+fn samples<'a>(
+    parsed: &'a Value,
+    name: &'a str,
+    labels: &'a [(&str, &str)],
+) -> impl Iterator<Item = f64> + 'a {
+    parsed["samples"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(move |sample| {
             sample[0] == name
                 && labels
                     .iter()
                     .all(|(key, value)| sample[1][*key].as_str() == Some(*value))
         })
         .filter_map(|sample| sample[2].as_f64())
-        .sum()
+}
+
+/// The sum of the samples `name` whose labels include `labels`.
+fn sample_sum(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> f64 {
+    samples(parsed, name, labels).sum()
 }
 
 /// The value of the sample `name` whose labels include `labels`.
 fn sample(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    parsed["samples"].as_array()?.iter().find_map(|sample| {
-        let matches = sample[0] == name
-            && labels
-                .iter()
-                .all(|(key, value)| sample[1][*key].as_str() == Some(*value));
-        matches.then(|| sample[2].as_f64()).flatten()
-    })
+    samples(parsed, name, labels).next()
 }
 
 #[tokio::test]

@@ -312,7 +312,8 @@ impl Failed {
             BodyKind::Json => bounded_body(response, limits.max_json_response_size)
                 .await
                 .unwrap_or_default(),
-            _ => body_prefix(response, limits.max_error_response_size).await,
+            // A diagnostic: what came, cut at the size, is enough.
+            _ => read_up_to(response, limits.max_error_response_size).await.0,
         };
         if let Ok(message @ JsonRpcMessage::Error(_)) =
             serde_json::from_slice::<ServerJsonRpcMessage>(&body)
@@ -345,34 +346,44 @@ impl Failed {
     }
 }
 
-/// The whole body, refused once it is longer than `max_size`.
-async fn bounded_body(response: Response, max_size: usize) -> Result<Bytes, Error> {
-    let mut chunks = std::pin::pin!(response.bytes_stream());
-    let mut body = BytesMut::new();
-    while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(StreamableHttpError::Client)?;
-        if body.len() + chunk.len() > max_size {
-            return Err(StreamableHttpError::ResponseBodyTooLarge { max_size });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
+/// How reading a body up to a size ended.
+enum Read {
+    /// The body ended within the size.
+    Whole,
+    /// The body went on past the size.
+    Longer,
+    /// The body broke off.
+    Broke(ClientError),
 }
 
-/// At most the first `max_size` bytes of the body, for an error message; a
-/// body that breaks off gives what came.
-async fn body_prefix(response: Response, max_size: usize) -> Bytes {
+/// At most the first `max_size` bytes of the body, and how the reading
+/// ended.
+async fn read_up_to(response: Response, max_size: usize) -> (Bytes, Read) {
     let mut chunks = std::pin::pin!(response.bytes_stream());
     let mut body = BytesMut::new();
-    while body.len() < max_size {
+    let ended = loop {
         match chunks.next().await {
             Some(Ok(chunk)) => {
-                body.extend_from_slice(&chunk[..chunk.len().min(max_size - body.len())])
+                let room = max_size - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if chunk.len() > room {
+                    break Read::Longer;
+                }
             }
-            Some(Err(_)) | None => break,
+            Some(Err(err)) => break Read::Broke(err),
+            None => break Read::Whole,
         }
+    };
+    (body.freeze(), ended)
+}
+
+/// The whole body, refused once it is longer than `max_size`.
+async fn bounded_body(response: Response, max_size: usize) -> Result<Bytes, Error> {
+    match read_up_to(response, max_size).await {
+        (body, Read::Whole) => Ok(body),
+        (_, Read::Longer) => Err(StreamableHttpError::ResponseBodyTooLarge { max_size }),
+        (_, Read::Broke(err)) => Err(StreamableHttpError::Client(err)),
     }
-    body.freeze()
 }
 
 /// The response's body as server-sent events, each at most
@@ -405,18 +416,20 @@ fn bounded_events(
         }
         let items = match chunk {
             Ok(chunk) => match size.past(&chunk, max_event_size) {
-                None => vec![Ok(chunk)],
-                Some(at) => vec![
-                    Ok(chunk.slice(..at)),
-                    Err(EventStreamError::EventTooLarge {
+                None => [Some(Ok(chunk)), None],
+                Some(at) => [
+                    Some(Ok(chunk.slice(..at))),
+                    Some(Err(EventStreamError::EventTooLarge {
                         max_size: max_event_size,
-                    }),
+                    })),
                 ],
             },
-            Err(err) => vec![Err(EventStreamError::Client(err))],
+            Err(err) => [Some(Err(EventStreamError::Client(err))), None],
         };
-        *failed = items.iter().any(Result::is_err);
-        std::future::ready(Some(futures_util::stream::iter(items)))
+        *failed = items.iter().flatten().any(Result::is_err);
+        std::future::ready(Some(futures_util::stream::iter(
+            items.into_iter().flatten(),
+        )))
     });
     items.flatten()
 }

@@ -244,14 +244,14 @@ where
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
                 let (polled, waiting) = noting(|| future.as_mut().poll(cx));
-                let Poll::Ready(polled) = polled else {
-                    if let Some(expiry) = expiry.as_mut() {
-                        expiry.waiting = waiting;
-                    }
-                    return Poll::Pending;
-                };
                 match polled {
-                    Ok(output) => {
+                    Poll::Pending => {
+                        if let Some(expiry) = expiry.as_mut() {
+                            expiry.waiting = waiting;
+                        }
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(Ok(output)) => {
                         if let Some(expiry) = expiry.as_ref().filter(|_| output.is_success()) {
                             if let (Some(learn), Some(start)) =
                                 (&expiry.learn, expiry.start.or(future.first_poll()))
@@ -261,7 +261,7 @@ where
                         }
                         return Poll::Ready(Answer::Inner(output));
                     }
-                    Err(_) => expiry.take().map(|expiry| Expiry {
+                    Poll::Ready(Err(_)) => expiry.take().map(|expiry| Expiry {
                         start: expiry.start.or(future.first_poll()),
                         stage: waiting.or(expiry.waiting).unwrap_or(expiry.stage),
                         ..expiry
