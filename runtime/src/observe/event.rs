@@ -1,6 +1,5 @@
 //! [`Event`]: one decision timebox made, as an observer sees it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::attempt::Attempt;
@@ -8,8 +7,7 @@ use crate::breaker::BreakerState;
 use crate::registry::CancelReason;
 use crate::watchdog::TimeoutKind;
 
-/// A label value: a host key or a route template, shared, never a raw path.
-pub type Label = Arc<str>;
+use super::Label;
 
 /// One decision timebox made, raised where it was made (O1).
 ///

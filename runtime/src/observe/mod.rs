@@ -66,6 +66,7 @@
 //! ```
 
 mod event;
+mod label;
 #[cfg(any(feature = "client", feature = "grpc"))]
 mod labels;
 mod metric;
@@ -80,9 +81,10 @@ mod trace;
 mod waiting;
 
 pub use event::{
-    BreakerCallOutcome, CallOutcome, DeadlineSource, Event, Label, PhaseOutcome, ShedReason,
+    BreakerCallOutcome, CallOutcome, DeadlineSource, Event, PhaseOutcome, ShedReason,
     ShutdownPhase, SkipReason, Stage,
 };
+pub use label::Label;
 #[cfg(any(feature = "client", feature = "grpc"))]
 pub(crate) use labels::BoundedLabels;
 pub use metric::{Kind, Metric, METRICS};

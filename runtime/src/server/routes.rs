@@ -13,6 +13,7 @@ use http::Method;
 use crate::admission::DeadlineCheck;
 use crate::config::Config;
 use crate::deadline::Formats;
+use crate::observe::Label;
 
 use super::{DeadlineHandler, RouteSettings, RouteTimeout};
 
@@ -188,8 +189,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             let settings = (budget.is_some() || global.is_some()).then_some(RouteSettings {
                 budget,
                 inbound,
-                path: route.path,
-                label: (!config.observers.is_empty()).then(|| route.path.into()),
+                path: Label::from_static(route.path),
                 source: route.timeout.source(),
                 observers: config.observers.clone(),
                 // A1 needs a deadline to compare with.

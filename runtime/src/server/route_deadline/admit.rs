@@ -38,10 +38,10 @@ pub(crate) struct Learn {
 
 impl Learn {
     /// Learning for `check`, when it learns (no `min_budget_ms`).
-    pub(crate) fn from_check(check: Option<&Arc<DeadlineCheck>>) -> Option<Self> {
-        check.filter(|check| check.learns()).map(|check| Self {
-            check: Arc::clone(check),
-        })
+    pub(crate) fn from_check(check: Option<Arc<DeadlineCheck>>) -> Option<Self> {
+        check
+            .filter(|check| check.learns())
+            .map(|check| Self { check })
     }
 
     /// A request that started at `start` succeeded now.

@@ -95,9 +95,8 @@ impl Expiry {
 /// The route a request was routed to, for the timeout log line.
 #[derive(Debug)]
 pub(crate) enum RouteName {
-    /// Mounted by `Routes::into_router`, which knows the path, and made its
-    /// label when the route has observers.
-    Mounted(&'static str, Option<Label>),
+    /// Mounted by `Routes::into_router`, which knows the path.
+    Mounted(Label),
     /// Learnt from the request.
     Matched(Option<MatchedPath>),
 }
@@ -106,8 +105,7 @@ impl RouteName {
     /// The `route` value of events: `None` for a request that matched none.
     pub(crate) fn label(&self) -> Option<Label> {
         match self {
-            Self::Mounted(_, Some(label)) => Some(Label::clone(label)),
-            Self::Mounted(path, None) => Some((*path).into()),
+            Self::Mounted(path) => Some(path.clone()),
             Self::Matched(Some(path)) => Some(path.as_str().into()),
             Self::Matched(None) => None,
         }
@@ -115,7 +113,7 @@ impl RouteName {
 
     pub(crate) fn as_str(&self) -> &str {
         match self {
-            Self::Mounted(path, _) => path,
+            Self::Mounted(path) => path,
             Self::Matched(Some(path)) => path.as_str(),
             Self::Matched(None) => "(unmatched)",
         }

@@ -28,8 +28,8 @@ use super::future::{held, Answer, Expiry, RouteName, State};
 use super::{admit, Learn, RouteClaim};
 
 /// What one route's deadline needs, resolved from the config when the
-/// router is built. With no observers, the per-request clone of a handler
-/// that axum makes costs no reference count.
+/// router is built. Axum clones a handler for each request: with no
+/// observers, that clone costs one reference count, the deadline check's.
 #[derive(Debug, Clone)]
 pub(crate) struct RouteSettings {
     /// The route's deadline: its override, else the global one; `None` for
@@ -39,12 +39,10 @@ pub(crate) struct RouteSettings {
     /// The inbound deadline headers it trusts (none unless
     /// `server.timeouts.accept_deadline_header` is on).
     pub(crate) inbound: Formats,
-    /// The route's path, for the timeout log line.
-    pub(crate) path: &'static str,
-    /// The path as the events' `route`, made once, when the route has
-    /// observers (without them, cloning it would cost a reference count per
-    /// request).
-    pub(crate) label: Option<Label>,
+    /// The route's path, for the timeout log line and as the events'
+    /// `route` (a static label: cloning it per request costs no reference
+    /// count).
+    pub(crate) path: Label,
     /// Where `budget` comes from, for the events.
     pub(crate) source: DeadlineSource,
     /// The observers of the config the route was mounted with, when no
@@ -86,7 +84,7 @@ where
             None => settings.inbound.earliest(req.headers()),
         };
         let (budget, source) = settings.source.shortened(route_budget, inbound);
-        let route = RouteName::Mounted(settings.path, settings.label);
+        let route = RouteName::Mounted(settings.path);
         let observers = match context {
             Some(context) => context.observers.clone(),
             None => settings.observers,
@@ -118,7 +116,7 @@ where
             observers,
             tell_at_first_poll: true,
             told: false,
-            learn: Learn::from_check(settings.check.as_ref()),
+            learn: Learn::from_check(settings.check),
             stage: Stage::Handler,
             waiting: None,
         };
