@@ -2,13 +2,16 @@
 //! every door of the client shares.
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use tracing::Instrument;
+use pin_project::pin_project;
+use tokio::time::Timeout;
+use tracing::{Instrument, Span};
 use url::Url;
 
-use crate::deadline::{bounded, Deadline};
+use crate::deadline::{bounded, Bounded, Deadline, Scope};
 
 use super::engine::{Answer, Body, Call, Next, Outcome, Pending};
 use super::transport::TransportError;
@@ -49,13 +52,13 @@ pub(crate) trait Sender<B> {
 /// deadline.
 pub(crate) async fn drive<B, S>(
     mut call: Call<B>,
-    sender: &mut S,
+    mut sender: S,
 ) -> Result<S::Response, ClientError>
 where
     B: Body,
     S: Sender<B>,
 {
-    let result = run(&mut call, sender).await;
+    let result = run(&mut call, &mut sender).await;
     call.end(&result);
     result
 }
@@ -75,17 +78,22 @@ where
         let (request, pending) = call.start()?;
         let hedge = call.hedge_delay(&pending);
         // Forked before the send borrows `sender`, whether or not the hedge
-        // is sent in the end.
-        let mut fork = hedge.and_then(|_| sender.fork());
+        // is sent in the end; boxed, as the race is, so a call that never
+        // hedges carries a pointer for it.
+        let mut fork = hedge.and_then(|_| sender.fork()).map(Box::new);
         let url = call.url().cloned();
         let sent = attempt_once(
-            sender.send(request, pending.attempt, url.as_ref()),
+            made_as_polled(&pending.span, deadline, || {
+                sender.send(request, pending.attempt, url.as_ref())
+            }),
             pending.ends,
             deadline,
         )
         .instrument(pending.span.clone());
-        let (pending, outcome) = match (hedge, fork.as_mut()) {
-            (Some(delay), Some(fork)) => race(call, fork, sent, pending, delay).await,
+        let (pending, outcome) = match (hedge, fork.as_deref_mut()) {
+            // Boxed: a race holds two attempts, and the future of a call
+            // that never hedges need not have room for them.
+            (Some(delay), Some(fork)) => Box::pin(race(call, fork, sent, pending, delay)).await,
             _ => {
                 let outcome = sent.await;
                 (pending, outcome)
@@ -137,7 +145,9 @@ where
     };
     let url = call.url().cloned();
     let second = attempt_once(
-        fork.send(request, hedge.attempt, url.as_ref()),
+        made_as_polled(&hedge.span, deadline, || {
+            fork.send(request, hedge.attempt, url.as_ref())
+        }),
         hedge.ends,
         deadline,
     )
@@ -157,29 +167,85 @@ where
     }
 }
 
+/// Makes an attempt's future with what its polls will have: its span
+/// entered and the call's deadline current, so a door that calls its inner
+/// service when the attempt is made (the tower layer does) calls it as it
+/// would be polled.
+fn made_as_polled<F>(span: &Span, deadline: Option<Deadline>, make: impl FnOnce() -> F) -> F {
+    span.in_scope(|| match deadline {
+        Some(deadline) => deadline.sync_scope(make),
+        None => make(),
+    })
+}
+
 /// Awaits one attempt, until it answers, its timeout at `ends`, or the
 /// deadline.
-async fn attempt_once<R>(
-    sent: impl Future<Output = Result<R, TransportError>>,
-    ends: Deadline,
-    deadline: Option<Deadline>,
-) -> Outcome<R> {
-    match gated(deadline, tokio::time::timeout_at(ends.instant(), sent)).await {
-        None => Outcome::DeadlineExceeded,
-        Some(Err(_elapsed)) if deadline.is_some_and(Deadline::is_expired) => {
-            Outcome::DeadlineExceeded
-        }
-        Some(Err(_elapsed)) => Outcome::TimedOut,
-        Some(Ok(Err(err))) => Outcome::Failed(err),
-        Some(Ok(Ok(response))) => Outcome::Response(response),
+fn attempt_once<F, R>(sent: F, ends: Deadline, deadline: Option<Deadline>) -> AttemptOnce<F>
+where
+    F: Future<Output = Result<R, TransportError>>,
+{
+    AttemptOnce {
+        inner: gated(deadline, tokio::time::timeout_at(ends.instant(), sent)),
+        deadline,
     }
 }
 
 /// `future` gated by `deadline` (poll-gated, see `bounded`): `None` when the
 /// deadline passed first.
-async fn gated<F: Future>(deadline: Option<Deadline>, future: F) -> Option<F::Output> {
+fn gated<F: Future>(deadline: Option<Deadline>, future: F) -> WithinDeadline<F> {
     match deadline {
-        Some(deadline) => deadline.scope(bounded(future)).await.ok(),
-        None => Some(future.await),
+        Some(deadline) => WithinDeadline::Bounded(deadline.scope(bounded(future))),
+        None => WithinDeadline::Free(future),
+    }
+}
+
+// These two are named futures rather than `async fn`s: the state of an
+// `async fn` keeps its argument beside the future it makes of it, so each
+// level would hold the attempt (its request, its service) twice, and the
+// call's future, copied into its box whole, grew to kilobytes.
+
+/// Future of [`attempt_once`].
+#[pin_project]
+struct AttemptOnce<F> {
+    #[pin]
+    inner: WithinDeadline<Timeout<F>>,
+    deadline: Option<Deadline>,
+}
+
+impl<F, R> Future for AttemptOnce<F>
+where
+    F: Future<Output = Result<R, TransportError>>,
+{
+    type Output = Outcome<R>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome<R>> {
+        let this = self.project();
+        Poll::Ready(match ready!(this.inner.poll(cx)) {
+            None => Outcome::DeadlineExceeded,
+            Some(Err(_elapsed)) if this.deadline.is_some_and(Deadline::is_expired) => {
+                Outcome::DeadlineExceeded
+            }
+            Some(Err(_elapsed)) => Outcome::TimedOut,
+            Some(Ok(Err(err))) => Outcome::Failed(err),
+            Some(Ok(Ok(response))) => Outcome::Response(response),
+        })
+    }
+}
+
+/// Future of [`gated`].
+#[pin_project(project = WithinDeadlineProj)]
+enum WithinDeadline<F> {
+    Bounded(#[pin] Scope<Bounded<F>>),
+    Free(#[pin] F),
+}
+
+impl<F: Future> Future for WithinDeadline<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            WithinDeadlineProj::Bounded(future) => future.poll(cx).map(Result::ok),
+            WithinDeadlineProj::Free(future) => future.poll(cx).map(Some),
+        }
     }
 }

@@ -137,19 +137,24 @@ where
         // The call is made here, so it takes the deadline current where
         // `call` is, even if the future is polled elsewhere.
         let request = engine::Request::from_http(request).map_body(Replay);
-        let call = Call::new(Arc::clone(&self.rules), request, Options::default());
+        let call = match Call::new(Arc::clone(&self.rules), request, Options::default()) {
+            Ok(call) => call,
+            Err(err) => {
+                return ResponseFuture {
+                    inner: Box::pin(std::future::ready(Err(err))),
+                }
+            }
+        };
         // The readied service takes the first attempt; a clone stays for
         // the next caller.
         let clone = self.inner.clone();
         let ready = std::mem::replace(&mut self.inner, clone);
+        let sender = ByService {
+            spare: ready.clone(),
+            ready: Some(ready),
+        };
         ResponseFuture {
-            inner: Box::pin(async move {
-                let mut sender = ByService {
-                    spare: ready.clone(),
-                    ready: Some(ready),
-                };
-                call::drive(call?, &mut sender).await
-            }),
+            inner: Box::pin(call::drive(call, sender)),
         }
     }
 }
@@ -242,17 +247,18 @@ where
         _url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
         request.extensions_mut().insert(attempt);
-        let service = self.ready.take();
+        // Called here, so the attempt's future holds only the service's.
+        let sent = self
+            .ready
+            .take()
+            .map(|mut service| service.call(request.map(|Replay(body)| body)));
         async move {
-            let Some(mut service) = service else {
+            let Some(sent) = sent else {
                 return Err(TransportError::Other(
                     "the inner service was not readied before the request".into(),
                 ));
             };
-            service
-                .call(request.map(|Replay(body)| body))
-                .await
-                .map_err(|err| transport_error(err.into()))
+            sent.await.map_err(|err| transport_error(err.into()))
         }
     }
 }
@@ -283,4 +289,63 @@ fn is_connect(err: &(dyn Error + 'static)) -> bool {
         next = err.source();
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use tower::{service_fn, Layer, Service};
+
+    use super::ClientLayer;
+    use crate::config::Config;
+    use crate::deadline::Deadline;
+
+    /// The call's future is copied whole into its box when it is made, so
+    /// its size is paid on every call. Over this service it is about 2 KB;
+    /// it was 7 KB (14 KB over hyper-util's client) while each level of
+    /// it kept its argument twice and room for a hedge's race.
+    #[tokio::test]
+    async fn the_future_of_a_call_stays_small() {
+        let inner = service_fn(|_: http::Request<Full<Bytes>>| async {
+            Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from_static(b"ok"))))
+        });
+        let mut client = ClientLayer::new(&Config::default()).layer(inner);
+        let request = http::Request::get("http://upstream.test/")
+            .body(Full::default())
+            .expect("a valid request");
+        let future = client.call(request);
+        let size = std::mem::size_of_val(&*future.inner);
+        assert!(size < 3 * 1024, "the call's future is {size} bytes");
+        assert!(future.await.is_ok());
+    }
+
+    /// The inner service is called with the call's deadline current, also
+    /// when the call's future is polled where no deadline is.
+    #[tokio::test(start_paused = true)]
+    async fn the_inner_service_is_called_under_the_calls_deadline() {
+        let inner = service_fn(|_: http::Request<Full<Bytes>>| {
+            let seen = Deadline::current();
+            async move {
+                Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from(format!(
+                    "{:?}",
+                    seen.map(Deadline::instant)
+                )))))
+            }
+        });
+        let mut client = ClientLayer::new(&Config::default()).layer(inner);
+        let request = http::Request::get("http://upstream.test/")
+            .body(Full::default())
+            .expect("a valid request");
+        let deadline = Deadline::after(std::time::Duration::from_secs(1));
+        let future = deadline.sync_scope(|| client.call(request));
+        let response = future.await.expect("the inner service answers");
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("a full body")
+            .to_bytes();
+        assert_eq!(body, format!("{:?}", Some(deadline.instant())));
+    }
 }

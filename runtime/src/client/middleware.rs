@@ -128,13 +128,13 @@ impl Middleware for Timebox {
         call_request.version = request.version();
         let call = Call::new(Arc::clone(&self.rules), call_request, Options::default())
             .map_err(into_error)?;
-        let mut sender = ByNext {
+        let sender = ByNext {
             next,
             extensions: ChainExtensions::Callers(extensions),
             timeout: request.timeout().copied(),
             template: Some(request),
         };
-        call::drive(call, &mut sender).await.map_err(into_error)
+        call::drive(call, sender).await.map_err(into_error)
     }
 }
 

@@ -238,8 +238,8 @@ impl RequestBuilder {
         };
         let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();
-        let mut sender = ByTransport(&*client.transport);
-        let head = call::drive(call, &mut sender).await?;
+        let sender = ByTransport(&*client.transport);
+        let head = call::drive(call, sender).await?;
         Ok(Response::new(head, deadline))
     }
 
