@@ -50,17 +50,22 @@ pub(crate) trait Sender<B> {
 /// Drives `call` to its end: each attempt through `sender`, bounded by its
 /// timeout and the deadline, and each wait before a retry within the
 /// deadline.
-pub(crate) async fn drive<B, S>(
+///
+/// A block rather than an `async fn`, whose state would keep `call` and
+/// `sender` twice (as arguments, and as the locals they are moved to).
+pub(crate) fn drive<B, S>(
     mut call: Call<B>,
     mut sender: S,
-) -> Result<S::Response, ClientError>
+) -> impl Future<Output = Result<S::Response, ClientError>>
 where
     B: Body,
     S: Sender<B>,
 {
-    let result = run(&mut call, &mut sender).await;
-    call.end(&result);
-    result
+    async move {
+        let result = run(&mut call, &mut sender).await;
+        call.end(&result);
+        result
+    }
 }
 
 async fn run<B, S>(call: &mut Call<B>, sender: &mut S) -> Result<S::Response, ClientError>
