@@ -53,6 +53,7 @@ pub(crate) trait Sender<B> {
 ///
 /// A block rather than an `async fn`, whose state would keep `call` and
 /// `sender` twice (as arguments, and as the locals they are moved to).
+#[allow(clippy::manual_async_fn)] // see above
 pub(crate) fn drive<B, S>(
     mut call: Call<B>,
     mut sender: S,
