@@ -135,13 +135,17 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    fn record_many(window: &mut LatencyWindow, at: Instant, count: usize, latency: Duration) {
+        for _ in 0..count {
+            window.record(at, latency);
+        }
+    }
+
     #[test]
     fn no_estimate_until_a_hundred_samples() {
         let now = Instant::now();
         let mut window = LatencyWindow::new();
-        for _ in 0..MIN_SAMPLES - 1 {
-            window.record(now, 40 * MS);
-        }
+        record_many(&mut window, now, MIN_SAMPLES - 1, 40 * MS);
         assert_eq!(window.estimate(now), None);
         window.record(now, 40 * MS);
         assert_eq!(window.estimate(now).map(|e| e.median), Some(40 * MS));
@@ -163,9 +167,7 @@ mod tests {
     fn samples_older_than_the_window_stop_counting() {
         let start = Instant::now();
         let mut window = LatencyWindow::new();
-        for _ in 0..MIN_SAMPLES {
-            window.record(start, 40 * MS);
-        }
+        record_many(&mut window, start, MIN_SAMPLES, 40 * MS);
         assert!(window.estimate(start + WINDOW - MS).is_some());
         assert_eq!(window.estimate(start + WINDOW), None);
     }
@@ -174,13 +176,9 @@ mod tests {
     fn the_estimate_follows_new_samples() {
         let now = Instant::now();
         let mut window = LatencyWindow::new();
-        for _ in 0..MIN_SAMPLES {
-            window.record(now, 10 * MS);
-        }
+        record_many(&mut window, now, MIN_SAMPLES, 10 * MS);
         assert_eq!(window.estimate(now).map(|e| e.median), Some(10 * MS));
-        for _ in 0..MAX_SAMPLES {
-            window.record(now, 50 * MS);
-        }
+        record_many(&mut window, now, MAX_SAMPLES, 50 * MS);
         assert_eq!(window.estimate(now).map(|e| e.median), Some(50 * MS));
     }
 
@@ -188,13 +186,9 @@ mod tests {
     fn a_standing_clock_sees_the_estimate_once_the_window_is_new() {
         let now = Instant::now();
         let mut window = LatencyWindow::new();
-        for _ in 0..MAX_SAMPLES {
-            window.record(now, 10 * MS);
-        }
+        record_many(&mut window, now, MAX_SAMPLES, 10 * MS);
         assert_eq!(window.estimate(now).map(|e| e.median), Some(10 * MS));
-        for _ in 0..MAX_SAMPLES - 1 {
-            window.record(now, 50 * MS);
-        }
+        record_many(&mut window, now, MAX_SAMPLES - 1, 50 * MS);
         // Not due yet, and not a window's worth of new samples: the cached
         // estimate.
         assert_eq!(window.estimate(now).map(|e| e.median), Some(10 * MS));
@@ -203,16 +197,12 @@ mod tests {
     }
 
     #[test]
-    fn a_due_estimate_follows_sixteen_new_samples() {
+    fn a_due_estimate_follows_new_samples_short_of_a_window() {
         let start = Instant::now();
         let mut window = LatencyWindow::new();
-        for _ in 0..MAX_SAMPLES {
-            window.record(start, 10 * MS);
-        }
+        record_many(&mut window, start, MAX_SAMPLES, 10 * MS);
         assert!(window.estimate(start).is_some());
-        for _ in 0..MAX_SAMPLES / 2 + 1 {
-            window.record(start, 50 * MS);
-        }
+        record_many(&mut window, start, MAX_SAMPLES / 2 + 1, 50 * MS);
         assert_eq!(
             window.estimate(start).map(|e| e.median),
             Some(10 * MS),
