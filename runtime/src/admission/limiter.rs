@@ -148,13 +148,13 @@ impl Shared {
 
     /// A slot came free (with what its holder's time with it says): hands
     /// it, and any the limit now allows, to waiters.
-    fn release(self: &Arc<Self>, mut sample: Option<(Duration, usize, bool)>) {
+    fn release(self: &Arc<Self>, mut sample: Option<(Instant, Duration, usize, bool)>) {
         let mut freed = 1;
         while freed > 0 {
             let handed = {
                 let mut state = self.lock();
-                if let Some((rtt, in_flight, dropped)) = sample.take() {
-                    state.algorithm.on_sample(rtt, in_flight, dropped);
+                if let Some((ended, rtt, in_flight, dropped)) = sample.take() {
+                    state.algorithm.on_sample(ended, rtt, in_flight, dropped);
                 }
                 state.in_flight -= freed;
                 state.hand_over(self.interval)
@@ -242,8 +242,9 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.take() {
-            let rtt = self.since.elapsed();
-            shared.release(Some((rtt, self.in_flight, !self.answered)));
+            let now = Instant::now();
+            let rtt = now.duration_since(self.since);
+            shared.release(Some((now, rtt, self.in_flight, !self.answered)));
         }
     }
 }

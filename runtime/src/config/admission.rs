@@ -71,7 +71,8 @@ pub enum DeadlineCheck {
 ///
 /// Written `"off"`, `"fixed:N"` (N at least 1), `"gradient2"` or `"vegas"`;
 /// the last two adapt the limit to the latency they see, as Netflix's
-/// `concurrency-limits` does (see `timebox::server::Admission`).
+/// `concurrency-limits` does, with its builders' defaults. Both start at 20
+/// and grow only while at least half the limit is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Concurrency {
     /// No limit.
@@ -79,9 +80,16 @@ pub enum Concurrency {
     Off,
     /// At most this many at once.
     Fixed(NonZeroUsize),
-    /// A limit from the gradient of short- against long-term latency.
+    /// Netflix's `Gradient2Limit`, between 20 and 200: once a second (a
+    /// window of at least ten requests, as Netflix's `WindowedLimit`), the
+    /// window's mean latency is compared with its long-term average; within
+    /// 1.5× of it the limit grows by a queue allowance of 4 (smoothed by 0.2),
+    /// above it the limit shrinks, by at most half.
     Gradient2,
-    /// A limit from the estimated queue at the server (TCP Vegas).
+    /// Netflix's `VegasLimit`, between 1 and 1000, per request: the queue is
+    /// estimated from how far latency is above the lowest seen, and the
+    /// limit grows or shrinks to keep it between `3·log10(limit)` and
+    /// `6·log10(limit)`; a dropped request shrinks it.
     Vegas,
 }
 
