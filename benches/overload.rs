@@ -1,7 +1,7 @@
 //! The overload experiment, in virtual time: what a server does with more
 //! work than it can serve, with no admission, with tower's
 //! `ConcurrencyLimit` + `LoadShed`, and with timebox's admission (A2:
-//! `fixed:10` and `gradient2`).
+//! `fixed:10`, `gradient2` and `vegas`).
 //!
 //! The server is a sim host (`timebox::sim::SimNet`) with 10 workers (a
 //! semaphore) and a 10 ms service time: a capacity of 1000 requests a
@@ -73,14 +73,16 @@ enum Variant {
     TowerShed,
     TimeboxFixed,
     TimeboxGradient2,
+    TimeboxVegas,
 }
 
 impl Variant {
-    const ALL: [Self; 4] = [
+    const ALL: [Self; 5] = [
         Self::NoAdmission,
         Self::TowerShed,
         Self::TimeboxFixed,
         Self::TimeboxGradient2,
+        Self::TimeboxVegas,
     ];
 
     const fn label(self) -> &'static str {
@@ -89,6 +91,7 @@ impl Variant {
             Self::TowerShed => "tower ConcurrencyLimit(10) + LoadShed",
             Self::TimeboxFixed => "timebox concurrency = \"fixed:10\"",
             Self::TimeboxGradient2 => "timebox concurrency = \"gradient2\"",
+            Self::TimeboxVegas => "timebox concurrency = \"vegas\"",
         }
     }
 
@@ -98,6 +101,7 @@ impl Variant {
             Self::TowerShed => RGBColor(230, 120, 30),
             Self::TimeboxFixed => RGBColor(30, 90, 200),
             Self::TimeboxGradient2 => RGBColor(40, 160, 80),
+            Self::TimeboxVegas => RGBColor(170, 50, 160),
         }
     }
 
@@ -129,6 +133,7 @@ impl Variant {
                 NonZeroUsize::new(WORKERS).expect("10 is not 0"),
             ))),
             Self::TimeboxGradient2 => service.layer(admission(Concurrency::Gradient2)),
+            Self::TimeboxVegas => service.layer(admission(Concurrency::Vegas)),
         }
     }
 }
