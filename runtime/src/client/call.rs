@@ -186,12 +186,21 @@ fn made_as_polled<F>(span: &Span, deadline: Option<Deadline>, make: impl FnOnce(
 
 /// Awaits one attempt, until it answers, its timeout at `ends`, or the
 /// deadline.
+///
+/// Poll-gated as [`bounded`] is, with the deadline current, but with no
+/// timer of its own: `ends` is never after the deadline, so the attempt's
+/// timeout wakes it by then, and one timer per attempt is enough.
 fn attempt_once<F, R>(sent: F, ends: Deadline, deadline: Option<Deadline>) -> AttemptOnce<F>
 where
     F: Future<Output = Result<R, TransportError>>,
 {
+    debug_assert!(deadline.is_none_or(|deadline| ends <= deadline));
+    let timed = tokio::time::timeout_at(ends.instant(), sent);
     AttemptOnce {
-        inner: gated(deadline, tokio::time::timeout_at(ends.instant(), sent)),
+        inner: match deadline {
+            Some(deadline) => Scoped::Within(deadline.scope(timed)),
+            None => Scoped::Free(timed),
+        },
         deadline,
     }
 }
@@ -214,7 +223,7 @@ fn gated<F: Future>(deadline: Option<Deadline>, future: F) -> WithinDeadline<F> 
 #[pin_project]
 struct AttemptOnce<F> {
     #[pin]
-    inner: WithinDeadline<Timeout<F>>,
+    inner: Scoped<Timeout<F>>,
     deadline: Option<Deadline>,
 }
 
@@ -226,15 +235,36 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome<R>> {
         let this = self.project();
+        // The gate: once the deadline has passed, the attempt is not polled.
+        if this.deadline.is_some_and(Deadline::is_expired) {
+            return Poll::Ready(Outcome::DeadlineExceeded);
+        }
         Poll::Ready(match ready!(this.inner.poll(cx)) {
-            None => Outcome::DeadlineExceeded,
-            Some(Err(_elapsed)) if this.deadline.is_some_and(Deadline::is_expired) => {
+            Err(_elapsed) if this.deadline.is_some_and(Deadline::is_expired) => {
                 Outcome::DeadlineExceeded
             }
-            Some(Err(_elapsed)) => Outcome::TimedOut,
-            Some(Ok(Err(err))) => Outcome::Failed(err),
-            Some(Ok(Ok(response))) => Outcome::Response(response),
+            Err(_elapsed) => Outcome::TimedOut,
+            Ok(Err(err)) => Outcome::Failed(err),
+            Ok(Ok(response)) => Outcome::Response(response),
         })
+    }
+}
+
+/// A future run with the call's deadline current, when it has one.
+#[pin_project(project = ScopedProj)]
+enum Scoped<F> {
+    Within(#[pin] Scope<F>),
+    Free(#[pin] F),
+}
+
+impl<F: Future> Future for Scoped<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        match self.project() {
+            ScopedProj::Within(future) => future.poll(cx),
+            ScopedProj::Free(future) => future.poll(cx),
+        }
     }
 }
 
