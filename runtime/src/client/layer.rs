@@ -145,13 +145,12 @@ where
                 }
             }
         };
-        // The readied service takes the first attempt; a clone stays for
-        // the next caller.
+        // The readied service takes the call; a clone stays for the next
+        // caller.
         let clone = self.inner.clone();
-        let ready = std::mem::replace(&mut self.inner, clone);
         let sender = ByService {
-            spare: ready.clone(),
-            ready: Some(ready),
+            service: std::mem::replace(&mut self.inner, clone),
+            readied: true,
         };
         ResponseFuture {
             inner: Box::pin(call::drive(call, sender)),
@@ -202,12 +201,13 @@ impl<B: http_body::Body + Clone + Default> engine::Body for Replay<B> {
 
 /// The layer's door to the engine: each request through the inner service.
 struct ByService<S> {
-    /// A readied service for the next request: at first the one
-    /// `poll_ready` readied, then a clone of `spare` readied by
-    /// [`Sender::ready`].
-    ready: Option<S>,
-    /// What later requests clone.
-    spare: S,
+    /// The service every request of the call goes through: readied by
+    /// `poll_ready` for the first, and by [`Sender::ready`] for each later
+    /// one (a retry, a redirect hop).
+    service: S,
+    /// Whether `service` is ready for a request: it is once readied, and
+    /// is not again until readied after its next `call`.
+    readied: bool,
 }
 
 impl<S, B, R> Sender<Replay<B>> for ByService<S>
@@ -221,20 +221,19 @@ where
 
     fn fork(&mut self) -> Option<Self> {
         Some(Self {
-            ready: None,
-            spare: self.spare.clone(),
+            service: self.service.clone(),
+            readied: false,
         })
     }
 
     fn ready(&mut self) -> impl Future<Output = Result<(), TransportError>> + Send {
-        let unready = self.ready.is_none().then(|| self.spare.clone());
-        let ready = &mut self.ready;
+        let Self { service, readied } = self;
         async move {
-            if let Some(mut service) = unready {
+            if !*readied {
                 poll_fn(|cx| service.poll_ready(cx))
                     .await
                     .map_err(|err| transport_error(err.into()))?;
-                *ready = Some(service);
+                *readied = true;
             }
             Ok(())
         }
@@ -248,10 +247,8 @@ where
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
         request.extensions_mut().insert(attempt);
         // Called here, so the attempt's future holds only the service's.
-        let sent = self
-            .ready
-            .take()
-            .map(|mut service| service.call(request.map(|Replay(body)| body)));
+        let sent = std::mem::take(&mut self.readied)
+            .then(|| self.service.call(request.map(|Replay(body)| body)));
         async move {
             let Some(sent) = sent else {
                 return Err(TransportError::Other(
@@ -294,10 +291,13 @@ fn is_connect(err: &(dyn Error + 'static)) -> bool {
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     use bytes::Bytes;
     use http_body_util::Full;
-    use tower::{service_fn, Layer, Service};
+    use tower::limit::ConcurrencyLimit;
+    use tower::{service_fn, Layer, Service, ServiceExt};
 
     use super::ClientLayer;
     use crate::config::Config;
@@ -347,5 +347,40 @@ mod tests {
             .expect("a full body")
             .to_bytes();
         assert_eq!(body, format!("{:?}", Some(deadline.instant())));
+    }
+
+    /// A retry goes through the call's service readied again: tower's
+    /// `ConcurrencyLimit` panics on a `call` its `poll_ready` did not allow.
+    #[tokio::test(start_paused = true)]
+    async fn each_attempt_goes_through_a_readied_service() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&calls);
+        let inner = ConcurrencyLimit::new(
+            service_fn(move |_: http::Request<Full<Bytes>>| {
+                let status = match seen.fetch_add(1, Ordering::SeqCst) {
+                    0 => http::StatusCode::SERVICE_UNAVAILABLE,
+                    _ => http::StatusCode::OK,
+                };
+                async move {
+                    let mut response = http::Response::new(Full::<Bytes>::default());
+                    *response.status_mut() = status;
+                    Ok::<_, Infallible>(response)
+                }
+            }),
+            1,
+        );
+        let mut client = ClientLayer::new(&Config::default()).layer(inner);
+        let request = http::Request::get("http://upstream.test/")
+            .body(Full::default())
+            .expect("a valid request");
+        let response = client
+            .ready()
+            .await
+            .expect("the limit has room")
+            .call(request)
+            .await
+            .expect("the retry answers");
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "one retry");
     }
 }
