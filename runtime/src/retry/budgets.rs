@@ -1,7 +1,6 @@
 //! [`RetryBudgets`]: one retry bucket per upstream host.
 
 use std::fmt;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -141,9 +140,6 @@ impl Shared {
     }
 }
 
-/// `host:port` with the host lowercased and the scheme's default port filled
-/// in; `None` without a host, or without a port when the scheme has no
-/// default.
 /// The key of the upstream host `uri` names: `host:port`, the host
 /// lowercased, the scheme's default port filled in. The retry budgets and
 /// the client's breakers are kept per key, and logs name hosts by it.
@@ -168,10 +164,13 @@ pub fn host_key(uri: &Uri) -> Option<String> {
         Some(port) => port,
         None => default_port(uri.scheme_str()?)?,
     };
-    let mut key = String::with_capacity(host.len() + 6);
+    let mut digits = itoa::Buffer::new();
+    let port = digits.format(port);
+    let mut key = String::with_capacity(host.len() + 1 + port.len());
     key.push_str(host);
     key.make_ascii_lowercase();
-    let _ = write!(key, ":{port}");
+    key.push(':');
+    key.push_str(port);
     Some(key)
 }
 
