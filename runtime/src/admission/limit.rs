@@ -4,9 +4,9 @@
 //! (<https://github.com/Netflix/concurrency-limits>, `Gradient2Limit` and
 //! `VegasLimit`). `Fixed` never changes. `Gradient2` compares the mean
 //! latency of a window of requests (a second, and at least ten requests, as
-//! Netflix's `WindowedLimit` that its documentation pairs it with) with a
-//! long-term average: while they agree the limit grows by a small queue
-//! allowance, and when latency rises the limit shrinks with it.
+//! Netflix's `WindowedLimit` gathers them) with a long-term average: while
+//! they agree the limit grows by a small queue allowance, and when latency
+//! rises the limit shrinks with it.
 //!
 //! `Vegas` follows TCP Vegas: it remembers the lowest latency seen (the
 //! "no load" latency), estimates the queue from how far the current latency is
@@ -36,7 +36,8 @@ const GRADIENT2_SMOOTHING: f64 = 0.2;
 /// Netflix `Gradient2Limit.Builder` default: rttTolerance 1.5 (how much
 /// slower than the long-term rtt a sample may be before the limit shrinks).
 const GRADIENT2_RTT_TOLERANCE: f64 = 1.5;
-/// Netflix `Gradient2Limit.Builder` default: longWindow 600 samples.
+/// Netflix `Gradient2Limit.Builder` default: longWindow 600 samples (here,
+/// as under Netflix's `WindowedLimit`, 600 windows).
 const GRADIENT2_LONG_WINDOW: u32 = 600;
 /// Netflix `Gradient2Limit` constructor: `new ExpAvgMeasurement(longWindow, 10)`,
 /// so the first 10 samples are plainly averaged before exponential smoothing.
@@ -172,7 +173,9 @@ impl Default for Gradient2 {
 /// `ImmutableAverageSampleWindow`: their mean rtt and the most that were in
 /// flight. A window closes at the first request that finishes a window's
 /// time after the last one closed (the very first request closes one at
-/// once, so the first full window starts with it).
+/// once, so the first full window starts with it). Netflix also leaves out
+/// requests under 100 µs (`minRttThreshold`); here, as for every algorithm,
+/// such an rtt counts as at least [`MIN_RTT`].
 #[derive(Debug, Clone, Default)]
 struct SampleWindow {
     /// When the window under way closes; `None` before the first request.
