@@ -440,13 +440,20 @@ mod tests {
         assert!(g.long_rtt < 0.03, "long rtt {}", g.long_rtt);
     }
 
+    /// A gradient2 given the request that closes the first, empty window at
+    /// `start`, and `inside` more within the next second, each of 10 ms with
+    /// the server full.
+    fn with_window_open(start: Instant, inside: u32) -> Gradient2 {
+        let mut g = Gradient2::default();
+        g.on_sample(start, 0.01, 20.0);
+        (1..=inside).for_each(|i| g.on_sample(start + i * 990 / inside * MS, 0.01, 20.0));
+        g
+    }
+
     #[test]
     fn gradient2_learns_once_a_window_of_a_second_holds_ten_requests() {
         let start = Instant::now();
-        let mut g = Gradient2::default();
-        // The first request closes an empty window at once: too few to learn from.
-        g.on_sample(start, 0.01, 20.0);
-        (1..=20).for_each(|i| g.on_sample(start + i * 49 * MS, 0.01, 20.0));
+        let mut g = with_window_open(start, 20);
         assert_eq!((g.limit, g.warmup_samples), (20.0, 0), "the window is open");
         g.on_sample(start + 1000 * MS, 0.01, 20.0);
         // One window of 21 requests: 20 * 0.8 + (20 + 4) * 0.2.
@@ -457,14 +464,10 @@ mod tests {
     #[test]
     fn gradient2_drops_a_window_of_fewer_than_ten_requests() {
         let start = Instant::now();
-        let mut g = Gradient2::default();
-        g.on_sample(start, 0.01, 20.0);
-        (1..=9).for_each(|i| g.on_sample(start + i * 99 * MS, 0.01, 20.0));
+        let mut g = with_window_open(start, 9);
         g.on_sample(start + 1000 * MS, 0.01, 20.0); // the tenth closes it
         assert_eq!(g.warmup_samples, 1, "ten requests are a window");
-        let mut g = Gradient2::default();
-        g.on_sample(start, 0.01, 20.0);
-        (1..=8).for_each(|i| g.on_sample(start + i * 99 * MS, 0.01, 20.0));
+        let mut g = with_window_open(start, 8);
         g.on_sample(start + 1000 * MS, 0.01, 20.0); // only nine
         assert_eq!((g.limit, g.warmup_samples), (20.0, 0));
     }
