@@ -189,6 +189,11 @@ async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_i
 /// A quiet `slow_task` of 30 s on the server `name` (run with
 /// `server_args`), whose stream is not suspended and so times out after 2 s
 /// of inactivity, read to its end.
+///
+/// A test binds `_server` (and `gateway`) rather than leave them to `..`:
+/// the fields a pattern leaves out are dropped at the end of the `let`,
+/// which stops the server, and the gateway, while they still act on the
+/// notice.
 struct QuietTimeout {
     _server: McpServer,
     gateway: Gateway,
@@ -230,11 +235,12 @@ async fn a_quiet_call_timed_out(test: &str, name: &str, server_args: &[&str]) ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_before_done() {
     let QuietTimeout {
+        _server,
+        gateway: _gateway,
         log,
         calls,
         body,
         done: (done_unix, _),
-        ..
     } = a_quiet_call_timed_out("mcp-inactivity", "py", &[]).await;
     let error = body.find("event: error").expect("an error event");
     assert!(body[error..].contains("inactivity"), "{body}");
@@ -316,6 +322,7 @@ async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_sessi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_reads_its_notice_is_given_up_on_at_2_s_and_named() {
     let QuietTimeout {
+        _server,
         gateway,
         done: (_, done),
         ..
