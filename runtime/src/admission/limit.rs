@@ -478,8 +478,8 @@ mod tests {
         let mut g = Gradient2::default();
         g.on_sample(start, 0.01, 20.0);
         for i in 1..=20 {
-            let (rtt, in_flight) = if i % 2 == 0 { (0.01, 5.0) } else { (0.03, 5.0) };
-            g.on_sample(start + i * 49 * MS, rtt, in_flight);
+            let rtt = if i % 2 == 0 { 0.01 } else { 0.03 };
+            g.on_sample(start + i * 49 * MS, rtt, 5.0);
         }
         // One request with the server full: the window is not app-limited.
         g.on_sample(start + 1000 * MS, 0.02, 20.0);
