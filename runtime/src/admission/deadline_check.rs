@@ -74,9 +74,8 @@ impl DeadlineCheck {
         }
     }
 
-    /// Judges a request with `time_left` before its deadline.
-    pub(crate) fn check(&self, time_left: Duration) -> Verdict {
-        let now = Instant::now();
+    /// Judges a request with `time_left` before its deadline, at `now`.
+    pub(crate) fn check(&self, time_left: Duration, now: Instant) -> Verdict {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let estimate = match self.min_budget {
             Some(min_budget) => Some((min_budget, EstimateSource::MinBudget)),
@@ -97,11 +96,11 @@ impl DeadlineCheck {
         }
     }
 
-    /// Counts a request of the route that has no deadline to judge: one of
-    /// the route's requests all the same, for the cap on refusals.
+    /// Counts a request of the route that has no deadline to judge, at
+    /// `now`: one of the route's requests all the same, for the cap on
+    /// refusals.
     #[cfg(feature = "grpc")]
-    pub(crate) fn count(&self) {
-        let now = Instant::now();
+    pub(crate) fn count(&self, now: Instant) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.cap.count(now);
     }
@@ -134,13 +133,15 @@ pub(crate) struct TooShort {
 }
 
 impl DeadlineCheck {
-    /// Judges a request with `time_left` on the route `route` (named
+    /// Judges a request with `time_left` at `now` (the clock reading its
+    /// door took when the request arrived) on the route `route` (named
     /// `label` in events): `Some` when it is refused, `None` to serve it,
     /// told as `deadline_too_short_dark` when dark mode would have refused
     /// it. HTTP answers a refusal with 504, gRPC with `DEADLINE_EXCEEDED`.
     pub(crate) fn judge(
         &self,
         time_left: Duration,
+        now: Instant,
         route: &str,
         label: Option<Label>,
         observers: &Observers,
@@ -150,7 +151,7 @@ impl DeadlineCheck {
             estimate,
             source,
             enforced,
-        } = self.check(time_left)
+        } = self.check(time_left, now)
         else {
             return None;
         };

@@ -177,7 +177,7 @@ where
         let Some(budget) = settings.budget(req.uri().path(), req.headers()) else {
             // Not judged, but one of the method's calls for the cap.
             if let Some(check) = &check {
-                check.count();
+                check.count(start);
             }
             return GrpcServerFuture {
                 state: CallState::Passthrough(self.inner.call(req)),
@@ -203,7 +203,13 @@ where
         // A1: a call with less time than its method takes is not started.
         if let Some(check) = &check {
             let path = req.uri().path();
-            let refused = check.judge(budget.length, path, told.route.clone(), &told.observers);
+            let refused = check.judge(
+                budget.length,
+                start,
+                path,
+                told.route.clone(),
+                &told.observers,
+            );
             if let Some(refused) = refused {
                 return GrpcServerFuture::answered(status::deadline_too_short(&refused), guard);
             }

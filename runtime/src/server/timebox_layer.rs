@@ -183,7 +183,7 @@ where
             _ => None,
         };
         if let Some(check) = plain.as_ref().filter(|plain| plain.is_plain()) {
-            if let Some(refusal) = admit(&check.check, budget, &route, &settings.observers) {
+            if let Some(refusal) = admit(&check.check, budget, start, &route, &settings.observers) {
                 return TimeboxFuture::new(State::refused(refusal), None, None, None);
             }
         }

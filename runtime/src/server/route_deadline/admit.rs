@@ -13,15 +13,16 @@ use crate::problem;
 
 use super::future::RouteName;
 
-/// Judges a request with `time_left` on its route: `Some` with the 504 to
-/// answer when the check refuses it (see [`DeadlineCheck::judge`]).
+/// Judges a request with `time_left` at `now` on its route: `Some` with the
+/// 504 to answer when the check refuses it (see [`DeadlineCheck::judge`]).
 pub(crate) fn admit(
     check: &DeadlineCheck,
     time_left: Duration,
+    now: Instant,
     route: &RouteName,
     observers: &Observers,
 ) -> Option<Response> {
-    let refused = check.judge(time_left, route.as_str(), route.label(), observers)?;
+    let refused = check.judge(time_left, now, route.as_str(), route.label(), observers)?;
     Some(problem::deadline_too_short(
         refused.time_left,
         refused.estimate,

@@ -17,6 +17,7 @@ use axum::extract::Request;
 use axum::handler::Handler;
 use axum::response::Response;
 use pin_project::pin_project;
+use tokio::time::Instant;
 
 use crate::admission::DeadlineCheck;
 use crate::deadline::{Deadline, Formats, Gated, Start};
@@ -92,10 +93,11 @@ where
         if let Some(check) = &settings.check {
             // Without a `TimeboxLayer` the deadline starts at the first poll,
             // now: all of it is left.
+            let now = Instant::now();
             let time_left = context.map_or(budget, |context| {
-                budget.saturating_sub(context.start.elapsed())
+                budget.saturating_sub(now.saturating_duration_since(context.start))
             });
-            if let Some(refusal) = admit(check, time_left, &route, &observers) {
+            if let Some(refusal) = admit(check, time_left, now, &route, &observers) {
                 return HandlerFuture {
                     state: State::refused(refusal),
                     claim,
