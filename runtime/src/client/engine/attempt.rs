@@ -1,0 +1,183 @@
+//! [`Call::start`]: the next request of a call and its [`Pending`] attempt,
+//! and the hedge of a slow first one.
+
+use std::time::Duration;
+
+use http::HeaderValue;
+use tokio::time::Instant;
+use tracing::Span;
+
+use crate::breaker::Permit;
+use crate::client::{span, Attempt, AttemptKind, ClientError};
+use crate::deadline::header::DEADLINE_HEADER;
+use crate::deadline::{Deadline, Format};
+use crate::observe::{CallOutcome, Event};
+
+use super::call::Call;
+use super::request::Body;
+
+/// The header that marks a hedge: `2;hedge`.
+const ATTEMPT_HEADER: &str = "x-timebox-attempt";
+
+/// One attempt (or redirect hop) under way, until [`Call::decide`] settles
+/// it.
+pub(crate) struct Pending {
+    /// When the attempt times out (the call's deadline bounds it too).
+    pub(crate) ends: Deadline,
+    /// Which request of the call this is: the door puts it where the next
+    /// layer looks (the request's extensions, or the middleware chain's).
+    pub(crate) attempt: Attempt,
+    /// The attempt's span: the door sends the request inside it.
+    pub(crate) span: Span,
+    pub(super) permit: Option<Permit>,
+    /// When it was sent, for the host's latency.
+    pub(super) started: Instant,
+    /// When the attempt times out, its deadline aside: what a redirect hop
+    /// after it keeps.
+    pub(super) attempt_ends: Deadline,
+}
+
+impl<B: Body> Call<B> {
+    /// Prepares the next attempt: the request to send, and the attempt to
+    /// hand back to [`Call::decide`] with what came of it.
+    ///
+    /// # Errors
+    ///
+    /// The deadline has passed (no attempt is made), the host's breaker is
+    /// open, or the request cannot be built.
+    pub(crate) fn start(&mut self) -> Result<(http::Request<B>, Pending), ClientError> {
+        // C1: an expired deadline ends the call before any attempt.
+        if self.deadline.is_some_and(Deadline::is_expired) {
+            return Err(ClientError::deadline());
+        }
+        let target = &self.target;
+        let attempt = Attempt {
+            number: self.sent + 1,
+            kind: self.next_kind,
+        };
+        self.span = span::attempt_span(&self.method, &target.uri, attempt);
+        let permit = match &target.breaker {
+            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
+                span::record_outcome(&self.span, CallOutcome::CircuitOpen, false);
+                self.span = Span::none();
+                ClientError::CircuitBreakerOpen {
+                    host: target.host.clone(),
+                    open,
+                }
+            })?),
+            None => None,
+        };
+        // Sent once: the engine neither retries it nor follows a redirect
+        // that keeps it, so it is always here when an attempt starts.
+        let body = match &self.body {
+            Some(body) if self.replayable => body.try_clone(),
+            _ => self.body.take(),
+        }
+        .ok_or_else(|| {
+            ClientError::InvalidRequest("the request body cannot be sent again".to_owned())
+        })?;
+        if !self.target.refilled {
+            if let Some(budget) = &self.target.budget {
+                budget.on_first_attempt();
+                self.tell_tokens(budget);
+            }
+            self.target.refilled = true;
+        }
+        if let Some(charge) = &mut self.charge {
+            charge.sent = true;
+        }
+        // One clock read for the attempt's timeout and the time left.
+        let now = Instant::now();
+        let attempt_ends = match self.attempt_ends {
+            Some(ends) if self.next_kind == AttemptKind::Redirect => ends,
+            _ => Deadline::after_start(now, self.attempt_timeout),
+        };
+        self.attempt_ends = Some(attempt_ends);
+        let mut headers = self.headers.clone();
+        if let Some(deadline) = self.deadline {
+            let written = self.rules.deadline_headers;
+            written.write(
+                deadline.instant().saturating_duration_since(now),
+                &mut headers,
+            );
+            // The first attempt sends a caller's shorter value as it was set.
+            if let Some(value) = self
+                .as_set
+                .take()
+                .filter(|_| written.contains(Format::Timebox))
+            {
+                headers.insert(DEADLINE_HEADER, value);
+            }
+        }
+        self.sent += 1;
+        let mut request = http::Request::new(body);
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.target.uri.clone();
+        *request.version_mut() = self.version;
+        *request.headers_mut() = headers;
+        *request.extensions_mut() = self.extensions.clone();
+        self.rules.observers.emit(|| Event::AttemptStarted {
+            host: self.label(),
+            attempt,
+        });
+        let pending = Pending {
+            ends: self.deadline.map_or(attempt_ends, |d| d.min(attempt_ends)),
+            attempt,
+            span: self.span.clone(),
+            permit,
+            started: now,
+            attempt_ends,
+        };
+        Ok((request, pending))
+    }
+
+    /// How long the driver waits for the attempt `pending` before asking
+    /// for a hedge ([`Call::start_hedge`]); `None` when it is not hedged:
+    /// only a first attempt is, of a call that may hedge, to a host whose
+    /// delay is known.
+    pub(crate) fn hedge_delay(&self, pending: &Pending) -> Option<Duration> {
+        if !self.may_hedge || pending.attempt.kind != AttemptKind::First {
+            return None;
+        }
+        self.rules.hedging.delay(self.target.stats.as_deref()?)
+    }
+
+    /// Prepares the hedge of the attempt under way, if its rules allow it
+    /// now (see [`Hedging::admit`](crate::client::hedge::Hedging::admit)): a
+    /// request like the first, marked `x-timebox-attempt: N;hedge`.
+    pub(crate) fn start_hedge(&mut self) -> Option<(http::Request<B>, Pending)> {
+        let stats = self.target.stats.clone()?;
+        let left = self.deadline.map(Deadline::remaining);
+        let budget = self.target.budget.clone();
+        if let Err(refusal) = self.rules.hedging.admit(&stats, left, budget.as_ref()) {
+            tracing::debug!(host = self.target.host, "no hedge: {}", refusal.as_str());
+            return None;
+        }
+        if let Some(budget) = &budget {
+            self.tell_tokens(budget);
+        }
+        self.next_kind = AttemptKind::Hedge;
+        let (mut request, pending) = self.start().ok()?;
+        let marker = format!("{};hedge", pending.attempt.number);
+        request.headers_mut().insert(
+            ATTEMPT_HEADER,
+            HeaderValue::from_str(&marker).expect("digits are a valid header value"),
+        );
+        tracing::debug!(
+            host = self.target.host,
+            "hedging: the first attempt is slow"
+        );
+        Some((request, pending))
+    }
+
+    /// Drops `pending`, the attempt that lost a hedge race: told as
+    /// cancelled, and so counted by the host's breaker (B6).
+    pub(crate) fn abandon(&mut self, pending: Pending) {
+        self.rules.observers.emit(|| Event::AttemptFinished {
+            host: self.label(),
+            attempt: pending.attempt,
+            outcome: CallOutcome::Cancelled,
+        });
+        span::record_outcome(&pending.span, CallOutcome::Cancelled, false);
+    }
+}

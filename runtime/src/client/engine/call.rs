@@ -1,0 +1,231 @@
+//! [`Call`]: the state of one call between its attempts, and how it ends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Extensions, HeaderMap, HeaderValue, Method, Version};
+use tokio::time::Instant;
+use tracing::Span;
+use url::Url;
+
+use crate::client::rules::Rules;
+use crate::client::{AttemptKind, ClientError};
+use crate::deadline::Deadline;
+use crate::observe::{CallOutcome, Event, Label, Stage};
+use crate::retry::{is_idempotent, RetryBudget};
+
+use super::charge::Charge;
+use super::pinned::{pinned_deadline, Pinned};
+use super::request::{Answer, Body, Options, Request};
+use super::target::Target;
+
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The state of one call between its attempts.
+pub(crate) struct Call<B> {
+    pub(super) rules: Arc<Rules>,
+    pub(super) method: Method,
+    pub(super) target: Target,
+    pub(super) version: Version,
+    pub(super) headers: HeaderMap,
+    pub(super) extensions: Extensions,
+    /// `None` once a body that is not replayable has been sent.
+    pub(super) body: Option<B>,
+    pub(super) replayable: bool,
+    pub(super) deadline: Option<Deadline>,
+    /// A caller's shorter deadline header, sent as set on the first attempt.
+    pub(super) as_set: Option<HeaderValue>,
+    pub(super) may_retry: bool,
+    /// Whether the first attempt may be hedged (A3): hedging is on for the
+    /// call, and sending the request twice is safe.
+    pub(super) may_hedge: bool,
+    pub(super) max_retries: u32,
+    pub(super) retries_made: u32,
+    pub(super) hops: u32,
+    /// The requests sent so far.
+    pub(super) sent: u32,
+    /// Why the next request is sent: a retry or the first request begins an
+    /// attempt, and so starts its timeout; a redirect is a hop within one.
+    pub(super) next_kind: AttemptKind,
+    /// The hosts redirects led away from whose bucket this request has
+    /// refilled: a request refills each host's bucket once.
+    pub(super) refilled: Vec<String>,
+    /// The tokens the pending retry holds.
+    pub(super) charge: Option<Charge>,
+    pub(super) attempt_timeout: Duration,
+    /// When the current attempt times out: one timeout covers its whole
+    /// chain of hops. Set when the first request of an attempt starts.
+    pub(super) attempt_ends: Option<Deadline>,
+    /// When the call began, when someone listens (for its duration).
+    pub(super) began: Option<Instant>,
+    /// The span of the latest attempt (O4), open until the next one starts
+    /// or the call ends.
+    pub(super) span: Span,
+    /// Whether the budget refused the retry after the latest attempt.
+    pub(super) budget_refused: bool,
+    /// Whether [`Call::end`] told the call's end; a call dropped before
+    /// that tells it on drop.
+    pub(super) ended: bool,
+}
+
+impl<B: Body> Call<B> {
+    /// The call `request` describes, under `rules`.
+    ///
+    /// # Errors
+    ///
+    /// The request's URI names no host to send to.
+    pub(crate) fn new(
+        rules: Arc<Rules>,
+        request: Request<B>,
+        options: Options,
+    ) -> Result<Self, ClientError> {
+        let Request {
+            method,
+            uri,
+            url,
+            version,
+            mut headers,
+            extensions,
+            body,
+        } = request;
+        let config = &rules.config;
+        // C3: a deadline header set by the caller pins a deadline of its own.
+        let Pinned { deadline, as_set } =
+            pinned_deadline(&mut headers, config.send_deadline_header);
+        // One retry allowance spans the whole redirect chain (C7); following
+        // a redirect is not a retry.
+        let max_retries = options
+            .retries
+            .unwrap_or_else(|| saturating_u32(config.max_retries));
+        let replayable = body.replayable();
+        let retry_non_idempotent = options.retry_non_idempotent;
+        let may_retry = replayable && (is_idempotent(&method) || retry_non_idempotent);
+        let may_hedge =
+            replayable && is_idempotent(&method) && (options.hedge || rules.hedging.enabled());
+        if retry_non_idempotent && !is_idempotent(&method) && !headers.contains_key(IDEMPOTENCY_KEY)
+        {
+            let entropy = &rules.entropy;
+            let key = format!("{:016x}{:016x}", entropy.next_u64(), entropy.next_u64());
+            headers.insert(
+                IDEMPOTENCY_KEY,
+                HeaderValue::from_str(&key).expect("hex is a valid header value"),
+            );
+        }
+        let attempt_timeout = Duration::from_secs(config.timeout_secs);
+        let target = Target::new(&rules, uri, url, may_hedge)?;
+        Ok(Self {
+            method,
+            target,
+            version,
+            headers,
+            extensions,
+            body: Some(body),
+            replayable,
+            deadline,
+            as_set,
+            may_retry,
+            may_hedge,
+            max_retries,
+            retries_made: 0,
+            hops: 0,
+            sent: 0,
+            next_kind: AttemptKind::First,
+            refilled: Vec::new(),
+            charge: None,
+            attempt_timeout,
+            attempt_ends: None,
+            began: rules.observers.is_listening().then(Instant::now),
+            span: Span::none(),
+            budget_refused: false,
+            ended: false,
+            rules,
+        })
+    }
+
+    /// The call's deadline, if it has one.
+    pub(crate) fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// The URL the next request goes to, when a door or a redirect gave
+    /// one.
+    pub(crate) fn url(&self) -> Option<&Url> {
+        self.target.url.as_ref()
+    }
+}
+
+impl<B> Call<B> {
+    /// Ends the call with `result`: tells its outcome and duration, and a
+    /// deadline that passed in it.
+    pub(crate) fn end<R: Answer>(&mut self, result: &Result<R, ClientError>) {
+        let outcome = match result {
+            Ok(response) => CallOutcome::Status(response.status().as_u16()),
+            Err(err) => outcome_of(err),
+        };
+        self.tell_end(outcome);
+    }
+
+    pub(super) fn tell_end(&mut self, outcome: CallOutcome) {
+        self.ended = true;
+        let observers = &self.rules.observers;
+        if outcome == CallOutcome::DeadlineExceeded {
+            observers.emit(|| Event::DeadlineExceeded {
+                stage: Stage::Outbound,
+                route: None,
+            });
+        }
+        observers.emit(|| Event::CallFinished {
+            host: self.label(),
+            outcome,
+            duration: self.began.map(|began| began.elapsed()).unwrap_or_default(),
+        });
+    }
+
+    pub(super) fn tell_tokens(&self, budget: &RetryBudget) {
+        self.rules.observers.emit(|| Event::BudgetTokens {
+            host: self.label(),
+            tokens: budget.tokens(),
+        });
+    }
+
+    /// The target's `host` value in events.
+    pub(super) fn label(&self) -> Label {
+        let target = &self.target;
+        target
+            .label
+            .clone()
+            .unwrap_or_else(|| self.rules.labels.of(&target.host))
+    }
+}
+
+impl<B> Drop for Call<B> {
+    /// A call dropped before its end (its caller went away, or a deadline
+    /// outside it passed) is told too: as the deadline's when it passed,
+    /// as cancelled otherwise.
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let outcome = if self.deadline.is_some_and(Deadline::is_expired) {
+            CallOutcome::DeadlineExceeded
+        } else {
+            CallOutcome::Cancelled
+        };
+        self.tell_end(outcome);
+    }
+}
+
+fn outcome_of(err: &ClientError) -> CallOutcome {
+    match err {
+        ClientError::DeadlineExceeded(_) => CallOutcome::DeadlineExceeded,
+        ClientError::Timeout => CallOutcome::Timeout,
+        ClientError::CircuitBreakerOpen { .. } => CallOutcome::CircuitOpen,
+        ClientError::Connect(_) => CallOutcome::Connect,
+        ClientError::Status(status) => CallOutcome::Status(status.as_u16()),
+        _ => CallOutcome::Error,
+    }
+}
+
+fn saturating_u32(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,309 @@
+//! [`Call::decide`]: what comes after an attempt, a redirect followed, a
+//! retry that fits, or the answer.
+
+use std::fmt;
+use std::time::Duration;
+
+use http::StatusCode;
+use tracing::Span;
+
+use crate::breaker::{BreakerState, Permit};
+use crate::client::redirect::{self, MAX_HOPS};
+use crate::client::span;
+use crate::client::transport::TransportError;
+use crate::client::{AttemptKind, ClientError};
+use crate::deadline::Deadline;
+use crate::observe::{CallOutcome, Event, SkipReason};
+use crate::retry::{classify_answer, hint_wait, RetryKind};
+
+use super::attempt::Pending;
+use super::call::Call;
+use super::charge::Charge;
+use super::request::{to_uri, Answer, Body};
+use super::target::Target;
+
+/// A retry must leave at least this much of the deadline after its wait,
+/// or it is not started.
+const RETRY_MARGIN: Duration = Duration::from_millis(10);
+
+/// What came of an attempt, as the driver saw it.
+pub(crate) enum Outcome<R> {
+    /// The host answered.
+    Response(R),
+    /// The transport failed.
+    Failed(TransportError),
+    /// The attempt's own timeout passed, with time left on the deadline.
+    TimedOut,
+    /// The call's deadline passed during the attempt.
+    DeadlineExceeded,
+}
+
+/// What the driver does next.
+pub(crate) enum Next<R> {
+    /// Send the next attempt at once (a redirect hop).
+    Follow,
+    /// Wait this long, within the deadline, then send the next attempt.
+    Retry(Duration),
+    /// The call is over.
+    Return(Result<R, ClientError>),
+}
+
+impl<B: Body> Call<B> {
+    /// Settles `pending` with what came of it and says what comes next.
+    pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
+        let observed = outcome.observed();
+        self.budget_refused = false;
+        if let (Outcome::Response(_), Some(stats)) = (&outcome, &self.target.stats) {
+            stats.record(pending.started.elapsed());
+        }
+        // A hedge race's winner may be the earlier attempt.
+        self.attempt_ends = Some(pending.attempt_ends);
+        let span = pending.span.clone();
+        let next = self.settle(pending, outcome, observed);
+        span::record_outcome(&span, observed, self.budget_refused);
+        // The attempt is over: its span must not cover the wait before the
+        // next one.
+        self.span = Span::none();
+        next
+    }
+
+    fn settle<R: Answer>(
+        &mut self,
+        pending: Pending,
+        outcome: Outcome<R>,
+        observed: CallOutcome,
+    ) -> Next<R> {
+        let Pending {
+            permit, attempt, ..
+        } = pending;
+        self.rules.observers.emit(|| Event::AttemptFinished {
+            host: self.label(),
+            attempt,
+            outcome: observed,
+        });
+        let result = match outcome {
+            // The deadline passed during the attempt: our impatience, not
+            // the host's fault, so the permit is dropped without an outcome.
+            Outcome::DeadlineExceeded => return Next::Return(Err(ClientError::deadline())),
+            Outcome::TimedOut => {
+                fail(permit);
+                Err(ClientError::Timeout)
+            }
+            Outcome::Failed(err @ TransportError::Connect(_)) => {
+                fail(permit);
+                Err(err.into_client())
+            }
+            Outcome::Failed(err @ TransportError::Other(_)) => {
+                fail(permit);
+                return Next::Return(Err(err.into_client()));
+            }
+            Outcome::Response(response) => {
+                if let Some(permit) = permit {
+                    permit.record_status(response.status());
+                }
+                Ok(response)
+            }
+        };
+        if let Ok(response) = &result {
+            if let Some(next) = self.follow(response) {
+                return next;
+            }
+        }
+        self.retry_or_return(result)
+    }
+
+    /// A redirect is followed under the same rules, as a hop. One that
+    /// would resend a body already sent once is not: it is the answer.
+    fn follow<R: Answer>(&mut self, response: &R) -> Option<Next<R>> {
+        if !redirect::is_redirect(response.status()) {
+            return None;
+        }
+        let from = self.target.url()?;
+        let hop = redirect::next_hop(response.status(), response.headers(), &from, &self.method)?;
+        if hop.keeps_body && self.body.is_none() {
+            return None;
+        }
+        self.hops += 1;
+        if self.hops > MAX_HOPS {
+            return Some(Next::Return(Err(ClientError::TooManyRedirects)));
+        }
+        let had_body = self.body.as_ref().is_none_or(|body| !body.is_empty());
+        redirect::carry_headers(&mut self.headers, &from, &hop, had_body);
+        if !hop.keeps_body {
+            let empty = B::empty();
+            self.replayable = empty.replayable();
+            self.body = Some(empty);
+        }
+        let uri = match to_uri(&hop.url) {
+            Ok(uri) => uri,
+            Err(err) => return Some(Next::Return(Err(err))),
+        };
+        let next = match Target::new(&self.rules, uri, Some(hop.url), self.may_hedge) {
+            Ok(target) => target,
+            Err(err) => return Some(Next::Return(Err(err))),
+        };
+        let left = std::mem::replace(&mut self.target, next);
+        if left.refilled && !self.refilled.contains(&left.host) {
+            self.refilled.push(left.host);
+        }
+        self.target.refilled = self.refilled.contains(&self.target.host);
+        self.method = hop.method;
+        self.next_kind = AttemptKind::Redirect;
+        Some(Next::Follow)
+    }
+
+    /// Whether the last result is worth another attempt that
+    /// fits the time left and the host's budget.
+    fn retry_or_return<R: Answer>(&mut self, result: Result<R, ClientError>) -> Next<R> {
+        let kind = match &result {
+            Ok(response) => classify_answer(response.status(), response.headers()),
+            Err(ClientError::Timeout | ClientError::Connect(_)) => Some(RetryKind::Transient),
+            Err(_) => None,
+        };
+        let Some(kind) = kind else {
+            return self.finish(result);
+        };
+        if !self.may_retry {
+            return self.skip(SkipReason::NotIdempotent, result);
+        }
+        if self.retries_made >= self.max_retries {
+            return self.skip(SkipReason::MaxAttempts, result);
+        }
+        let reason = RetryReason::of(&result);
+        let attempt = self.retries_made + 1;
+        // A retry the host's open breaker would refuse is not worth waiting
+        // for: the last result is the answer (C6).
+        let breaker = self.target.breaker.as_ref();
+        if breaker.is_some_and(|breaker| breaker.state() == BreakerState::Open) {
+            let host = &self.target.host;
+            tracing::debug!(host, attempt, %reason, "no retry: the host's circuit breaker is open");
+            return self.skip(SkipReason::BreakerOpen, result);
+        }
+        let config = &self.rules.config;
+        let hint = match &result {
+            Ok(response) => hint_wait(
+                response.status(),
+                response.headers(),
+                Duration::from_secs(config.max_retry_after_secs),
+            ),
+            Err(_) => None,
+        };
+        let rules = &self.rules;
+        let wait =
+            rules.backoff.delay(self.retries_made, &rules.entropy) + hint.unwrap_or_default();
+        // C6: a retry that does not fit the time left is not started, and
+        // costs nothing.
+        if let Some(left) = self.deadline.map(Deadline::remaining) {
+            if left <= wait + RETRY_MARGIN {
+                tracing::debug!(
+                    host = self.target.host,
+                    attempt,
+                    %reason,
+                    wait_ms = wait.as_millis(),
+                    left_ms = left.as_millis(),
+                    "no retry: the wait does not fit the time left"
+                );
+                return self.skip(SkipReason::Deadline, result);
+            }
+        }
+        // B2: a retry the bucket cannot pay for is not made.
+        if let Some(budget) = self.target.budget.clone() {
+            if !budget.try_withdraw(kind) {
+                tracing::debug!(
+                    host = self.target.host,
+                    attempt,
+                    %reason,
+                    tokens = budget.tokens(),
+                    "no retry: the host's retry budget cannot pay for it"
+                );
+                return self.skip(SkipReason::Budget, result);
+            }
+            self.tell_tokens(&budget);
+            self.charge = Some(Charge {
+                budget,
+                kind,
+                sent: false,
+            });
+        }
+        tracing::debug!(
+            host = self.target.host,
+            attempt = attempt + 1,
+            %reason,
+            wait_ms = wait.as_millis(),
+            "retrying"
+        );
+        self.retries_made += 1;
+        self.next_kind = AttemptKind::Retry;
+        Next::Retry(wait)
+    }
+
+    /// The last attempt's result as the call's; a retry that ended in
+    /// success gives its tokens back.
+    fn finish<R: Answer>(&mut self, result: Result<R, ClientError>) -> Next<R> {
+        if let Ok(response) = &result {
+            if response.status().as_u16() < 400 {
+                if let Some(charge) = self.charge.take() {
+                    let budget = charge.refund();
+                    self.tell_tokens(&budget);
+                }
+            }
+        }
+        Next::Return(result)
+    }
+
+    /// A retry not made: tells why, and the last result is the answer.
+    fn skip<R: Answer>(&mut self, reason: SkipReason, result: Result<R, ClientError>) -> Next<R> {
+        self.budget_refused = reason == SkipReason::Budget;
+        self.rules.observers.emit(|| Event::RetrySkipped {
+            host: self.label(),
+            reason,
+        });
+        self.finish(result)
+    }
+}
+
+impl<R: Answer> Outcome<R> {
+    fn observed(&self) -> CallOutcome {
+        match self {
+            Self::Response(response) => CallOutcome::Status(response.status().as_u16()),
+            Self::Failed(TransportError::Connect(_)) => CallOutcome::Connect,
+            Self::Failed(TransportError::Other(_)) => CallOutcome::Error,
+            Self::TimedOut => CallOutcome::Timeout,
+            Self::DeadlineExceeded => CallOutcome::DeadlineExceeded,
+        }
+    }
+}
+
+/// Why an attempt is worth retrying, for the logs.
+enum RetryReason {
+    Status(StatusCode),
+    Timeout,
+    Connect,
+}
+
+impl RetryReason {
+    fn of<R: Answer>(result: &Result<R, ClientError>) -> Self {
+        match result {
+            Ok(response) => Self::Status(response.status()),
+            Err(ClientError::Timeout) => Self::Timeout,
+            Err(_) => Self::Connect,
+        }
+    }
+}
+
+impl fmt::Display for RetryReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Status(status) => write!(f, "status {}", status.as_u16()),
+            Self::Timeout => f.write_str("attempt timeout"),
+            Self::Connect => f.write_str("connect error"),
+        }
+    }
+}
+
+/// A failed attempt, for the host's breaker when it has one.
+fn fail(permit: Option<Permit>) {
+    if let Some(permit) = permit {
+        permit.failure();
+    }
+}
