@@ -30,9 +30,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use futures_util::stream::{BoxStream, StreamExt};
-use futures_util::Stream;
+use futures_util::stream::BoxStream;
 use http::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
@@ -43,8 +41,12 @@ use rmcp::transport::streamable_http_client::{
     HttpStatusError, SseError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
 use timebox::client::{Client, ClientError, RequestBuilder, Response};
+
+use body::{bounded_body, events, read_up_to};
+
+mod body;
 
 /// What both kinds of answer accept.
 const ACCEPTS: &str = "text/event-stream, application/json";
@@ -346,138 +348,6 @@ impl Failed {
     }
 }
 
-/// How reading a body up to a size ended.
-enum Read {
-    /// The body ended within the size.
-    Whole,
-    /// The body went on past the size.
-    Longer,
-    /// The body broke off.
-    Broke(ClientError),
-}
-
-/// At most the first `max_size` bytes of the body, and how the reading
-/// ended.
-async fn read_up_to(response: Response, max_size: usize) -> (Bytes, Read) {
-    let mut chunks = std::pin::pin!(response.bytes_stream());
-    let mut body = BytesMut::new();
-    let ended = loop {
-        match chunks.next().await {
-            Some(Ok(chunk)) => {
-                let room = max_size - body.len();
-                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                if chunk.len() > room {
-                    break Read::Longer;
-                }
-            }
-            Some(Err(err)) => break Read::Broke(err),
-            None => break Read::Whole,
-        }
-    };
-    (body.freeze(), ended)
-}
-
-/// The whole body, refused once it is longer than `max_size`.
-async fn bounded_body(response: Response, max_size: usize) -> Result<Bytes, Error> {
-    match read_up_to(response, max_size).await {
-        (body, Read::Whole) => Ok(body),
-        (_, Read::Longer) => Err(StreamableHttpError::ResponseBodyTooLarge { max_size }),
-        (_, Read::Broke(err)) => Err(StreamableHttpError::Client(err)),
-    }
-}
-
-/// The response's body as server-sent events, each at most
-/// `max_event_size` bytes.
-fn events(response: Response, max_event_size: usize) -> BoxStream<'static, Result<Sse, SseError>> {
-    SseStream::from_bytes_stream(bounded_events(response.bytes_stream(), max_event_size)).boxed()
-}
-
-/// Why the bytes of an event stream stopped.
-#[derive(Debug, thiserror::Error)]
-enum EventStreamError {
-    #[error(transparent)]
-    Client(ClientError),
-    #[error("an event of the MCP server's stream is longer than {max_size} bytes")]
-    EventTooLarge { max_size: usize },
-}
-
-/// `chunks`, ending with [`EventStreamError::EventTooLarge`] as soon as one
-/// event runs past `max_event_size` bytes, before the parser buffers it:
-/// the events before it in the same chunk still come. The stream ends after
-/// its first error.
-fn bounded_events(
-    chunks: impl Stream<Item = Result<Bytes, ClientError>> + Send + 'static,
-    max_event_size: usize,
-) -> impl Stream<Item = Result<Bytes, EventStreamError>> + Send + 'static {
-    let mut size = EventSize::default();
-    let items = chunks.scan(false, move |failed, chunk| {
-        if *failed {
-            return std::future::ready(None);
-        }
-        let items = match chunk {
-            Ok(chunk) => match size.past(&chunk, max_event_size) {
-                None => [Some(Ok(chunk)), None],
-                Some(at) => [
-                    Some(Ok(chunk.slice(..at))),
-                    Some(Err(EventStreamError::EventTooLarge {
-                        max_size: max_event_size,
-                    })),
-                ],
-            },
-            Err(err) => [Some(Err(EventStreamError::Client(err))), None],
-        };
-        *failed = items.iter().flatten().any(Result::is_err);
-        std::future::ready(Some(futures_util::stream::iter(
-            items.into_iter().flatten(),
-        )))
-    });
-    items.flatten()
-}
-
-/// The size of the event being read: the bytes of its lines, counted
-/// across chunks, back to zero at the blank line that ends it.
-#[derive(Debug)]
-struct EventSize {
-    bytes: usize,
-    /// No byte of the current line has come yet.
-    at_line_start: bool,
-    /// The last byte was a `\r`, whose `\n` would end the same line.
-    after_cr: bool,
-}
-
-impl Default for EventSize {
-    fn default() -> Self {
-        Self {
-            bytes: 0,
-            at_line_start: true,
-            after_cr: false,
-        }
-    }
-}
-
-impl EventSize {
-    /// Reads `chunk`; the index of its first byte that takes an event past
-    /// `max` bytes, if one does.
-    fn past(&mut self, chunk: &[u8], max: usize) -> Option<usize> {
-        for (at, &byte) in chunk.iter().enumerate() {
-            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
-            match byte {
-                b'\n' if after_cr => {}
-                b'\r' | b'\n' if self.at_line_start => self.bytes = 0,
-                b'\r' | b'\n' => self.at_line_start = true,
-                _ => {
-                    self.at_line_start = false;
-                    self.bytes += 1;
-                    if self.bytes > max {
-                        return Some(at);
-                    }
-                }
-            }
-        }
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -496,7 +366,7 @@ mod tests {
     use timebox::client::Client;
     use timebox::config::Config;
 
-    use super::{EventSize, TimeboxHttp};
+    use super::TimeboxHttp;
 
     /// A server on 127.0.0.1 that gives every request `answer`; its URL.
     async fn answering(answer: axum::response::Response) -> Arc<str> {
@@ -660,30 +530,5 @@ mod tests {
             "{cut:?}"
         );
         assert!(events.next().await.is_none(), "and the stream ends");
-    }
-
-    #[test]
-    fn an_event_is_counted_across_chunks_and_ends_at_a_blank_line() {
-        let mut size = EventSize::default();
-        assert_eq!(size.past(b"data: ab", 15), None);
-        // `c`, then `data: d`: the event's 16th byte is the `d`.
-        assert_eq!(size.past(b"c\ndata: d\n", 15), Some(8));
-        let mut size = EventSize::default();
-        assert_eq!(
-            size.past(b"data: abc\n\n", 9),
-            None,
-            "the blank line ends the event"
-        );
-        assert_eq!(size.past(b"data: e", 9), None);
-        assert_eq!(size.past(b"xyz", 9), Some(2));
-    }
-
-    #[test]
-    fn crlf_and_cr_end_lines_as_lf_does() {
-        let mut size = EventSize::default();
-        assert_eq!(size.past(b"data: a\r\n\r\ndata: bc\r", 8), None);
-        assert_eq!(size.past(b"\n\r\n", 8), None);
-        assert_eq!(size.past(b"id: 1\r\rdata: z", 7), None);
-        assert_eq!(size.past(b"z", 7), Some(0));
     }
 }
