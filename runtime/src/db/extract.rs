@@ -8,7 +8,7 @@ use sqlx::{Database, Pool};
 use super::{acquire, PoolWaitError};
 
 /// A connection from the state's `Pool<DB>`, waited for until the request's
-/// deadline (see [`acquire`]).
+/// deadline (see [`acquire()`]).
 ///
 /// Rejects with [`PoolWaitError`]: `503` with
 /// [`DeadlineCancelled`](crate::server::DeadlineCancelled) when the deadline

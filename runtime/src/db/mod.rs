@@ -2,7 +2,7 @@
 //!
 //! Waiting for a pooled connection is where an overloaded service loses its
 //! time: every connection is busy, and requests queue behind them long after
-//! their callers gave up. [`acquire`] waits only until the current deadline
+//! their callers gave up. [`acquire()`] waits only until the current deadline
 //! (and no longer than the pool's own `acquire_timeout`); the [`Conn`]
 //! extractor does the same for a handler and answers `503` with
 //! [`DeadlineCancelled`](crate::server::DeadlineCancelled) when the wait is

@@ -6,7 +6,7 @@ use std::io;
 
 /// The deadline passed before the work finished.
 ///
-/// Returned by [`bounded`](super::bounded) and carried as the `source()` of
+/// Returned by [`bounded`](super::bounded()) and carried as the `source()` of
 /// every other timebox error that a deadline caused, so
 /// [`is_deadline_exceeded`] needs to know only this type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@
 //! [`Deadline::current`] reads it back. Scopes nest and can only shorten:
 //! inside a 5 s scope, a 1 s scope sees 1 s, and a 10 s scope still sees 5 s.
 //!
-//! Setting a deadline does not stop anything by itself. [`bounded`] is the
+//! Setting a deadline does not stop anything by itself. [`bounded()`] is the
 //! gate: it wraps a future and checks the clock before *every* poll, so work
 //! that becomes ready at or after the deadline never runs. Outbound calls,
 //! pool waits and route handlers are bounded this way.

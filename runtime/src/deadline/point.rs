@@ -102,7 +102,7 @@ impl Deadline {
     /// A scope can only shorten: inside it, [`Deadline::current`] is the
     /// earlier of this deadline and the one current where the scope is
     /// *polled*, read afresh at every poll. The scope itself stops nothing;
-    /// wrap the work in [`bounded`](super::bounded) for that.
+    /// wrap the work in [`bounded`](super::bounded()) for that.
     ///
     /// # Examples
     ///

@@ -8,7 +8,7 @@ use http::request::Parts;
 use crate::shutdown::{DrainToken, ShutdownToken};
 
 /// Extracts the server's [`ShutdownToken`], attached to every request by
-/// [`serve`](super::serve). A handler served some other way (a unit test, a
+/// [`serve`](super::serve()). A handler served some other way (a unit test, a
 /// plain `axum::serve`) gets a token that is never cancelled.
 ///
 /// ```
@@ -38,7 +38,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ShutdownToken {
 }
 
 /// Extracts the server's [`DrainToken`] (phase 2 of a shutdown), attached to
-/// every request by [`serve`](super::serve); give it to
+/// every request by [`serve`](super::serve()); give it to
 /// [`SseStream::drain`](super::sse::SseStream::drain). Outside `serve`, a
 /// token that is never cancelled.
 impl<S: Send + Sync> FromRequestParts<S> for DrainToken {

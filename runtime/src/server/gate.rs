@@ -18,7 +18,7 @@ use crate::shutdown::{InFlightGuard, Shutdown};
 
 use super::guarded_body::GuardedBody;
 
-/// Puts a [`ShutdownGate`] around a whole service: what [`serve`](super::serve)
+/// Puts a [`ShutdownGate`] around a whole service: what [`serve`](super::serve())
 /// does with the router it is given.
 #[derive(Debug, Clone)]
 pub struct ShutdownGateLayer {

@@ -30,7 +30,7 @@
 //!
 //! # What a request goes through
 //!
-//! 1. [`ShutdownGate`], which [`serve`] puts around the whole service: 503
+//! 1. [`ShutdownGate`], which [`serve()`] puts around the whole service: 503
 //!    once the server stops accepting, and the in-flight count.
 //! 2. Routing, then the route's deadline, when it has one: the route's
 //!    override, else the global `request_timeout_ms`, else none. It counts
@@ -84,7 +84,7 @@
 //!   overloaded`); while congested the newest waiter is served first. A
 //!   request holds its slot until its response head.
 //!
-//! Below all of this, [`serve`] bounds each connection: a request head
+//! Below all of this, [`serve()`] bounds each connection: a request head
 //! must arrive within `server.header_read_timeout_ms`, and an idle
 //! keep-alive connection closes after `server.keep_alive_timeout_secs`. A
 //! request *body* that trickles in is bounded by the route's deadline, since
@@ -148,7 +148,7 @@ pub use timebox_layer::{TimeboxLayer, TimeboxService};
 pub use timeout::RouteTimeout;
 
 /// Collects handlers annotated with the route macros into
-/// [`Routes`](crate::server::Routes).
+/// [`Routes`].
 ///
 /// Name each handler by its path, as you would call it: `routes![a, b, api::c]`.
 #[macro_export]

@@ -69,7 +69,7 @@ use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName,
 /// the deadline check of plain routes.
 ///
 /// The shutdown gate and the in-flight count are
-/// [`ShutdownGate`](super::ShutdownGate)'s, which [`serve`](super::serve)
+/// [`ShutdownGate`](super::ShutdownGate)'s, which [`serve`](super::serve())
 /// puts around the whole service.
 #[derive(Debug, Clone)]
 pub struct TimeboxLayer {

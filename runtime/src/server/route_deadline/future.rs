@@ -169,7 +169,7 @@ impl<F> State<F> {
 
 impl<F> State<F> {
     /// Stops gating: a route's own rule took the request over (see
-    /// [`RouteClaim`](super::RouteClaim)).
+    /// [`RouteClaim`]).
     pub(crate) fn release(self: Pin<&mut Self>) {
         if let StateProj::Bounded { future, .. } = self.project() {
             future.release();
