@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::ops::Deref;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -16,11 +17,41 @@ use timebox::db::pg::{self, PgError};
 use timebox::db::PoolWaitError;
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::{get, routes};
+use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
 use support::postgres::Postgres;
 use support::time::{MS, SECS};
+
+/// The tests here run one at a time: a server starting or stopping takes
+/// both cores of a small machine for a moment, which would otherwise land
+/// inside another test's timed deadline.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+/// A server of its own for one test, and the test's turn to run: the
+/// server stops before the next test starts.
+struct Turn {
+    server: Postgres,
+    _alone: MutexGuard<'static, ()>,
+}
+
+impl Deref for Turn {
+    type Target = Postgres;
+
+    fn deref(&self) -> &Postgres {
+        &self.server
+    }
+}
+
+/// Waits for this test's turn, and starts its server.
+async fn start() -> Turn {
+    let alone = ONE_AT_A_TIME.lock().await;
+    Turn {
+        server: Postgres::start(),
+        _alone: alone,
+    }
+}
 
 /// A pool of one connection, so the next query runs on the connection the
 /// last one used.
@@ -73,7 +104,7 @@ async fn shown_under(pool: &PgPool, deadline: Deadline) -> String {
 
 #[tokio::test]
 async fn a_five_second_sleep_inside_a_300_ms_deadline_ends_at_it_with_a_deadline_error() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
 
     let start = Instant::now();
@@ -85,13 +116,13 @@ async fn a_five_second_sleep_inside_a_300_ms_deadline_ends_at_it_with_a_deadline
 
     assert!(matches!(err, PgError::DeadlineExceeded { .. }), "{err:?}");
     assert!(is_deadline_exceeded(&err), "{err:?}");
-    assert!(took >= MS(250) && took < SECS(2), "{took:?}");
+    assert!(took >= MS(200) && took < SECS(2), "{took:?}");
     healthy(&pool).await;
 }
 
 #[tokio::test]
 async fn the_same_sleep_with_ten_seconds_left_runs_to_the_end() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
 
     let start = Instant::now();
@@ -106,7 +137,7 @@ async fn the_same_sleep_with_ten_seconds_left_runs_to_the_end() {
 
 #[tokio::test]
 async fn the_transaction_is_given_the_time_left_less_the_allowance() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
 
     let shown = shown_under(&pool, Deadline::after(Duration::from_micros(2_500_700))).await;
@@ -123,7 +154,7 @@ async fn the_transaction_is_given_the_time_left_less_the_allowance() {
 
 #[tokio::test]
 async fn without_a_deadline_nothing_is_set() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
 
     let mut tx = pg::begin(&pool).await.expect("a transaction");
@@ -137,7 +168,7 @@ async fn without_a_deadline_nothing_is_set() {
 
 #[tokio::test]
 async fn a_cancel_with_time_left_stays_an_ordinary_database_error() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
 
     let err = Deadline::after(SECS(10))
@@ -165,7 +196,7 @@ async fn a_cancel_with_time_left_stays_an_ordinary_database_error() {
 
 #[tokio::test]
 async fn an_expired_deadline_sends_nothing() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy(&server.url())
@@ -194,7 +225,7 @@ async fn sleeps(State(pool): State<PgPool>) -> Result<&'static str, PgError> {
 
 #[tokio::test]
 async fn a_handler_whose_statement_postgres_stops_answers_504() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
     let app = routes![sleeps]
         .into_router(&Config::default())
@@ -206,14 +237,24 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
     let start = Instant::now();
     let response = app.oneshot(request).await.expect("the router answers");
 
-    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
-    assert!(start.elapsed() < SECS(2), "{:?}", start.elapsed());
+    let took = start.elapsed();
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("the answer's body");
+    assert_eq!(
+        status,
+        StatusCode::GATEWAY_TIMEOUT,
+        "after {took:?}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    assert!(took < SECS(2), "{took:?}");
     healthy(&pool).await;
 }
 
 #[tokio::test]
 async fn a_shorter_timeout_already_in_force_is_kept() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
     // The session's own (as a role's or a database's would be): the pool's
     // one connection keeps it.
@@ -229,7 +270,7 @@ async fn a_shorter_timeout_already_in_force_is_kept() {
 
 #[tokio::test]
 async fn a_deadline_past_what_postgres_can_count_sets_nothing() {
-    let server = Postgres::start();
+    let server = start().await;
     let pool = pool(&server).await;
 
     let shown = shown_under(&pool, Deadline::after(Duration::from_secs(30 * 24 * 3600))).await;

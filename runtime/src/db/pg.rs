@@ -5,17 +5,17 @@
 //! the connection with the statement still going. Here Postgres itself
 //! stops the statement: [`begin`] opens a transaction and sets its
 //! `statement_timeout` (as `SET LOCAL`) to the time the current deadline has
-//! left, less 10 ms for the server's error to travel back, in whole
+//! left, less 50 ms for the server's error to travel back, in whole
 //! milliseconds rounded down, at least 1 (never longer than a timeout
 //! already in force, and nothing past Postgres's limit of about 24.8 days).
 //! A statement still running at the deadline is cancelled by the server
 //! with SQLSTATE `57014`; with a round trip to the database under those
-//! 10 ms, the error reaches the handler before the deadline's own timer
+//! 50 ms, the error reaches the handler before the deadline's own timer
 //! would cut it, and the connection is ready for the next query.
 //!
 //! - **Errors.** Convert a query's `sqlx::Error` into [`PgError`] (`?` does
 //!   it): a `57014` that arrives when the deadline has passed (or is within
-//!   the 10 ms allowance and the rounding of it) becomes
+//!   the 50 ms allowance and the rounding of it) becomes
 //!   [`PgError::DeadlineExceeded`], whose `source()` is the
 //!   [`DeadlineExceeded`], so a handler answers `504` (S6); a `57014` with
 //!   time left (a shorter timeout of the service's own, say) stays an
@@ -64,14 +64,18 @@ use super::PoolWaitError;
 const QUERY_CANCELED: &str = "57014";
 
 /// Postgres is told to stop a statement this long before the deadline, so
-/// that its error reaches us first: the statement starts a round trip after
-/// the timeout was set, and its error takes another way back. Without it the
-/// deadline's own timer would win the race and cut the handler first.
-const REPLY_ALLOWANCE: Duration = Duration::from_millis(10);
+/// that its error reaches us first. The statement's timer starts two round
+/// trips after the timeout was set (the setting's answer, then sqlx's
+/// prepare, whose `Sync` ends a timer of its own; the statement's runs from
+/// its `Bind`), and its error takes a third way back. Without the allowance
+/// the deadline's own timer would win the race and cut the handler first
+/// (S5's `503`, and a connection dropped mid-statement); 10 ms lost that
+/// race on a loaded 2-core machine.
+const REPLY_ALLOWANCE: Duration = Duration::from_millis(50);
 
 /// A `57014` that arrives with at most this much left was ours: the
 /// allowance, and the rounding down to whole milliseconds.
-const OURS_WITHIN: Duration = Duration::from_millis(11);
+const OURS_WITHIN: Duration = Duration::from_millis(51);
 
 /// Begins a transaction on a connection from `pool`, waited for until the
 /// current deadline (as [`acquire`](super::acquire())), and sets its
@@ -100,7 +104,7 @@ pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgEr
 
 /// Sets `statement_timeout` on `conn` for the rest of its transaction (as
 /// `SET LOCAL` does, with `set_config(.., true)`), to
-/// the time the current deadline has left now, less 10 ms for the error to
+/// the time the current deadline has left now, less 50 ms for the error to
 /// travel back (whole milliseconds, rounded down, at least 1); with no
 /// current deadline, does nothing.
 ///
@@ -182,7 +186,7 @@ impl PgError {
 }
 
 impl From<sqlx::Error> for PgError {
-    /// Reads the current deadline: a `57014` that arrives within 11 ms of it
+    /// Reads the current deadline: a `57014` that arrives within 51 ms of it
     /// (the reply allowance and the rounding) or after it is the deadline's.
     fn from(err: sqlx::Error) -> Self {
         let cancelled = err
@@ -254,8 +258,8 @@ mod tests {
 
     #[test]
     fn the_timeout_leaves_the_allowance_rounds_down_and_is_at_least_one() {
-        assert_eq!(timeout_millis(Duration::from_micros(300_900)), Some(290));
-        assert_eq!(timeout_millis(Duration::from_micros(11_999)), Some(1));
+        assert_eq!(timeout_millis(Duration::from_micros(300_900)), Some(250));
+        assert_eq!(timeout_millis(Duration::from_micros(51_999)), Some(1));
         assert_eq!(timeout_millis(Duration::from_micros(1)), Some(1));
         assert_eq!(timeout_millis(Duration::ZERO), None);
     }
