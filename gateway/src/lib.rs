@@ -34,6 +34,7 @@ mod openai;
 mod script;
 mod settings;
 mod tools;
+mod upkeep;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -108,6 +109,10 @@ async fn run() -> Result<(), GatewayError> {
         .with_recommended_naming(true)
         .install_recorder()
         .map_err(GatewayError::Metrics)?;
+    let _upkeep = upkeep::every(upkeep::EVERY, {
+        let metrics = metrics.clone();
+        move || metrics.run_upkeep()
+    });
     // The recorder first: the observer describes every metric to it. Every
     // part is built from this config, so every part is observed.
     let config = settings.config.observed_by(MetricsObserver::new());

@@ -17,9 +17,11 @@ use super::{Event, Observer};
 ///
 /// [`MetricsObserver::new`] describes every metric to the recorder
 /// installed then (the global one, or a thread's local one), so install the
-/// recorder first. Each series' handle is registered with that recorder the
-/// first time the series is seen and kept: later events of the series cost
-/// a lookup and an update, no allocation.
+/// recorder first (with `install_recorder`, also run its upkeep every few
+/// seconds: until then the recorder keeps every histogram sample). Each
+/// series' handle is registered with that recorder the first time the
+/// series is seen and kept: later events of the series cost a lookup and an
+/// update, no allocation.
 ///
 /// # Examples
 ///
