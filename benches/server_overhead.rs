@@ -93,13 +93,21 @@ async fn hello_route_deadline() -> &'static str {
 
 /// The default config, observed by the `metrics` sink, with a Prometheus
 /// recorder installed (once for the process).
+///
+/// `install_recorder` leaves the recorder's upkeep to its caller: without
+/// it, every histogram sample stays in memory until a scrape. A thread runs
+/// it every 5 s, what `PrometheusBuilder::install`'s own task does, so the
+/// samples the requests record are drained as a served app's would be.
 fn metrics_config() -> Config {
-    static RECORDER: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
-        std::sync::OnceLock::new();
+    static RECORDER: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     RECORDER.get_or_init(|| {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
+        let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
             .install_recorder()
-            .expect("the Prometheus recorder installs")
+            .expect("the Prometheus recorder installs");
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_secs(5));
+            handle.run_upkeep();
+        });
     });
     Config::default().observed_by(timebox::observe::MetricsObserver::new())
 }
