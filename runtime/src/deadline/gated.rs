@@ -2,10 +2,12 @@
 //! request.
 //!
 //! `Gated::new(start, future)` behaves as `deadline.scope(bounded(future))`:
-//! the deadline current, and checked before every poll. Fused, the two share the clock reading of the first poll: a
-//! deadline that starts at the first poll is computed from the same reading
-//! the gate checks, so a request pays for one clock read before its handler
-//! first runs rather than two.
+//! the deadline current, and checked before every poll. Fused, the two
+//! share the clock reading of the first poll: a deadline that starts at the
+//! first poll is computed from the same reading the gate checks, so a
+//! request pays for one clock read before its handler first runs rather
+//! than two (and a route's deadline check, judged at that poll, takes the
+//! same reading: [`Gated::poll_at`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -64,8 +66,6 @@ impl<F> Gated<F> {
         *self.project().released = true;
     }
 
-    /// When the inner future was first due to run: the clock reading of the
-    /// first poll.
     /// The inner value.
     #[cfg(feature = "grpc")]
     pub(crate) fn get_ref(&self) -> &F {
@@ -88,6 +88,8 @@ impl<F> Gated<F> {
         }
     }
 
+    /// When the inner future was first due to run: the clock reading of the
+    /// first poll.
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn first_poll(&self) -> Option<Instant> {
         self.started.map(|(_, at)| at)
@@ -105,6 +107,41 @@ impl<F> Gated<F> {
         cx: &mut Context<'_>,
         poll: impl FnOnce(Pin<&mut F>, &mut Context<'_>) -> Poll<T>,
     ) -> Poll<Result<T, DeadlineExceeded>> {
+        self.poll_read(cx, None, poll)
+    }
+
+    /// Polls the inner future as [`Future::poll`] does; at the first poll,
+    /// with `reading`, a clock reading the caller has just taken, instead
+    /// of reading the clock again (a route's door judges the time left
+    /// from it, see [`Gated::time_left`]).
+    #[cfg(feature = "server")]
+    pub(crate) fn poll_at(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        reading: Option<Instant>,
+    ) -> Poll<Result<F::Output, DeadlineExceeded>>
+    where
+        F: Future,
+    {
+        self.poll_read(cx, reading, F::poll)
+    }
+
+    /// The time left at `now` before this future's first poll: all of a
+    /// deadline that starts then.
+    #[cfg(feature = "server")]
+    pub(crate) fn time_left(&self, now: Instant) -> Duration {
+        match self.start {
+            Start::At(deadline) => deadline.instant().saturating_duration_since(now),
+            Start::FirstPoll(budget) => budget,
+        }
+    }
+
+    fn poll_read<T>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        reading: Option<Instant>,
+        poll: impl FnOnce(Pin<&mut F>, &mut Context<'_>) -> Poll<T>,
+    ) -> Poll<Result<T, DeadlineExceeded>> {
         let mut this = self.project();
         if *this.released {
             return poll(this.future, cx).map(Ok);
@@ -115,7 +152,7 @@ impl<F> Gated<F> {
                 deadline.min_with_current()
             }
             None => {
-                let now = Instant::now();
+                let now = reading.unwrap_or_else(Instant::now);
                 let deadline = match *this.start {
                     Start::At(deadline) => deadline,
                     Start::FirstPoll(budget) => Deadline::after_start(now, budget),

@@ -200,6 +200,7 @@ where
             // Told at the first poll, unless a route rule takes over.
             tell_at_first_poll: claim.is_none(),
             told: false,
+            check: None,
             learn: Learn::from_check(plain.as_ref().map(|plain| Arc::clone(&plain.check))),
             stage: Stage::Handler,
             waiting: None,

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -11,12 +12,13 @@ use http::Method;
 use pin_project::pin_project;
 use tokio::time::Instant;
 
+use crate::admission::DeadlineCheck;
 use crate::deadline::Gated;
 use crate::entropy::Entropy;
 use crate::observe::{noting, DeadlineSource, Event, Label, Observers, Stage};
 use crate::problem;
 
-use super::{Learn, RouteClaim};
+use super::{admit, Learn, RouteClaim};
 
 /// Response future of [`RouteDeadline`](super::RouteDeadline).
 #[pin_project]
@@ -68,6 +70,11 @@ pub(crate) struct Expiry {
     pub(crate) tell_at_first_poll: bool,
     /// Whether `deadline_set` was told.
     pub(crate) told: bool,
+    /// The route's deadline check (A1) when it is still to be judged: at
+    /// the first poll, before the inner future runs (so before extraction),
+    /// from the clock reading the gate takes then. Taken when judged, and
+    /// kept as `learn` when the request is served and the check learns.
+    pub(crate) check: Option<Arc<DeadlineCheck>>,
     /// Where a successful request's latency goes (A1's median).
     pub(crate) learn: Option<Learn>,
     /// The stage a timeout is told at: `admission` while the request waited
@@ -231,6 +238,14 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Answer<F::Output>> {
+        let reading = match self.as_mut().judge() {
+            Judged::Unchecked => None,
+            Judged::Admitted(now) => Some(now),
+            Judged::Refused(response) => {
+                self.set(Self::Done);
+                return Poll::Ready(Answer::Refused(response));
+            }
+        };
         if let Some(expiry) = self
             .as_mut()
             .expiry()
@@ -241,7 +256,7 @@ where
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
-                let (polled, waiting) = noting(|| future.as_mut().poll(cx));
+                let (polled, waiting) = noting(|| future.as_mut().poll_at(cx, reading));
                 match polled {
                     Poll::Pending => {
                         if let Some(expiry) = expiry.as_mut() {
@@ -283,6 +298,39 @@ where
         // A deadline that passed is one that was set: told in that order.
         expiry.tell_set();
         Poll::Ready(Answer::Timeout(timeout_response(&expiry)))
+    }
+}
+
+/// What the deadline check said at the first poll.
+enum Judged {
+    /// No check to judge: none on the route, or judged already.
+    Unchecked,
+    /// Served; judged at this clock reading, which the gate takes too.
+    Admitted(Instant),
+    /// Refused (A1): the answer.
+    Refused(Response),
+}
+
+impl<F> State<F> {
+    /// Judges the route's deadline check, if it is still to be judged.
+    fn judge(self: Pin<&mut Self>) -> Judged {
+        let StateProj::Bounded {
+            future,
+            expiry: Some(expiry),
+        } = self.project()
+        else {
+            return Judged::Unchecked;
+        };
+        let Some(check) = expiry.check.take() else {
+            return Judged::Unchecked;
+        };
+        let now = Instant::now();
+        let time_left = future.time_left(now);
+        if let Some(refusal) = admit(&check, time_left, now, &expiry.route, &expiry.observers) {
+            return Judged::Refused(refusal);
+        }
+        expiry.learn = Learn::from_check(Some(check));
+        Judged::Admitted(now)
     }
 }
 

@@ -17,7 +17,6 @@ use axum::extract::Request;
 use axum::handler::Handler;
 use axum::response::Response;
 use pin_project::pin_project;
-use tokio::time::Instant;
 
 use crate::admission::DeadlineCheck;
 use crate::deadline::{Deadline, Formats, Gated, Start};
@@ -26,7 +25,7 @@ use crate::observe::{DeadlineSource, Label, Observers, Stage};
 use crate::server::context::RequestContext;
 
 use super::future::{held, Answer, Expiry, RouteName, State};
-use super::{admit, Learn, RouteClaim};
+use super::RouteClaim;
 
 /// What one route's deadline needs, resolved from the config when the
 /// router is built. Axum clones a handler for each request: with no
@@ -90,20 +89,6 @@ where
             Some(context) => context.observers.clone(),
             None => settings.observers,
         };
-        if let Some(check) = &settings.check {
-            // Without a `TimeboxLayer` the deadline starts at the first poll,
-            // now: all of it is left.
-            let now = Instant::now();
-            let time_left = context.map_or(budget, |context| {
-                budget.saturating_sub(now.saturating_duration_since(context.start))
-            });
-            if let Some(refusal) = admit(check, time_left, now, &route, &observers) {
-                return HandlerFuture {
-                    state: State::refused(refusal),
-                    claim,
-                };
-            }
-        }
         let expiry = Expiry {
             method: req.method().clone(),
             // A request may bring its own random source (`Sim::app` does).
@@ -118,7 +103,10 @@ where
             observers,
             tell_at_first_poll: true,
             told: false,
-            learn: Learn::from_check(settings.check),
+            // Judged at the first poll, before extraction; then the route
+            // learns from it.
+            check: settings.check,
+            learn: None,
             stage: Stage::Handler,
             waiting: None,
         };

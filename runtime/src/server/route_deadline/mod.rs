@@ -142,6 +142,7 @@ where
             // A route under this layer learns nothing: it has no check of
             // its own (the macros' routes do, and a `TimeboxLayer` learns
             // for plain routes).
+            check: None,
             learn: None,
             stage: Stage::Handler,
             waiting: None,
