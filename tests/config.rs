@@ -532,6 +532,10 @@ fn breaker_values_that_cannot_count_are_validation_errors_naming_the_key() {
         ("window_secs = 0", "breaker.window_secs"),
         ("window_buckets = 0", "breaker.window_buckets"),
         ("window_buckets = 3", "breaker.window_buckets"),
+        (
+            "window_secs = 2000\nwindow_buckets = 2000000",
+            "breaker.window_buckets",
+        ),
         ("minimum_sample_count = 0", "breaker.minimum_sample_count"),
         ("open_secs = 0", "breaker.open_secs"),
         ("half_open_trials = 0", "breaker.half_open_trials"),
@@ -656,6 +660,32 @@ fn connection_bounds_longer_than_a_day_are_validation_errors_naming_the_key() {
         ]
     );
     assert!(err.to_string().contains("set it to 0"), "{err}");
+}
+
+#[test]
+fn a_heartbeat_longer_than_a_day_is_a_validation_error_naming_the_key() {
+    let config = Config::from_toml_str("[stream]\nheartbeat_secs = 9223372036854775807").unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(keys(&err), ["stream.heartbeat_secs"]);
+    assert!(err.to_string().contains("set it to 0"), "{err}");
+    let config = Config::from_toml_str("[stream]\nheartbeat_secs = 86400").unwrap();
+    assert!(config.validate().is_ok());
+}
+
+#[test]
+fn no_hosts_at_all_is_a_validation_error_even_with_the_budget_off() {
+    for budget in ["enabled = true", "enabled = false"] {
+        let config = Config::from_toml_str(&format!(
+            "[http.client.retry_budget]\n{budget}\nmax_hosts = 0"
+        ))
+        .unwrap();
+        let err = config.validate().unwrap_err();
+        assert_eq!(
+            keys(&err),
+            ["http.client.retry_budget.max_hosts"],
+            "{budget}"
+        );
+    }
 }
 
 #[test]

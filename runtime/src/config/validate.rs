@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::grpc::is_method_name;
 use super::{
     AdmissionConfig, BreakerConfig, BudgetConfig, Config, ConfigError, GrpcConfig, HedgeConfig,
-    MethodTimeout, ServerConfig,
+    MethodTimeout, ServerConfig, StreamConfig,
 };
 use crate::deadline::Format;
 
@@ -79,15 +79,19 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// With `http.client.retry_budget.enabled` (and only then): a `capacity`,
-    /// `transient_cost` or `throttling_cost` of 0, a `retry_ratio` outside
-    /// `0.0..=1.0` or NaN. With `breaker.enabled` (and only then): a `window_secs`, `window_buckets`,
-    /// `minimum_sample_count`, `open_secs` or `half_open_trials` of 0; a window
-    /// that does not split into buckets of whole milliseconds; a
-    /// `failure_ratio_threshold` or `slow_call_rate_threshold` outside
-    /// `(0.0, 1.0]`. In `server`: a `header_read_timeout_ms` or
-    /// `keep_alive_timeout_secs` longer than a day (no bound at all; `0` is
-    /// how to turn one off); a `server.grpc.methods` name that is not
+    /// A `http.client.retry_budget.max_hosts` of 0 (it bounds the breakers'
+    /// table too). With `http.client.retry_budget.enabled` (and only then):
+    /// a `capacity`, `transient_cost` or `throttling_cost` of 0, a
+    /// `retry_ratio` outside `0.0..=1.0` or NaN. With `breaker.enabled` (and
+    /// only then): a `window_secs`, `window_buckets`, `minimum_sample_count`,
+    /// `open_secs` or `half_open_trials` of 0; more than 1000
+    /// `window_buckets`; a window that does not split into buckets of whole
+    /// milliseconds; a `failure_ratio_threshold` or
+    /// `slow_call_rate_threshold` outside `(0.0, 1.0]`. A
+    /// `stream.heartbeat_secs` longer than a day. In `server`: a
+    /// `header_read_timeout_ms` or `keep_alive_timeout_secs` longer than a
+    /// day (no bound at all; `0` is how to turn one off); a
+    /// `server.grpc.methods` name that is not
     /// `/package.Service/Method`, or a method deadline of 0; a name in
     /// `server.timeouts.deadline_headers` or `http.client.deadline_headers`
     /// that is not a deadline header of that direction. In
@@ -104,6 +108,7 @@ impl Config {
         check_budget(&self.http.client.retry_budget, &mut errors);
         check_breaker(&self.breaker, &mut errors);
         check_connection_bounds(&self.server, &mut errors);
+        check_heartbeat(&self.stream, &mut errors);
         check_grpc_methods(&self.server.grpc, &mut errors);
         check_admission(&self.server.admission, &mut errors);
         check_hedge(&self.http.client.hedge, &mut errors);
@@ -171,6 +176,15 @@ impl Config {
 }
 
 fn check_budget(budget: &BudgetConfig, errors: &mut ConfigError) {
+    // It bounds the breakers' and the hedging stats' tables too, so it
+    // counts with the budget off.
+    if budget.max_hosts == 0 {
+        let key = "http.client.retry_budget.max_hosts";
+        errors.push(
+            key,
+            format!("`{key}` must be at least 1: no host would get a breaker or a budget"),
+        );
+    }
     if !budget.enabled {
         return;
     }
@@ -215,6 +229,17 @@ fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
             let key = format!("breaker.{name}");
             errors.push(&key, format!("`{key}` must be at least 1"));
         }
+    }
+    if breaker.window_buckets > MOST_WINDOW_BUCKETS {
+        let key = "breaker.window_buckets";
+        errors.push(
+            key,
+            format!(
+                "`{key}` must be at most {MOST_WINDOW_BUCKETS} (each host's breaker keeps \
+                 every bucket), found {}",
+                breaker.window_buckets
+            ),
+        );
     }
     let window_ms = breaker.window_secs.saturating_mul(1000);
     let buckets = u64::from(breaker.window_buckets);
@@ -288,7 +313,27 @@ fn check_grpc_methods(grpc: &GrpcConfig, errors: &mut ConfigError) {
     }
 }
 
+/// The most buckets a breaker's window may have: every host's breaker keeps
+/// all of them.
+const MOST_WINDOW_BUCKETS: u32 = 1000;
+
+/// The longest a connection bound or a heartbeat interval may be: beyond it
+/// "off" is what is meant, and a timer that far out would overflow the
+/// clock.
 const LONGEST_CONNECTION_BOUND: Duration = Duration::from_secs(86_400);
+
+fn check_heartbeat(stream: &StreamConfig, errors: &mut ConfigError) {
+    if stream
+        .heartbeat()
+        .is_some_and(|interval| interval > LONGEST_CONNECTION_BOUND)
+    {
+        let key = "stream.heartbeat_secs";
+        errors.push(
+            key,
+            format!("`{key}` must be at most one day; set it to 0 for no heartbeats"),
+        );
+    }
+}
 
 fn check_connection_bounds(server: &ServerConfig, errors: &mut ConfigError) {
     for (name, bound) in [
