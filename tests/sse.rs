@@ -300,6 +300,73 @@ async fn a_client_that_stops_reading_does_not_stop_the_timeout() {
     drop(body);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_client_that_stops_reading_does_not_stop_the_timeout_with_heartbeats_on() {
+    let log = Log::default();
+    let stream = guarded(
+        futures_util::stream::pending(),
+        Watchdog::new().total(SECS(5)),
+        &log,
+    )
+    .heartbeat(SECS(1));
+    let body = served(stream).await;
+    sleep(SECS(10)).await;
+    assert_eq!(
+        log.entries().first().map(String::as_str),
+        Some("cancel"),
+        "the total timer fired while heartbeats waited for a client that read nothing"
+    );
+    drop(body);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_stops_reading_does_not_hold_up_a_shutdowns_cleanup() {
+    let log = Log::default();
+    let (tx, events) = fed();
+    let shutdown = Shutdown::new(&Config::default());
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new(), &log)
+        .drain(shutdown.drain_token())
+        .remote_cleanup(move |_| {
+            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+        });
+    let body = served(stream).await;
+    tx.send(Event::default().data("token")).await.unwrap();
+    sleep(SECS(1)).await;
+    shutdown.force();
+    sleep(SECS(2)).await;
+    assert_eq!(
+        log.entries(),
+        ["cancel", "done", "tool notified", "remote_cleanup"],
+        "the cleanup ran while the body stayed unread"
+    );
+    drop(body);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_heartbeat_interval_too_long_to_add_sends_one_heartbeat_and_keeps_the_stream() {
+    let (tx, events) = fed();
+    let stream = SseStream::new(events, Watchdog::new()).heartbeat(Duration::MAX);
+    let reader = tokio::spawn(frames(served(stream).await));
+    sleep(SECS(60)).await;
+    tx.send(Event::default().data("still here")).await.unwrap();
+    drop(tx);
+    let frames: Vec<String> = reader
+        .await
+        .expect("the stream ended in order")
+        .into_iter()
+        .map(|(_, frame)| frame)
+        .collect();
+    assert_eq!(
+        frames,
+        [
+            ": heartbeat\n\n",
+            "data: still here\n\n",
+            "data: [DONE]\n\n"
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_client_gone_during_a_silent_tool_run_is_found_at_the_next_heartbeat() {
     let registry = Registry::new();

@@ -105,9 +105,10 @@ impl Told {
     }
 }
 
-/// How long the ending waits for the response to take `[DONE]` before the
-/// steps after it run anyway: a client that stops reading cannot hold up a
-/// shutdown's remote cleanup for longer.
+/// How long an ending that cancelled the request waits for the response to
+/// take each of its events (the error event, `[DONE]`) before the steps
+/// after it run anyway: a client that stops reading cannot hold up a
+/// shutdown's remote cleanup, or keep the request registered, for longer.
 const HANDOVER_BOUND: Duration = Duration::from_millis(500);
 
 pub(super) struct Driver<S> {
@@ -158,7 +159,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
+            let event = tokio::select! {
                 biased;
                 () = &mut drained => break Ending::Shutdown,
                 () = tx.closed() => break Ending::Disconnect,
@@ -167,33 +168,57 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                         if std::mem::take(&mut first) {
                             told.first_item(started.elapsed());
                         }
-                        // A full buffer (a slow client) must not hold off the
-                        // timers or the drain.
-                        tokio::select! {
-                            biased;
-                            () = &mut drained => break Ending::Shutdown,
-                            timeout = watched.as_mut().timed_out() => break Ending::Timeout(timeout),
-                            sent = tx.send(event) => if sent.is_err() { break Ending::Disconnect },
-                        }
-                        next_heartbeat = heartbeat.map(|interval| Instant::now() + interval);
+                        event
                     }
                     Some(Err(timeout)) => break Ending::Timeout(timeout),
                     None => break Ending::Complete,
                 },
-                () = beat => {
-                    if tx.send(Event::default().comment("heartbeat")).await.is_err() {
-                        break Ending::Disconnect;
-                    }
-                    next_heartbeat = heartbeat.map(|interval| Instant::now() + interval);
-                }
+                () = beat => Event::default().comment("heartbeat"),
+            };
+            // A full buffer (a slow client, or one that stopped reading)
+            // must not hold off the timers or the drain.
+            tokio::select! {
+                biased;
+                () = &mut drained => break Ending::Shutdown,
+                timeout = watched.as_mut().timed_out() => break Ending::Timeout(timeout),
+                sent = tx.send(event) => if sent.is_err() { break Ending::Disconnect },
             }
+            // An interval too long to add is no heartbeat at all.
+            next_heartbeat = heartbeat.and_then(|interval| Instant::now().checked_add(interval));
         };
         told.ended(&ending);
-        end(ending, guard, hooks, &tx).await;
+        end(ending, guard, hooks, &tx, drain.as_ref()).await;
     }
 }
 
-async fn end(ending: Ending, guard: Option<RequestGuard>, hooks: Hooks, tx: &mpsc::Sender<Event>) {
+/// Sends one of the ending's events, unless `stop` comes first: whether
+/// it was sent.
+async fn send_unless(
+    tx: &mpsc::Sender<Event>,
+    event: Event,
+    stop: impl std::future::Future<Output = ()>,
+) -> bool {
+    tokio::select! {
+        biased;
+        () = stop => false,
+        sent = tx.send(event) => sent.is_ok(),
+    }
+}
+
+/// Sends one event of an ending that cancelled the request: the steps after
+/// it must not wait for a client that stopped reading for longer than
+/// [`HANDOVER_BOUND`].
+async fn send_bounded(tx: &mpsc::Sender<Event>, event: Event) -> bool {
+    send_unless(tx, event, tokio::time::sleep(HANDOVER_BOUND)).await
+}
+
+async fn end(
+    ending: Ending,
+    guard: Option<RequestGuard>,
+    hooks: Hooks,
+    tx: &mpsc::Sender<Event>,
+    drain: Option<&DrainToken>,
+) {
     let Hooks {
         remote_cleanup: mut cleanup,
         mut evict,
@@ -207,11 +232,22 @@ async fn end(ending: Ending, guard: Option<RequestGuard>, hooks: Hooks, tx: &mps
     };
     let (reason, timeout) = match ending {
         Ending::Complete => {
+            // A slow client gets the last events as it got the others, until
+            // a shutdown's drain; from then on, as any ending, within
+            // `HANDOVER_BOUND`.
+            let cut = async {
+                match drain {
+                    Some(drain) => drain.cancelled().await,
+                    None => std::future::pending().await,
+                }
+                tokio::time::sleep(HANDOVER_BOUND).await;
+            };
+            let mut cut = pin!(cut);
             if let Some(event) = final_event {
-                let _ = tx.send(event).await;
+                send_unless(tx, event, cut.as_mut()).await;
                 observe(Step::Final);
             }
-            let _ = tx.send(done()).await;
+            send_unless(tx, done(), cut.as_mut()).await;
             observe(Step::Done);
             return;
         }
@@ -245,11 +281,11 @@ async fn end(ending: Ending, guard: Option<RequestGuard>, hooks: Hooks, tx: &mps
             }
             EndStep::ErrorEvent => {
                 if let Some(timeout) = &timeout {
-                    let _ = tx.send(error_event(timeout)).await;
+                    send_bounded(tx, error_event(timeout)).await;
                 }
             }
             EndStep::Done => {
-                let _ = tx.send(done()).await;
+                send_bounded(tx, done()).await;
                 if !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
                     // Steps follow `[DONE]` (a shutdown's remote cleanup):
                     // let the response take it first, so the client has it

@@ -9,8 +9,8 @@
 //!   the heartbeat interval (15 s by default), from the start: it finds dead
 //!   clients during long silent tool runs, and it never counts as activity;
 //! - a write that fails (the client went away) is a disconnect;
-//! - the watchdog's timers fire on the clock even while a slow client keeps
-//!   the send buffer full.
+//! - the watchdog's timers and the drain fire on the clock even while a
+//!   slow client keeps the send buffer full, heartbeats included.
 //!
 //! Every way the stream can end has a fixed order of steps ([`Step`]): a
 //! stream that completes writes its final event, then `[DONE]`; one that
@@ -22,9 +22,12 @@
 //! On a timeout the client gets an `error` event naming the cause before
 //! `[DONE]`, so a stream that was cut off never looks like a short answer.
 //! On a shutdown, `[DONE]` comes first: the steps after it wait until the
-//! response has taken it (at most 500 ms, so a client that stopped reading
-//! cannot hold the cleanup up), so the client has its `[DONE]` before any
-//! tool hears of the cancellation.
+//! response has taken it, so the client has its `[DONE]` before any tool
+//! hears of the cancellation. A cancelled stream's client gets at most
+//! 500 ms to take each of these last events (the error event, `[DONE]`), so
+//! one that stopped reading cannot hold the cleanup up or keep the request
+//! registered. A completed stream's last events wait for a slow client as
+//! the others did, until a shutdown's drain, then at most 500 ms.
 
 mod driver;
 mod stream;
