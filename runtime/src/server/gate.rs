@@ -84,8 +84,14 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        // Counted before the token is read: a shutdown that starts in
+        // between sees this request in flight and waits for it, or the
+        // request sees the shutdown (the token is read under its lock, which
+        // the shutdown takes to cancel it before it reads the count).
+        let guard = self.shutdown.in_flight().enter();
         let token = self.shutdown.token();
         if token.is_cancelled() {
+            drop(guard);
             self.shutdown.observers().emit(|| Event::RequestShed {
                 reason: ShedReason::ShuttingDown,
                 route: None,
@@ -99,7 +105,6 @@ where
                 state: State::Refused(Some(problem::shutting_down(&entropy))),
             };
         }
-        let guard = self.shutdown.in_flight().enter();
         let extensions = req.extensions_mut();
         extensions.insert(token);
         extensions.insert(self.shutdown.drain_token());
