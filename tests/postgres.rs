@@ -16,6 +16,7 @@ use timebox::config::Config;
 use timebox::db::pg::{self, PgError};
 use timebox::db::PoolWaitError;
 use timebox::deadline::{is_deadline_exceeded, Deadline};
+use timebox::observe::{Event, Recording, Stage};
 use timebox::{get, routes};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::Instant;
@@ -250,6 +251,40 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
     );
     assert!(took < SECS(2), "{took:?}");
     healthy(&pool).await;
+}
+
+#[get("/begin", timeout_ms = 100)]
+async fn begins(State(pool): State<PgPool>) -> Result<&'static str, PgError> {
+    pg::begin(&pool).await?.commit().await?;
+    Ok("begun")
+}
+
+#[tokio::test]
+async fn a_deadline_that_passes_waiting_for_begin_is_told_at_the_pool_wait_stage() {
+    let server = start().await;
+    let pool = pool(&server).await;
+    let held = pool.acquire().await.expect("the pool's one connection");
+    let recording = Recording::new();
+    let app = routes![begins]
+        .into_router(&Config::default().observed_by(recording.clone()))
+        .with_state(pool.clone());
+    let request = http::Request::get("/begin")
+        .body(axum::body::Body::empty())
+        .expect("a valid request");
+
+    let response = app.oneshot(request).await.expect("the router answers");
+
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let stages: Vec<Stage> = recording
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            Event::DeadlineExceeded { stage, .. } => Some(*stage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stages, [Stage::PoolWait]);
+    drop(held);
 }
 
 #[tokio::test]

@@ -55,6 +55,7 @@ use http::StatusCode;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::deadline::{bounded, Deadline, DeadlineExceeded};
+use crate::observe::{waiting_at, Stage};
 use crate::problem;
 
 use super::PoolWaitError;
@@ -80,6 +81,8 @@ const OURS_WITHIN: Duration = Duration::from_millis(51);
 /// Begins a transaction on a connection from `pool`, waited for until the
 /// current deadline (as [`acquire`](super::acquire())), and sets its
 /// `statement_timeout` to the time left (see the [module docs](self)).
+/// A route's deadline that passes before `BEGIN` is answered is told at
+/// the stage `pool_wait`, as in `acquire`.
 ///
 /// # Errors
 ///
@@ -93,7 +96,7 @@ const OURS_WITHIN: Duration = Duration::from_millis(51);
 /// Dropping the future gives up the place in the pool's queue, or rolls
 /// back the transaction.
 pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgError> {
-    let mut tx = match bounded(pool.begin()).await {
+    let mut tx = match bounded(waiting_at(Stage::PoolWait, pool.begin())).await {
         Ok(Ok(tx)) => tx,
         Ok(Err(err)) => return Err(PgError::Pool(PoolWaitError::Pool(err))),
         Err(deadline) => return Err(PgError::Pool(PoolWaitError::DeadlineExceeded(deadline))),
