@@ -488,3 +488,40 @@ async fn a_call_shorter_than_its_methods_median_is_refused_with_deadline_exceede
         "{message}"
     );
 }
+
+// A path a caller makes up never answers a success, so it takes none of
+// the places of the checks' table: the methods that exist keep theirs.
+#[tokio::test(start_paused = true)]
+async fn made_up_methods_take_no_place_from_the_real_ones_checks() {
+    let mut config = Config::default();
+    config.server.admission.deadline_check = timebox::config::DeadlineCheck::Enforce;
+    let probe = Probe::default();
+    let channel = serve(probe.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    for index in 0..300 {
+        grpc.ready().await.expect("the channel is ready");
+        let path = format!("/fleet.Relay/MadeUp{index}")
+            .parse()
+            .expect("a valid path");
+        let status = grpc
+            .unary(
+                Request::new(wait(1)),
+                path,
+                tonic_prost::ProstCodec::<WaitRequest, WaitRequest>::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::Unimplemented);
+    }
+    let mut relay = RelayClient::new(channel);
+    for _ in 0..100 {
+        relay.wait(wait(40)).await.unwrap();
+    }
+    let calls = probe.calls();
+    let mut request = Request::new(wait(40));
+    request.set_timeout(MS(10));
+    let status = relay.wait(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert!(status.message().contains("was not started"), "{status:?}");
+    assert_eq!(probe.calls(), calls, "the handler never ran");
+}

@@ -24,18 +24,22 @@ impl<V: Clone> BoundedMap<V> {
         }
     }
 
-    /// The value of `key`, made by `make` the first time; `None` when the
-    /// map is full and `key` is not in it.
-    pub(crate) fn get_or_make(&self, key: &str, make: impl FnOnce() -> V) -> Option<V> {
+    /// The value of `key`, if it has one.
+    pub(crate) fn get(&self, key: &str) -> Option<V> {
         // A poisoned lock only means another thread panicked between two
         // complete map operations; the map itself is whole.
-        if let Some(found) = self
-            .entries
+        self.entries
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(key)
-        {
-            return Some(found.clone());
+            .cloned()
+    }
+
+    /// The value of `key`, made by `make` the first time; `None` when the
+    /// map is full and `key` is not in it.
+    pub(crate) fn get_or_make(&self, key: &str, make: impl FnOnce() -> V) -> Option<V> {
+        if let Some(found) = self.get(key) {
+            return Some(found);
         }
         let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
         // Another caller may have added the key between the two locks.

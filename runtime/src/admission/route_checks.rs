@@ -25,6 +25,12 @@ impl<T: From<DeadlineCheck>> RouteChecks<T> {
         })
     }
 
+    /// The check of `route`, if it has one yet.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn find(&self, route: &str) -> Option<Arc<T>> {
+        self.routes.get(route)
+    }
+
     /// The check of `route`, made the first time; `None` past `max` routes.
     pub(crate) fn get(&self, route: &str) -> Option<Arc<T>> {
         self.routes.get_or_make(route, || {

@@ -42,8 +42,9 @@ pub(crate) struct ServerSettings {
     /// `server.grpc.methods`; every other path, which a caller may make up,
     /// is `other`.
     pub(crate) routes: Arc<BoundedLabels>,
-    /// The deadline check (A1) of each method, by full name; `None` when
-    /// the check is off.
+    /// The deadline check (A1) of each method, by full name, made at the
+    /// method's first success: a path a caller made up never answers one, so
+    /// it takes none of the table's places. `None` when the check is off.
     pub(crate) checks: Option<Arc<RouteChecks<DeadlineCheck>>>,
 }
 
@@ -149,8 +150,14 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let settings = &*self.settings;
+        // Counted before the token is read, as `ShutdownGate` does.
+        let guard = settings
+            .shutdown
+            .as_ref()
+            .map(|shutdown| shutdown.in_flight().enter());
         let guard = match &settings.shutdown {
             Some(shutdown) if shutdown.token().is_cancelled() => {
+                drop(guard);
                 // A simulation's app puts its own random source on requests.
                 settings.observers.emit(|| Event::RequestShed {
                     reason: ShedReason::ShuttingDown,
@@ -166,14 +173,20 @@ where
                 let extensions = req.extensions_mut();
                 extensions.insert(shutdown.token());
                 extensions.insert(shutdown.drain_token());
-                Some(shutdown.in_flight().enter())
+                guard
             }
             None => None,
         };
         // A1: each method learns its service time from every call.
-        let check = (settings.checks.as_ref()).and_then(|checks| checks.get(req.uri().path()));
+        let check = (settings.checks.as_ref()).and_then(|checks| checks.find(req.uri().path()));
         let start = Instant::now();
-        let learn = check.clone().map(|check| Learn { check, start });
+        let learn = settings.checks.as_ref().map(|checks| Learn {
+            check: match &check {
+                Some(check) => Learner::Known(Arc::clone(check)),
+                None => Learner::First(Arc::clone(checks), req.uri().clone()),
+            },
+            start,
+        });
         let Some(budget) = settings.budget(req.uri().path(), req.headers()) else {
             // Not judged, but one of the method's calls for the cap.
             if let Some(check) = &check {
@@ -245,8 +258,18 @@ pub struct GrpcServerFuture<F> {
 /// error is a success whose latency the method learns (A1).
 #[derive(Debug)]
 struct Learn {
-    check: Arc<DeadlineCheck>,
+    check: Learner,
     start: Instant,
+}
+
+/// The check a call's success goes to.
+#[derive(Debug)]
+enum Learner {
+    /// The method's.
+    Known(Arc<DeadlineCheck>),
+    /// The method has none yet: its first success makes it (unless the
+    /// table is full).
+    First(Arc<RouteChecks<DeadlineCheck>>, Uri),
 }
 
 impl Learn {
@@ -255,9 +278,17 @@ impl Learn {
         let failed = headers
             .get("grpc-status")
             .is_some_and(|code| code.as_bytes() != b"0");
-        if !failed {
-            self.check.record_success(self.start);
+        if failed {
+            return;
         }
+        let check = match self.check {
+            Learner::Known(check) => check,
+            Learner::First(checks, uri) => match checks.get(uri.path()) {
+                Some(check) => check,
+                None => return,
+            },
+        };
+        check.record_success(self.start);
     }
 }
 
