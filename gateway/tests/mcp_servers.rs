@@ -416,6 +416,39 @@ async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_e
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_stdio_session_whose_process_exited_is_not_handed_out_again() {
+    let dir = scratch_dir("mcp-stdio-exited");
+    let log = dir.join("server.jsonl");
+    let mut command = mcp_stdio_command(&log);
+    command.extend(["--exit-after-calls".to_owned(), "1".to_owned()]);
+    let command = command
+        .iter()
+        .map(|part| format!("{part:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let gateway = gateway_with(&dir, "local", &format!("command = [{command}]"), &[]);
+    let client = reqwest::Client::new();
+
+    let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
+    assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
+    // The process exits once it has answered; the SDK's task reads the
+    // closed pipe a moment later.
+    wait_for_mcp_events(&log, Duration::from_secs(5), |events| {
+        events_of(events, "exiting").count() == 1
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
+    assert!(!body.contains("event: error"), "{body}");
+    assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
+    let calls = started(&log);
+    assert_ne!(
+        calls[1]["session"], calls[0]["session"],
+        "the second call ran in a new process"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named() {
     let HttpSetup {
         mut server,

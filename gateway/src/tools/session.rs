@@ -188,9 +188,11 @@ impl Session {
             .collect())
     }
 
-    /// Whether the session's connection has gone.
+    /// Whether the session's connection has gone: ended from here, or by
+    /// the server (its process exited, its pipe or stream closed), which
+    /// ends the SDK's task without cancelling the session's token.
     pub(crate) fn is_closed(&self) -> bool {
-        self.service.is_closed()
+        self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     /// Ends the session without waiting: its task closes the transport

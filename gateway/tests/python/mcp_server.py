@@ -6,11 +6,14 @@ Usage:
     python mcp_server.py --log FILE http [--hang-on-cancel]
         Streamable HTTP on 127.0.0.1, a port the OS picks; prints
         `listening on http://127.0.0.1:<port>/mcp` once it accepts.
-    python mcp_server.py --log FILE stdio
-        Over stdin and stdout.
+    python mcp_server.py --log FILE stdio [--exit-after-calls N]
+        Over stdin and stdout; with `--exit-after-calls`, the process
+        exits 200 ms after its Nth `slow_task` has answered (a server that
+        crashes or is restarted between two requests).
 
 Every line of FILE is one JSON object: `event` (`started`, `cancelled`,
 `finished` for a `slow_task`, with `request_id`, `session` and `seconds`;
+`exiting` just before `--exit-after-calls` ends the process;
 over HTTP also `initialize` for each new session and `notice` with the
 `request_id` of each `notifications/cancelled`, when its request arrives,
 before the SDK answers it) and `t` (Unix seconds).
@@ -25,6 +28,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 
 import anyio
@@ -37,6 +41,7 @@ def main() -> None:
     parser.add_argument("--log", required=True)
     parser.add_argument("transport", choices=["http", "stdio"])
     parser.add_argument("--hang-on-cancel", action="store_true")
+    parser.add_argument("--exit-after-calls", type=int)
     args = parser.parse_args()
     log = open(args.log, "a", buffering=1, encoding="utf-8")
 
@@ -69,7 +74,16 @@ def main() -> None:
             record("cancelled", call, seconds)
             raise
         record("finished", call, seconds)
+        finished.append(call)
+        if len(finished) == args.exit_after_calls:
+            threading.Timer(0.2, exit_now, [call]).start()
         return f"worked for {seconds} s"
+
+    def exit_now(call: dict) -> None:
+        record("exiting", call, 0)
+        os._exit(0)
+
+    finished = []
 
     if args.transport == "stdio":
         server.run("stdio")
