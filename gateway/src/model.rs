@@ -218,7 +218,14 @@ async fn run_tool_call(
         // skipping a report loses nothing.
         let _ = out.try_send(Output::Progress(progress));
     };
-    let result = match leases.session(&server).await {
+    // Waiting for a session (all of the server's may be in use) ends with
+    // the call.
+    let token = call.token();
+    let session = tokio::select! {
+        session = leases.session(&server) => session,
+        () = token.cancelled() => Err(ToolError::Cancelled),
+    };
+    let result = match session {
         Ok(session) => {
             session
                 .call(&server, SLOW_TASK, arguments, &call, &pending, on_progress)

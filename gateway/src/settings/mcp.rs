@@ -54,6 +54,10 @@ pub(crate) struct ServerSettings {
     pub(crate) tools: Vec<String>,
     /// Idle sessions kept for the next requests.
     pub(crate) max_idle: usize,
+    /// The most sessions open with the server at once, busy or idle (over
+    /// stdio, each is a process): a request that finds them all in use
+    /// waits for one.
+    pub(crate) max_sessions: usize,
     /// How long opening a session (the MCP `initialize` handshake) may take.
     pub(crate) connect_timeout_ms: u64,
     /// Whether the stream's inactivity timer is suspended while a tool of
@@ -69,6 +73,7 @@ impl Default for ServerSettings {
             command: None,
             tools: Vec::new(),
             max_idle: 4,
+            max_sessions: 16,
             connect_timeout_ms: 5000,
             suspend_inactivity: true,
         }
@@ -107,6 +112,7 @@ pub(crate) struct Server {
     pub(crate) transport: Transport,
     pub(crate) tools: Vec<String>,
     pub(crate) max_idle: usize,
+    pub(crate) max_sessions: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) suspend_inactivity: bool,
 }
@@ -128,7 +134,7 @@ impl McpSettings {
     /// A server named `builtin`, a name that is not `[a-z0-9_-]+`, a server
     /// with both or neither of `url` and `command`, a `url` that is not
     /// `http://` or `https://`, an empty `command`, a `connect_timeout_ms`
-    /// of 0, or a `default_server` that is not a server.
+    /// or `max_sessions` of 0, or a `default_server` that is not a server.
     pub(crate) fn servers(&self) -> Result<Vec<Server>, McpSettingsError> {
         let defaults = ServerSettings::default();
         let mut servers = vec![Server {
@@ -136,6 +142,7 @@ impl McpSettings {
             transport: Transport::Builtin,
             tools: vec![crate::tools::SLOW_TASK.to_owned()],
             max_idle: defaults.max_idle,
+            max_sessions: defaults.max_sessions,
             connect_timeout: Duration::from_millis(defaults.connect_timeout_ms),
             suspend_inactivity: defaults.suspend_inactivity,
         }];
@@ -224,11 +231,18 @@ impl ServerSettings {
                 "must be at least 1".to_owned(),
             ));
         }
+        if self.max_sessions == 0 {
+            return Err(error(
+                ".max_sessions",
+                "must be at least 1: with none, no tool call could run".to_owned(),
+            ));
+        }
         Ok(Server {
             name: name.to_owned(),
             transport,
             tools: self.tools.clone(),
             max_idle: self.max_idle,
+            max_sessions: self.max_sessions,
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             suspend_inactivity: self.suspend_inactivity,
         })
@@ -311,6 +325,11 @@ mod tests {
             (
                 "[mcp.servers.a]\nurl = \"http://x\"\nconnect_timeout_ms = 0",
                 "mcp.servers.a.connect_timeout_ms",
+                "at least 1",
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"http://x\"\nmax_sessions = 0",
+                "mcp.servers.a.max_sessions",
                 "at least 1",
             ),
             (

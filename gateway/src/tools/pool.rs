@@ -4,6 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use tokio::sync::{Notify, Semaphore};
+
 use super::{Session, TimeboxHttp, ToolError};
 use crate::settings::Server;
 
@@ -12,12 +14,20 @@ use crate::settings::Server;
 /// when it ends normally; a request that timed out or lost its client
 /// evicts it instead (DESIGN R3), so the next request starts a fresh
 /// session rather than inherit one the server may still be busy on.
+///
+/// At most `max_sessions` are open at once, busy or idle (over stdio each
+/// is a process): past them, a request waits for one to be given back or
+/// to end.
 #[derive(Debug)]
 pub(crate) struct Pool {
     server: Server,
     /// How sessions over HTTP reach the server.
     http: TimeboxHttp,
     idle: Mutex<Vec<Session>>,
+    /// A place for each session that may be open; each session holds one.
+    places: Arc<Semaphore>,
+    /// Told when a session is given back to `idle`.
+    returned: Notify,
     /// Set by [`close`](Self::close): sessions given back are ended.
     closed: AtomicBool,
 }
@@ -25,9 +35,11 @@ pub(crate) struct Pool {
 impl Pool {
     pub(crate) fn new(server: Server, http: TimeboxHttp) -> Self {
         Self {
+            places: Arc::new(Semaphore::new(server.max_sessions)),
             server,
             http,
             idle: Mutex::new(Vec::new()),
+            returned: Notify::new(),
             closed: AtomicBool::new(false),
         }
     }
@@ -40,34 +52,56 @@ impl Pool {
         &self.server.name
     }
 
-    /// An idle session, or a new one when there is none.
+    /// An idle session, or a new one when there is none; when
+    /// `max_sessions` are open, the first one given back or a new one once
+    /// one has closed, whichever comes first.
     ///
     /// # Errors
     ///
     /// When the pool is closed or a new session cannot be opened; the error
     /// names the server.
     pub(crate) async fn take(&self) -> Result<Session, ToolError> {
+        let mut told = false;
         loop {
+            let closed = || ToolError::server(self.name(), "is closed: the gateway is stopping");
             if self.closed.load(Ordering::Acquire) {
-                return Err(ToolError::server(
-                    self.name(),
-                    "is closed: the gateway is stopping",
-                ));
+                return Err(closed());
             }
-            let Some(session) = self.lock().pop() else {
-                break;
-            };
-            if !session.is_closed() {
+            // Waiting for a session given back starts before the idle list
+            // is read, so one given back in between is not missed.
+            let returned = self.returned.notified();
+            if let Some(session) = self.idle_session() {
                 return Ok(session);
+            }
+            if self.places.available_permits() == 0 && !std::mem::replace(&mut told, true) {
+                tracing::info!(
+                    server = self.name(),
+                    max_sessions = self.server.max_sessions,
+                    "every MCP session is in use; waiting for one"
+                );
+            }
+            let place = tokio::select! {
+                place = Arc::clone(&self.places).acquire_owned() => place.map_err(|_| closed())?,
+                () = returned => continue,
+            };
+            let session = Session::open(&self.server, &self.http).await?;
+            tracing::info!(server = self.name(), "opened an MCP session");
+            return Ok(session.holding(place));
+        }
+    }
+
+    /// An idle session whose connection is still open, if there is one.
+    fn idle_session(&self) -> Option<Session> {
+        loop {
+            let session = self.lock().pop()?;
+            if !session.is_closed() {
+                return Some(session);
             }
             tracing::warn!(
                 server = self.name(),
                 "an idle MCP session had closed; dropping it"
             );
         }
-        let session = Session::open(&self.server, &self.http).await?;
-        tracing::info!(server = self.name(), "opened an MCP session");
-        Ok(session)
     }
 
     /// Keeps `session` for the next request, unless the pool is closed or
@@ -80,6 +114,8 @@ impl Pool {
         let mut idle = self.lock();
         if idle.len() < self.server.max_idle {
             idle.push(session);
+            drop(idle);
+            self.returned.notify_one();
         } else {
             drop(idle);
             session.end();
@@ -108,6 +144,8 @@ impl Pool {
     /// later are ended.
     pub(crate) async fn close(&self, bound: Duration) {
         self.closed.store(true, Ordering::Release);
+        // Requests waiting for a session stop waiting.
+        self.places.close();
         let idle = std::mem::take(&mut *self.lock());
         let closing = idle.into_iter().map(|session| session.close(bound));
         let closed = futures_util::future::join_all(closing).await;
@@ -125,5 +163,78 @@ impl Pool {
     fn lock(&self) -> MutexGuard<'_, Vec<Session>> {
         // A list of sessions holds no invariant a panicking holder could break.
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use timebox::client::Client;
+    use timebox::config::Config;
+
+    use super::Pool;
+    use crate::settings::{Server, Transport};
+    use crate::tools::TimeboxHttp;
+
+    fn pool(max_sessions: usize) -> Arc<Pool> {
+        let server = Server {
+            name: "here".to_owned(),
+            transport: Transport::Builtin,
+            tools: Vec::new(),
+            max_idle: 4,
+            max_sessions,
+            connect_timeout: Duration::from_secs(5),
+            suspend_inactivity: true,
+        };
+        let http = TimeboxHttp::new(Client::new(&Config::default()));
+        Arc::new(Pool::new(server, http))
+    }
+
+    /// A second `take`, which must still be waiting after a virtual second
+    /// (opening a session with the built-in server takes none).
+    async fn waiting_take(pool: &Arc<Pool>) -> tokio::task::JoinHandle<()> {
+        let mut waiting = tokio::spawn({
+            let pool = Arc::clone(pool);
+            async move {
+                pool.take().await.expect("a session in the end");
+            }
+        });
+        let waited = tokio::time::timeout(Duration::from_secs(1), &mut waiting).await;
+        assert!(waited.is_err(), "no second session while one is open");
+        waiting
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn past_max_sessions_a_take_waits_for_one_given_back() {
+        let pool = pool(1);
+        let first = pool.take().await.expect("a session");
+        let waiting = waiting_take(&pool).await;
+        pool.give_back(first);
+        waiting.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_that_ends_makes_room_for_a_new_one() {
+        let pool = pool(1);
+        let first = pool.take().await.expect("a session");
+        let waiting = waiting_take(&pool).await;
+        pool.evict(Arc::new(first), "a test");
+        waiting.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closing_the_pool_ends_the_wait_with_an_error_naming_the_server() {
+        let pool = pool(1);
+        let _first = pool.take().await.expect("a session");
+        let waiting = tokio::spawn({
+            let pool = Arc::clone(&pool);
+            async move { pool.take().await.map(|_| ()) }
+        });
+        tokio::task::yield_now().await;
+        pool.close(Duration::from_secs(1)).await;
+        let err = waiting.await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("here"), "{err}");
     }
 }

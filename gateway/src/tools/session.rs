@@ -16,6 +16,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use timebox::registry::{RemoteCleanup, ToolCall};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -32,6 +33,9 @@ pub(crate) struct Session {
     /// The built-in server's task, when this session is with it.
     builtin: Option<JoinHandle<()>>,
     noticed: NoticeClock,
+    /// Its place among the server's `max_sessions`, given up when the
+    /// session is dropped.
+    place: Option<OwnedSemaphorePermit>,
 }
 
 /// How long a session stays open after a cancellation notice was sent on
@@ -163,6 +167,7 @@ impl Session {
                 service: service.map_err(|e| unreachable(&e))?,
                 builtin,
                 noticed: NoticeClock::default(),
+                place: None,
             })
         };
         tokio::time::timeout(server.connect_timeout, opening)
@@ -186,6 +191,13 @@ impl Session {
             .into_iter()
             .map(|tool| tool.name.into_owned())
             .collect())
+    }
+
+    /// The session, holding `place` among its server's sessions until it
+    /// is dropped.
+    pub(crate) fn holding(mut self, place: OwnedSemaphorePermit) -> Self {
+        self.place = Some(place);
+        self
     }
 
     /// Whether the session's connection has gone: ended from here, or by
