@@ -123,6 +123,44 @@ async fn a_hedge_that_wins_cancels_the_first_attempt(sim: Sim) {
 }
 
 #[sim_test]
+async fn a_first_attempt_that_fails_leaves_the_race_to_the_hedge(sim: Sim) {
+    let host = Host::default();
+    // The first attempt outlasts its 1 s timeout; the hedge, sent at 20 ms,
+    // answers at 1 010 ms, within its own.
+    sim.net().host(
+        "up",
+        host.router(|n| match n {
+            0 => 5000,
+            1 => 990,
+            _ => 10,
+        }),
+    );
+    let mut config = hedging(&sim, 20);
+    config.http.client.timeout_secs = 1;
+    let client = sim.client_with(&config);
+    let start = Instant::now();
+    let response = client.get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(Instant::now() - start, MS(1010));
+    assert_eq!(
+        host.attempts(),
+        [None, Some("2;hedge".to_owned())],
+        "no retry: the hedge answered"
+    );
+    let told: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("attempt_finished"))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "attempt_finished host=up:80 kind=first number=1 outcome=timeout",
+            "attempt_finished host=up:80 kind=hedge number=2 outcome=2xx",
+        ]
+    );
+}
+
+#[sim_test]
 async fn a_first_attempt_that_answers_before_the_delay_is_not_hedged(sim: Sim) {
     let host = Host::default();
     sim.net().host("up", host.router(|_| 10));

@@ -119,8 +119,10 @@ where
 
 /// Awaits the attempt `first` (`pending`); if it has not ended after
 /// `delay`, sends its hedge through `fork` when the call allows one, and
-/// the first of the two to end wins. The other is dropped (told as
-/// cancelled), with whatever it held on the host.
+/// the first of the two to answer wins (A3). The other is dropped (told as
+/// cancelled), with whatever it held on the host. One that fails (its
+/// transport, its own timeout) while the other still runs does not win:
+/// it is told as it failed, and the other's outcome is the race's.
 async fn race<B, S, F>(
     call: &mut Call<B>,
     fork: &mut S,
@@ -158,15 +160,24 @@ where
         deadline,
     )
     .instrument(hedge.span.clone());
+    let mut second = pin!(second);
     // The loser is gone before the winner is settled: `second` is dropped
-    // by `select!` itself, `first` when this function returns.
+    // when this function returns, `first` too.
     tokio::select! {
         biased;
         outcome = &mut first => {
+            if outcome.is_failure() {
+                call.lose(pending, &outcome);
+                return (hedge, second.await);
+            }
             call.abandon(hedge);
             (pending, outcome)
         }
-        outcome = second => {
+        outcome = &mut second => {
+            if outcome.is_failure() {
+                call.lose(hedge, &outcome);
+                return (pending, first.await);
+            }
             call.abandon(pending);
             (hedge, outcome)
         }

@@ -67,6 +67,21 @@ impl<B: Body> Call<B> {
         next
     }
 
+    /// Settles `pending`, an attempt of a hedge race that failed while the
+    /// other still runs (A3: the first *answer* wins): told, and counted by
+    /// the host's breaker, as it ended, with nothing decided; the other
+    /// attempt's outcome will be.
+    pub(crate) fn lose<R: Answer>(&mut self, pending: Pending, outcome: &Outcome<R>) {
+        let observed = outcome.observed();
+        self.rules.observers.emit(|| Event::AttemptFinished {
+            host: self.label(),
+            attempt: pending.attempt,
+            outcome: observed,
+        });
+        fail(pending.permit);
+        span::record_outcome(&pending.span, observed, false);
+    }
+
     fn settle<R: Answer>(
         &mut self,
         pending: Pending,
@@ -263,6 +278,12 @@ impl<B: Body> Call<B> {
 }
 
 impl<R: Answer> Outcome<R> {
+    /// Whether the attempt failed on its own (its transport, its timeout),
+    /// as opposed to answering or running out of the call's time.
+    pub(crate) fn is_failure(&self) -> bool {
+        matches!(self, Self::Failed(_) | Self::TimedOut)
+    }
+
     fn observed(&self) -> CallOutcome {
         match self {
             Self::Response(response) => CallOutcome::Status(response.status().as_u16()),
