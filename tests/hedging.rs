@@ -225,6 +225,63 @@ async fn no_hedge_while_the_bucket_is_below_half(sim: Sim) {
 }
 
 #[sim_test]
+async fn a_hedge_the_breaker_refuses_costs_no_tokens(sim: Sim) {
+    let host = Host::default();
+    // Two failures open the breaker; the next request is slow.
+    sim.net().host(
+        "up",
+        Router::new().route(
+            "/",
+            any({
+                let calls = Arc::new(AtomicUsize::new(0));
+                let attempts = host.attempts.clone();
+                move |request: Request| {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    let attempts = attempts.clone();
+                    async move {
+                        let marker = request.headers().get("x-timebox-attempt");
+                        attempts
+                            .lock()
+                            .unwrap()
+                            .push(marker.map(|v| v.to_str().unwrap().to_owned()));
+                        if n < 2 {
+                            return StatusCode::SERVICE_UNAVAILABLE;
+                        }
+                        sleep(MS(1000)).await;
+                        StatusCode::OK
+                    }
+                }
+            }),
+        ),
+    );
+    let mut config = hedging(&sim, 20);
+    config.http.client.max_retries = 0;
+    config.breaker.minimum_sample_count = 2;
+    config.breaker.open_secs = 1;
+    config.breaker.half_open_trials = 1;
+    let client = sim.client_with(&config);
+    for _ in 0..2 {
+        let failed = client.get("http://up/").send().await.unwrap();
+        assert_eq!(failed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    sleep(MS(1000)).await;
+    // Half-open: the first attempt takes the one trial, so the breaker
+    // refuses the hedge, which is never sent.
+    let slow = client.get("http://up/").send().await.unwrap();
+    assert_eq!(slow.status(), StatusCode::OK);
+    assert_eq!(host.attempts(), [None, None, None]);
+    let tokens: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("budget_tokens"))
+        .collect();
+    assert_eq!(
+        tokens.last().map(String::as_str),
+        Some("budget_tokens host=up:80 tokens=500"),
+        "{tokens:#?}"
+    );
+}
+
+#[sim_test]
 async fn no_hedge_once_the_time_left_no_longer_covers_the_median(sim: Sim) {
     let host = Host::default();
     // 100 answers of 10 ms teach the median; the 101st request is slow.

@@ -106,13 +106,21 @@ impl Hedging {
                 return Err(Refusal::Deadline);
             }
         }
-        if !stats.hedged().try_take(now) {
-            return Err(Refusal::ExtraLoad);
-        }
         if budget.is_some_and(|budget| !budget.try_withdraw_hedge(self.config.hedge_cost)) {
             return Err(Refusal::Budget);
         }
+        if !stats.hedged().try_take(now) {
+            if let Some(budget) = budget {
+                budget.refund_hedge(self.config.hedge_cost);
+            }
+            return Err(Refusal::ExtraLoad);
+        }
         Ok(())
+    }
+
+    /// What a hedge costs its host's retry bucket: `hedge_cost`.
+    pub(crate) fn cost(&self) -> u64 {
+        self.config.hedge_cost
     }
 }
 

@@ -150,6 +150,13 @@ impl RetryBudget {
             .is_ok()
     }
 
+    /// Gives back `cost` tokens taken for a hedge that was not sent after
+    /// all, up to capacity.
+    #[cfg(feature = "client")]
+    pub(crate) fn refund_hedge(&self, cost: u64) {
+        self.add(cost.saturating_mul(MILLI));
+    }
+
     /// Gives back the cost of a retry of `kind`, up to capacity.
     ///
     /// The caller refunds a retry that succeeded (final status below 400) and

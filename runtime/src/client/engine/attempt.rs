@@ -156,8 +156,17 @@ impl<B: Body> Call<B> {
         if let Some(budget) = &budget {
             self.tell_tokens(budget);
         }
-        self.next_kind = AttemptKind::Hedge;
-        let (mut request, pending) = self.start().ok()?;
+        let kind = std::mem::replace(&mut self.next_kind, AttemptKind::Hedge);
+        let Ok((mut request, pending)) = self.start() else {
+            // Not sent after all (the breaker refused it, or the deadline
+            // passed): it costs nothing.
+            self.next_kind = kind;
+            if let Some(budget) = &budget {
+                budget.refund_hedge(self.rules.hedging.cost());
+                self.tell_tokens(budget);
+            }
+            return None;
+        };
         let marker = format!("{};hedge", pending.attempt.number);
         request.headers_mut().insert(
             ATTEMPT_HEADER,
