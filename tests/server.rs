@@ -740,6 +740,33 @@ async fn inherit_route() -> String {
     works(3).await
 }
 
+/// A middleware that gives the route one poll, then answers for it.
+async fn impatient(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut route = std::pin::pin!(next.run(request));
+    match futures_util::poll!(route.as_mut()) {
+        std::task::Poll::Ready(response) => response,
+        std::task::Poll::Pending => "answered by the middleware".into_response(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_from_between_timebox_layer_and_a_route_with_its_own_rule_stands() {
+    let config = config_with_global(Some(2_000));
+    let app = layered(
+        routes![long_override]
+            .into_router(&config)
+            .layer(axum::middleware::from_fn(impatient)),
+        &config,
+    );
+    let response = send(&app, request("GET", "/long")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(text(response).await, "answered by the middleware");
+}
+
 #[tokio::test(start_paused = true)]
 async fn under_timebox_layer_macro_routes_keep_their_own_rule() {
     let config = config_with_global(Some(2_000));

@@ -310,14 +310,18 @@ where
         match this.claim.take().map(|claim| claim.settle()) {
             // The route has a rule of its own and waits for us to let go:
             // from now on only its rule applies, and it tells its deadline
-            // and learns its service time.
+            // and learns its service time. (Unless something between us and
+            // the route answered already, or the global deadline passed in
+            // that first poll: that answer stands.)
             Some(true) => {
                 if let Some(plain) = this.plain.take() {
                     plain.settle(false);
                 }
-                this.state.as_mut().forget_learning();
-                this.state.as_mut().release();
-                answer = this.state.poll_answer(cx);
+                if answer.is_pending() {
+                    this.state.as_mut().forget_learning();
+                    this.state.as_mut().release();
+                    answer = this.state.poll_answer(cx);
+                }
             }
             // The global deadline is the request's: told once that is known.
             Some(false) => {
