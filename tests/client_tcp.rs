@@ -522,6 +522,33 @@ async fn an_existing_reqwest_client_without_redirects_is_used_and_timebox_follow
 }
 
 #[tokio::test]
+async fn a_refused_redirecting_client_is_no_failure_of_the_host() {
+    let addr = serve(redirecting()).await;
+    let recording = timebox::observe::Recording::new();
+    let client = Client::builder(&Config::default().observed_by(recording.clone()))
+        .reqwest(reqwest::Client::new())
+        .build();
+    for _ in 0..3 {
+        ends(client.get(format!("http://{addr}/from")).send())
+            .await
+            .unwrap_err();
+    }
+    let outcomes: Vec<_> = recording
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            timebox::observe::Event::BreakerCall { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [timebox::observe::BreakerCallOutcome::Cancelled; 3],
+        "the host answered; the client was set up wrong"
+    );
+}
+
+#[tokio::test]
 async fn a_reqwest_client_that_follows_redirects_itself_is_refused_at_the_first() {
     let addr = serve(redirecting()).await;
     let client = Client::builder(&Config::default())

@@ -251,7 +251,7 @@ where
             .then(|| self.service.call(request.map(|Replay(body)| body)));
         async move {
             let Some(sent) = sent else {
-                return Err(TransportError::Other(
+                return Err(TransportError::Local(
                     "the inner service was not readied before the request".into(),
                 ));
             };

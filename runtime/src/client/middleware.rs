@@ -234,7 +234,7 @@ impl ByNext<'_, '_> {
         let mut request = match (copy, body) {
             (Some(copy), _) => copy,
             (None, Payload::Callers { .. }) => self.template.take().ok_or_else(|| {
-                TransportError::Other("the request's streaming body was already sent".into())
+                TransportError::Local("the request's streaming body was already sent".into())
             })?,
             // A redirect to a GET after a streaming body: a request of its
             // own, with the caller's timeout.
@@ -277,7 +277,7 @@ impl Sender<Payload> for ByNext<'_, '_> {
         let url = match url {
             Some(url) => Ok(url.clone()),
             None => Url::parse(&parts.uri.to_string())
-                .map_err(|err| TransportError::Other(Box::new(err))),
+                .map_err(|err| TransportError::Local(Box::new(err))),
         };
         let sent = url.and_then(|url| {
             let mut request = self.outgoing(body, url.clone())?;
@@ -290,14 +290,13 @@ impl Sender<Payload> for ByNext<'_, '_> {
         });
         async move {
             let (url, sent) = sent?;
-            let response = sent.await.map_err(|err| {
-                let connect =
-                    matches!(&err, reqwest_middleware::Error::Reqwest(err) if err.is_connect());
-                if connect {
+            let response = sent.await.map_err(|err| match &err {
+                reqwest_middleware::Error::Reqwest(reqwest) if reqwest.is_connect() => {
                     TransportError::Connect(Box::new(err))
-                } else {
-                    TransportError::Other(Box::new(err))
                 }
+                reqwest_middleware::Error::Reqwest(_) => TransportError::Other(Box::new(err)),
+                // Another middleware's own error: not the host's.
+                reqwest_middleware::Error::Middleware(_) => TransportError::Local(Box::new(err)),
             })?;
             refuse_redirected(&url, response)
         }

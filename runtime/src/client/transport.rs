@@ -48,6 +48,11 @@ pub enum TransportError {
     Connect(BoxError),
     /// The request failed after it was sent: not retried.
     Other(BoxError),
+    /// A local failure, not the host's doing: the request could not be
+    /// sent as asked (it could not be built, its body was already sent, a
+    /// reqwest client followed a redirect itself, another middleware
+    /// failed). Not retried, and not counted by the host's breaker.
+    Local(BoxError),
 }
 
 impl std::fmt::Display for TransportError {
@@ -55,6 +60,7 @@ impl std::fmt::Display for TransportError {
         match self {
             Self::Connect(_) => f.write_str("connection failed"),
             Self::Other(_) => f.write_str("request failed after it was sent"),
+            Self::Local(_) => f.write_str("request not sent as asked"),
         }
     }
 }
@@ -64,7 +70,7 @@ impl TransportError {
     pub(crate) fn into_client(self) -> ClientError {
         match self {
             Self::Connect(err) => ClientError::Connect(err),
-            Self::Other(err) => ClientError::Transport(err),
+            Self::Other(err) | Self::Local(err) => ClientError::Transport(err),
         }
     }
 }
@@ -72,7 +78,7 @@ impl TransportError {
 impl std::error::Error for TransportError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Connect(err) | Self::Other(err) => Some(&**err),
+            Self::Connect(err) | Self::Other(err) | Self::Local(err) => Some(&**err),
         }
     }
 }
@@ -149,7 +155,7 @@ pub(crate) fn refuse_redirected(
     if response.url() == requested {
         return Ok(response);
     }
-    Err(TransportError::Other(Box::new(RedirectsOn {
+    Err(TransportError::Local(Box::new(RedirectsOn {
         requested: requested.as_str().to_owned(),
         ended_at: response.url().as_str().to_owned(),
     })))
@@ -160,7 +166,7 @@ impl Transport for ReqwestTransport {
         let client = self.client.clone();
         Box::pin(async move {
             let request = reqwest::Request::try_from(request)
-                .map_err(|err| TransportError::Other(err.into()))?;
+                .map_err(|err| TransportError::Local(err.into()))?;
             let requested = request.url().clone();
             let response = client.execute(request).await.map_err(|err| {
                 if err.is_connect() {

@@ -78,7 +78,10 @@ impl<B: Body> Call<B> {
             attempt: pending.attempt,
             outcome: observed,
         });
-        fail(pending.permit);
+        match outcome {
+            Outcome::Failed(TransportError::Local(_)) => drop(pending.permit),
+            _ => fail(pending.permit),
+        }
         span::record_outcome(&pending.span, observed, false);
     }
 
@@ -110,6 +113,12 @@ impl<B: Body> Call<B> {
             }
             Outcome::Failed(err @ TransportError::Other(_)) => {
                 fail(permit);
+                return Next::Return(Err(err.into_client()));
+            }
+            // Not the host's doing: the permit is dropped without an
+            // outcome (B6).
+            Outcome::Failed(err @ TransportError::Local(_)) => {
+                drop(permit);
                 return Next::Return(Err(err.into_client()));
             }
             Outcome::Response(response) => {
@@ -288,7 +297,7 @@ impl<R: Answer> Outcome<R> {
         match self {
             Self::Response(response) => CallOutcome::Status(response.status().as_u16()),
             Self::Failed(TransportError::Connect(_)) => CallOutcome::Connect,
-            Self::Failed(TransportError::Other(_)) => CallOutcome::Error,
+            Self::Failed(TransportError::Other(_) | TransportError::Local(_)) => CallOutcome::Error,
             Self::TimedOut => CallOutcome::Timeout,
             Self::DeadlineExceeded => CallOutcome::DeadlineExceeded,
         }
