@@ -66,6 +66,32 @@ impl Host {
         )
     }
 
+    /// A host whose first two requests fail at once (503) and whose later
+    /// ones take 1 s.
+    fn two_failures_then_slow(&self) -> Router {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let attempts = self.attempts.clone();
+        Router::new().route(
+            "/",
+            any(move |request: Request| {
+                let n = calls.fetch_add(1, Ordering::SeqCst);
+                let attempts = attempts.clone();
+                async move {
+                    let marker = request.headers().get("x-timebox-attempt");
+                    attempts
+                        .lock()
+                        .unwrap()
+                        .push(marker.map(|v| v.to_str().unwrap().to_owned()));
+                    if n < 2 {
+                        return StatusCode::SERVICE_UNAVAILABLE;
+                    }
+                    sleep(MS(1000)).await;
+                    StatusCode::OK
+                }
+            }),
+        )
+    }
+
     fn attempts(&self) -> Vec<Option<String>> {
         self.attempts.lock().unwrap().clone()
     }
@@ -182,32 +208,7 @@ async fn a_post_is_never_hedged(sim: Sim) {
 async fn no_hedge_while_the_bucket_is_below_half(sim: Sim) {
     let host = Host::default();
     // Two quick failures (a request and its retry), then slow answers.
-    sim.net().host(
-        "up",
-        Router::new().route(
-            "/",
-            any({
-                let calls = Arc::new(AtomicUsize::new(0));
-                let attempts = host.attempts.clone();
-                move |request: Request| {
-                    let n = calls.fetch_add(1, Ordering::SeqCst);
-                    let attempts = attempts.clone();
-                    async move {
-                        let marker = request.headers().get("x-timebox-attempt");
-                        attempts
-                            .lock()
-                            .unwrap()
-                            .push(marker.map(|v| v.to_str().unwrap().to_owned()));
-                        if n < 2 {
-                            return StatusCode::SERVICE_UNAVAILABLE;
-                        }
-                        sleep(MS(1000)).await;
-                        StatusCode::OK
-                    }
-                }
-            }),
-        ),
-    );
+    sim.net().host("up", host.two_failures_then_slow());
     let mut config = hedging(&sim, 20);
     config.http.client.max_retries = 1;
     // The retry takes 60 of the 100 tokens.
@@ -228,32 +229,7 @@ async fn no_hedge_while_the_bucket_is_below_half(sim: Sim) {
 async fn a_hedge_the_breaker_refuses_costs_no_tokens(sim: Sim) {
     let host = Host::default();
     // Two failures open the breaker; the next request is slow.
-    sim.net().host(
-        "up",
-        Router::new().route(
-            "/",
-            any({
-                let calls = Arc::new(AtomicUsize::new(0));
-                let attempts = host.attempts.clone();
-                move |request: Request| {
-                    let n = calls.fetch_add(1, Ordering::SeqCst);
-                    let attempts = attempts.clone();
-                    async move {
-                        let marker = request.headers().get("x-timebox-attempt");
-                        attempts
-                            .lock()
-                            .unwrap()
-                            .push(marker.map(|v| v.to_str().unwrap().to_owned()));
-                        if n < 2 {
-                            return StatusCode::SERVICE_UNAVAILABLE;
-                        }
-                        sleep(MS(1000)).await;
-                        StatusCode::OK
-                    }
-                }
-            }),
-        ),
-    );
+    sim.net().host("up", host.two_failures_then_slow());
     let mut config = hedging(&sim, 20);
     config.http.client.max_retries = 0;
     config.breaker.minimum_sample_count = 2;

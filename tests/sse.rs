@@ -62,6 +62,20 @@ where
         .on_evict(move || evictions.push("evicted"))
 }
 
+/// A guarded stream that `shutdown` drains, whose remote cleanup notifies
+/// one tool (logged as `tool notified`).
+fn drained_with_a_tool<S>(events: S, shutdown: &Shutdown, log: &Log) -> SseStream<S>
+where
+    S: futures_util::Stream<Item = Event> + Send + 'static,
+{
+    let notices = log.clone();
+    guarded(events, Watchdog::new(), log)
+        .drain(shutdown.drain_token())
+        .remote_cleanup(move |_| {
+            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+        })
+}
+
 /// Every frame of `body` with the virtual time it arrived at.
 async fn frames(body: Body) -> Vec<(Duration, String)> {
     let start = Instant::now();
@@ -227,12 +241,7 @@ async fn a_shutdown_lets_the_client_take_done_before_any_tool_hears_of_it() {
     let log = Log::default();
     let (_tx, events) = fed();
     let shutdown = Shutdown::new(&Config::default());
-    let notices = log.clone();
-    let stream = guarded(events, Watchdog::new(), &log)
-        .drain(shutdown.drain_token())
-        .remote_cleanup(move |_| {
-            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
-        });
+    let stream = drained_with_a_tool(events, &shutdown, &log);
     let mut body = served(stream).await.into_data_stream();
     let client = log.clone();
     let reader = tokio::spawn(async move {
@@ -324,12 +333,7 @@ async fn a_client_that_stops_reading_does_not_hold_up_a_shutdowns_cleanup() {
     let log = Log::default();
     let (tx, events) = fed();
     let shutdown = Shutdown::new(&Config::default());
-    let notices = log.clone();
-    let stream = guarded(events, Watchdog::new(), &log)
-        .drain(shutdown.drain_token())
-        .remote_cleanup(move |_| {
-            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
-        });
+    let stream = drained_with_a_tool(events, &shutdown, &log);
     let body = served(stream).await;
     tx.send(Event::default().data("token")).await.unwrap();
     sleep(SECS(1)).await;

@@ -457,16 +457,14 @@ async fn a_method_deadline_is_told_when_set_and_when_exceeded() {
     );
 }
 
-// A1 on the gRPC server: a call with less time than its method takes is
-// not started.
-#[tokio::test(start_paused = true)]
-async fn a_call_shorter_than_its_methods_median_is_refused_with_deadline_exceeded() {
-    let mut config = Config::default();
-    config.server.admission.deadline_check = timebox::config::DeadlineCheck::Enforce;
-    let probe = Probe::default();
-    let channel = serve(probe.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+/// Teaches `Wait` its median with 100 calls of 40 ms, then calls it with
+/// 10 ms left: that call's status, and how long it took. The handler must
+/// not have run for it.
+async fn too_short_after_teaching(
+    channel: tonic::transport::Channel,
+    probe: &Probe,
+) -> (Status, Duration) {
     let mut relay = RelayClient::new(channel);
-    // 100 calls of 40 ms teach the method its median.
     for _ in 0..100 {
         relay.wait(wait(40)).await.unwrap();
     }
@@ -475,13 +473,22 @@ async fn a_call_shorter_than_its_methods_median_is_refused_with_deadline_exceede
     request.set_timeout(MS(10));
     let start = Instant::now();
     let status = relay.wait(request).await.unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(probe.calls(), calls, "the handler never ran");
+    (status, took)
+}
+
+// A1 on the gRPC server: a call with less time than its method takes is
+// not started.
+#[tokio::test(start_paused = true)]
+async fn a_call_shorter_than_its_methods_median_is_refused_with_deadline_exceeded() {
+    let mut config = Config::default();
+    config.server.admission.deadline_check = timebox::config::DeadlineCheck::Enforce;
+    let probe = Probe::default();
+    let channel = serve(probe.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let (status, took) = too_short_after_teaching(channel, &probe).await;
     assert_eq!(status.code(), Code::DeadlineExceeded);
-    assert_eq!(
-        start.elapsed(),
-        Duration::ZERO,
-        "refused before the handler ran"
-    );
-    assert_eq!(probe.calls(), calls);
+    assert_eq!(took, Duration::ZERO, "refused before the handler ran");
     let message = status.message();
     assert!(
         message.contains("takes 40 ms") && message.contains("was not started"),
@@ -513,15 +520,7 @@ async fn made_up_methods_take_no_place_from_the_real_ones_checks() {
             .unwrap_err();
         assert_eq!(status.code(), Code::Unimplemented);
     }
-    let mut relay = RelayClient::new(channel);
-    for _ in 0..100 {
-        relay.wait(wait(40)).await.unwrap();
-    }
-    let calls = probe.calls();
-    let mut request = Request::new(wait(40));
-    request.set_timeout(MS(10));
-    let status = relay.wait(request).await.unwrap_err();
+    let (status, _) = too_short_after_teaching(channel, &probe).await;
     assert_eq!(status.code(), Code::DeadlineExceeded);
     assert!(status.message().contains("was not started"), "{status:?}");
-    assert_eq!(probe.calls(), calls, "the handler never ran");
 }

@@ -39,6 +39,19 @@ fn gateway_with(dir: &Path, name: &str, server: &str, env: &[(&str, &str)]) -> G
     Gateway::start_in(Some(dir), &env)
 }
 
+/// A gateway whose server `local` is the SDK server over stdio, run with
+/// `extra` arguments and logging to `log`.
+fn stdio_gateway(dir: &Path, log: &Path, extra: &[&str]) -> Gateway {
+    let mut command = mcp_stdio_command(log);
+    command.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    let command = command
+        .iter()
+        .map(|part| format!("{part:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    gateway_with(dir, "local", &format!("command = [{command}]"), &[])
+}
+
 /// The SDK server over HTTP (run with `server_args`), and a gateway that
 /// names it `name`, with `settings` added to its table and `env`; the
 /// server's log is in the test's own directory.
@@ -394,12 +407,7 @@ async fn two_parallel_calls_cut_short_by_a_disconnect_get_a_notice_each_by_reque
 async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_evicted() {
     let dir = scratch_dir("mcp-stdio");
     let log = dir.join("server.jsonl");
-    let command = mcp_stdio_command(&log)
-        .iter()
-        .map(|part| format!("{part:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let gateway = gateway_with(&dir, "local", &format!("command = [{command}]"), &[]);
+    let gateway = stdio_gateway(&dir, &log, &[]);
     let client = reqwest::Client::new();
 
     let (response, calls) =
@@ -419,14 +427,7 @@ async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_e
 async fn an_idle_stdio_session_whose_process_exited_is_not_handed_out_again() {
     let dir = scratch_dir("mcp-stdio-exited");
     let log = dir.join("server.jsonl");
-    let mut command = mcp_stdio_command(&log);
-    command.extend(["--exit-after-calls".to_owned(), "1".to_owned()]);
-    let command = command
-        .iter()
-        .map(|part| format!("{part:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let gateway = gateway_with(&dir, "local", &format!("command = [{command}]"), &[]);
+    let gateway = stdio_gateway(&dir, &log, &["--exit-after-calls", "1"]);
     let client = reqwest::Client::new();
 
     let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
