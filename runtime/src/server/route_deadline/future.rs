@@ -185,10 +185,11 @@ impl<F> State<F> {
 }
 
 /// For a route rule that took a request over from an outer `TimeboxLayer`:
-/// `Pending` while the outer layer still holds it (it polls again at once),
-/// so nothing of the handler runs under the outer deadline.
-pub(super) fn held(claim: &mut Option<RouteClaim>) -> bool {
-    if claim.as_ref().is_some_and(RouteClaim::is_held) {
+/// `Pending` while the outer layer still holds it (it polls again at once,
+/// or wakes the task of `cx`), so nothing of the handler runs under the
+/// outer deadline.
+pub(super) fn held(claim: &mut Option<RouteClaim>, cx: &Context<'_>) -> bool {
+    if claim.as_ref().is_some_and(|claim| claim.is_held(cx)) {
         return true;
     }
     *claim = None;
@@ -348,7 +349,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if held(this.claim) {
+        if held(this.claim, cx) {
             return Poll::Pending;
         }
         this.state.poll_answer(cx).map(|answer| match answer {

@@ -148,7 +148,7 @@ impl<F: Future<Output = Response>> Future for HandlerFuture<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
         let this = self.project();
-        if held(this.claim) {
+        if held(this.claim, cx) {
             return Poll::Pending;
         }
         this.state.poll_answer(cx).map(|answer| match answer {
