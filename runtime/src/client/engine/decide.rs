@@ -11,7 +11,7 @@ use crate::breaker::{BreakerState, Permit};
 use crate::client::redirect::{self, MAX_HOPS};
 use crate::client::span;
 use crate::client::transport::TransportError;
-use crate::client::{AttemptKind, ClientError};
+use crate::client::{Attempt, AttemptKind, ClientError};
 use crate::deadline::Deadline;
 use crate::observe::{CallOutcome, Event, SkipReason};
 use crate::retry::{classify_answer, hint_wait, RetryKind};
@@ -73,15 +73,7 @@ impl<B: Body> Call<B> {
     /// attempt's outcome will be.
     pub(crate) fn lose<R: Answer>(&mut self, pending: Pending, outcome: &Outcome<R>) {
         let observed = outcome.observed();
-        self.rules.observers.emit(|| Event::AttemptFinished {
-            host: self.label(),
-            attempt: pending.attempt,
-            outcome: observed,
-        });
-        match outcome {
-            Outcome::Failed(TransportError::Local(_)) => drop(pending.permit),
-            _ => fail(pending.permit),
-        }
+        self.attempt_ended(pending.attempt, pending.permit, outcome, observed);
         span::record_outcome(&pending.span, observed, false);
     }
 
@@ -91,42 +83,15 @@ impl<B: Body> Call<B> {
         outcome: Outcome<R>,
         observed: CallOutcome,
     ) -> Next<R> {
-        let Pending {
-            permit, attempt, ..
-        } = pending;
-        self.rules.observers.emit(|| Event::AttemptFinished {
-            host: self.label(),
-            attempt,
-            outcome: observed,
-        });
+        self.attempt_ended(pending.attempt, pending.permit, &outcome, observed);
         let result = match outcome {
-            // The deadline passed during the attempt: our impatience, not
-            // the host's fault, so the permit is dropped without an outcome.
             Outcome::DeadlineExceeded => return Next::Return(Err(ClientError::deadline())),
-            Outcome::TimedOut => {
-                fail(permit);
-                Err(ClientError::Timeout)
-            }
-            Outcome::Failed(err @ TransportError::Connect(_)) => {
-                fail(permit);
-                Err(err.into_client())
-            }
-            Outcome::Failed(err @ TransportError::Other(_)) => {
-                fail(permit);
+            Outcome::TimedOut => Err(ClientError::Timeout),
+            Outcome::Failed(err @ TransportError::Connect(_)) => Err(err.into_client()),
+            Outcome::Failed(err @ (TransportError::Other(_) | TransportError::Local(_))) => {
                 return Next::Return(Err(err.into_client()));
             }
-            // Not the host's doing: the permit is dropped without an
-            // outcome (B6).
-            Outcome::Failed(err @ TransportError::Local(_)) => {
-                drop(permit);
-                return Next::Return(Err(err.into_client()));
-            }
-            Outcome::Response(response) => {
-                if let Some(permit) = permit {
-                    permit.record_status(response.status());
-                }
-                Ok(response)
-            }
+            Outcome::Response(response) => Ok(response),
         };
         if let Ok(response) = &result {
             if let Some(next) = self.follow(response) {
@@ -134,6 +99,34 @@ impl<B: Body> Call<B> {
             }
         }
         self.retry_or_return(result)
+    }
+
+    /// Tells the end of `attempt`: its event, and its outcome to the host's
+    /// breaker (B6). A response counts by its status, a failure or a
+    /// timeout as a failure. The deadline passing during the attempt (our
+    /// impatience) and a local failure (not the host's doing) drop the
+    /// permit without an outcome.
+    fn attempt_ended<R: Answer>(
+        &self,
+        attempt: Attempt,
+        permit: Option<Permit>,
+        outcome: &Outcome<R>,
+        observed: CallOutcome,
+    ) {
+        self.rules.observers.emit(|| Event::AttemptFinished {
+            host: self.label(),
+            attempt,
+            outcome: observed,
+        });
+        let Some(permit) = permit else { return };
+        match outcome {
+            Outcome::Response(response) => permit.record_status(response.status()),
+            Outcome::TimedOut
+            | Outcome::Failed(TransportError::Connect(_) | TransportError::Other(_)) => {
+                permit.failure();
+            }
+            Outcome::DeadlineExceeded | Outcome::Failed(TransportError::Local(_)) => drop(permit),
+        }
     }
 
     /// A redirect is followed under the same rules, as a hop. One that
@@ -328,12 +321,5 @@ impl fmt::Display for RetryReason {
             Self::Timeout => f.write_str("attempt timeout"),
             Self::Connect => f.write_str("connect error"),
         }
-    }
-}
-
-/// A failed attempt, for the host's breaker when it has one.
-fn fail(permit: Option<Permit>) {
-    if let Some(permit) = permit {
-        permit.failure();
     }
 }
