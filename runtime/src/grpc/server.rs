@@ -150,32 +150,29 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let settings = &*self.settings;
-        // Counted before the token is read, as `ShutdownGate` does.
-        let guard = settings
-            .shutdown
-            .as_ref()
-            .map(|shutdown| shutdown.in_flight().enter());
         let guard = match &settings.shutdown {
-            Some(shutdown) if shutdown.token().is_cancelled() => {
-                drop(guard);
-                // A simulation's app puts its own random source on requests.
-                settings.observers.emit(|| Event::RequestShed {
-                    reason: ShedReason::ShuttingDown,
-                    route: settings.route(req.uri().path()),
-                });
-                let entropy = req
-                    .extensions()
-                    .get::<Entropy>()
-                    .unwrap_or(&settings.entropy);
-                return GrpcServerFuture::answered(status::shutting_down(entropy), None);
-            }
+            None => None,
             Some(shutdown) => {
+                // Counted before the token is read, as `ShutdownGate` does.
+                let guard = shutdown.in_flight().enter();
+                if shutdown.token().is_cancelled() {
+                    drop(guard);
+                    // A simulation's app puts its own random source on requests.
+                    settings.observers.emit(|| Event::RequestShed {
+                        reason: ShedReason::ShuttingDown,
+                        route: settings.route(req.uri().path()),
+                    });
+                    let entropy = req
+                        .extensions()
+                        .get::<Entropy>()
+                        .unwrap_or(&settings.entropy);
+                    return GrpcServerFuture::answered(status::shutting_down(entropy), None);
+                }
                 let extensions = req.extensions_mut();
                 extensions.insert(shutdown.token());
                 extensions.insert(shutdown.drain_token());
-                guard
+                Some(guard)
             }
-            None => None,
         };
         // A1: each method learns its service time from every call.
         let check = (settings.checks.as_ref()).and_then(|checks| checks.find(req.uri().path()));
