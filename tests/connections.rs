@@ -252,6 +252,68 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
         .expect("a graceful end");
 }
 
+/// A connection opened while phase 1 holds the server open (a request in
+/// flight) is told to go like the ones before it: HTTP/1 by `connection:
+/// close`, HTTP/2 by its 503 and then a GOAWAY, which ends it while the
+/// request still runs, not when phase 2 closes every connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_connection_opened_during_phase_one_gets_503_and_goaway() {
+    use http_body_util::Empty;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let server = start(&config(30_000, 75)).await;
+    let in_flight = server.shutdown.in_flight().enter();
+    server.shutdown.trigger();
+    server.shutdown.token().cancelled().await;
+
+    let io = TokioIo::new(connect(server.addr).await);
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake::<_, _, Empty<bytes::Bytes>>(
+            TokioExecutor::new(),
+            io,
+        )
+        .await
+        .expect("an HTTP/2 handshake");
+    let connection = tokio::spawn(connection);
+    let refused = sender
+        .send_request(
+            http::Request::get(format!("http://{}/hello", server.addr))
+                .body(Empty::new())
+                .unwrap(),
+        )
+        .await
+        .expect("the server answers the stream");
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    // Phase 1 is still held open: only a GOAWAY can end the connection.
+    tokio::time::timeout(ROOM, connection)
+        .await
+        .expect("the connection ends after the GOAWAY")
+        .unwrap()
+        .expect("a graceful end");
+    drop(in_flight);
+}
+
+/// A connection accepted before phase 1 whose request the server had not
+/// read yet when phase 1 began is answered (503, `connection: close`), not
+/// closed as idle: its client would not resend what a fresh connection
+/// lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_connection_at_phase_one_is_answered_not_dropped() {
+    let server = start(&config(30_000, 75)).await;
+    let in_flight = server.shutdown.in_flight().enter();
+    let mut fresh = connect(server.addr).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.shutdown.trigger();
+    server.shutdown.token().cancelled().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = get_hello(&mut fresh).await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("connection"), Some("close"));
+    closed_within(&mut fresh, ROOM).await;
+    drop(in_flight);
+}
+
 /// What holds today keeps holding on the new server: out of file
 /// descriptors, accepting waits (without spinning) and resumes at once
 /// when connections close, saying so in a rate-limited warning.

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use http::Version;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::shutdown::ConnectionBounds;
@@ -19,11 +20,15 @@ use crate::shutdown::ConnectionBounds;
 /// later than the shortest bound from now. Any state entered later has a
 /// deadline at least that far off, so no bound is ever missed, and a
 /// connection's driver wakes at most once per shortest bound besides its
-/// own deadline.
+/// own deadline. The one change it can wait for is the connection's first
+/// HTTP/2 request ([`http2`](Self::http2)), which shutdown needs to send a
+/// GOAWAY; it is told once per connection.
 #[derive(Debug)]
 pub(super) struct ConnectionClock {
     state: Mutex<State>,
     bounds: ConnectionBounds,
+    /// Told at the first HTTP/2 request.
+    http2_seen: Notify,
 }
 
 #[derive(Debug)]
@@ -75,6 +80,7 @@ impl ConnectionClock {
                 http2: false,
             }),
             bounds,
+            http2_seen: Notify::new(),
         })
     }
 
@@ -111,7 +117,11 @@ impl ConnectionClock {
     /// has been written or abandoned).
     pub(super) fn on_request(self: &Arc<Self>, version: Version, bodiless: bool) -> RequestEnd {
         let mut state = self.lock();
-        state.http2 |= version == Version::HTTP_2;
+        if version == Version::HTTP_2 && !state.http2 {
+            state.http2 = true;
+            // A permit is kept if the driver is not waiting yet.
+            self.http2_seen.notify_one();
+        }
         state.activity = match state.activity {
             Activity::Busy {
                 requests,
@@ -161,17 +171,25 @@ impl ConnectionClock {
     }
 
     /// Whether closing the connection now loses nothing: it is between
-    /// requests, or new and not a byte of a request has arrived.
+    /// requests. A new connection is not: its client may already have sent
+    /// a request we have not read yet, and a client does not resend a
+    /// request that a fresh connection lost.
     pub(super) fn is_idle(&self) -> bool {
-        matches!(
-            self.lock().activity,
-            Activity::Idle { .. } | Activity::Head { started: false, .. }
-        )
+        matches!(self.lock().activity, Activity::Idle { .. })
     }
 
-    /// Whether the connection speaks HTTP/2.
-    pub(super) fn is_http2(&self) -> bool {
-        self.lock().http2
+    /// Resolves once the connection is known to speak HTTP/2: at once if
+    /// a request already said so, else at its first HTTP/2 request. An
+    /// HTTP/1 connection never resolves it.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Safe to drop and call again: the first request's notice is kept
+    /// until a call takes it, and the state is checked first.
+    pub(super) async fn http2(&self) {
+        while !self.lock().http2 {
+            self.http2_seen.notified().await;
+        }
     }
 
     /// When the bound that applies now passes, if one does.
@@ -249,7 +267,7 @@ mod tests {
     async fn a_new_connection_owes_its_first_head_within_the_header_bound() {
         let clock = ConnectionClock::new(BOUNDS);
         let start = Instant::now();
-        assert!(clock.is_idle());
+        assert!(!clock.is_idle(), "its request may be on its way");
         assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
         assert_eq!(start.elapsed(), Duration::from_secs(2));
     }
@@ -306,11 +324,26 @@ mod tests {
         drop(clock.on_request(Version::HTTP_2, true));
         clock.on_read(); // a PING, say
         assert!(clock.is_idle());
-        assert!(clock.is_http2());
+        clock.http2().await;
         assert_eq!(
             clock.expired().await,
             Expired::Idle(Duration::from_secs(10))
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_http2_request_wakes_a_wait_for_it_and_http1_never_does() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut waiting = tokio_test::task::spawn(clock.http2());
+        assert!(waiting.poll().is_pending());
+        drop(clock.on_request(Version::HTTP_11, true));
+        assert!(!waiting.is_woken());
+        assert!(waiting.poll().is_pending());
+        drop(clock.on_request(Version::HTTP_2, true));
+        assert!(waiting.is_woken());
+        assert!(waiting.poll().is_ready());
+        // Known from then on: a later wait ends at once.
+        assert!(tokio_test::task::spawn(clock.http2()).poll().is_ready());
     }
 
     #[tokio::test(start_paused = true)]

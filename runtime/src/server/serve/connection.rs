@@ -114,11 +114,17 @@ impl Connection {
         let service = ConnectionService::new(service, Arc::clone(&clock), phase1.clone());
         let connection = builder.serve_connection_with_upgrades(io, service);
         tokio::pin!(connection);
-        // A connection accepted during phase 1 is served; its responses ask
-        // the client to close (see `ConnectionService`).
+        // A connection accepted during phase 1 is served, and told to go
+        // like the others: its HTTP/1 responses ask the client to close
+        // (see `ConnectionService`), and an HTTP/2 connection gets its
+        // GOAWAY once its first request says it is one.
         let mut phase1_seen = phase1.is_cancelled();
+        let mut goaway_sent = false;
         loop {
             tokio::select! {
+                // The connection first: a request whose bytes have arrived
+                // is read before the connection is judged idle.
+                biased;
                 result = connection.as_mut() => {
                     if let Err(err) = result {
                         tracing::debug!(error = %err, "connection ended with an error");
@@ -132,10 +138,11 @@ impl Connection {
                         tracing::debug!("closing an idle connection: the server is shutting down");
                         return;
                     }
-                    if clock.is_http2() {
-                        // GOAWAY: streams in flight finish, no new ones start.
-                        connection.as_mut().graceful_shutdown();
-                    }
+                }
+                () = clock.http2(), if phase1_seen && !goaway_sent => {
+                    goaway_sent = true;
+                    // GOAWAY: streams in flight finish, no new ones start.
+                    connection.as_mut().graceful_shutdown();
                 }
                 expired = clock.expired() => {
                     match expired {

@@ -47,9 +47,12 @@ use connection::Connections;
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
 /// From phase 1 of the shutdown every HTTP/1 response carries
-/// `Connection: close` and HTTP/2 connections get a GOAWAY, so keep-alive
-/// clients move to another instance, and connections idle at that moment
-/// close at once. When the process runs out of file descriptors, accepting
+/// `Connection: close` and every HTTP/2 connection gets a GOAWAY (one
+/// opened during phase 1 too, once its first request shows it is HTTP/2),
+/// so keep-alive clients move to another instance. Connections idle
+/// between requests at that moment close at once. A new connection that
+/// has not sent a request yet stays open for it: its client may have sent
+/// one already, and would not resend what a fresh connection lost. When the process runs out of file descriptors, accepting
 /// waits (logging a rate-limited warning) until a connection closes, and
 /// resumes at once.
 ///
