@@ -348,6 +348,28 @@ async fn a_client_that_stops_reading_does_not_hold_up_a_shutdowns_cleanup() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_completed_stream_cut_off_by_the_drain_still_ends_in_order() {
+    let log = Log::default();
+    let (tx, events) = fed();
+    let shutdown = Shutdown::new(&Config::default());
+    let stream = guarded(events, Watchdog::new(), &log)
+        .final_event(Event::default().data("final"))
+        .drain(shutdown.drain_token());
+    let body = served(stream).await;
+    tx.send(Event::default().data("token")).await.unwrap();
+    drop(tx);
+    sleep(SECS(1)).await;
+    shutdown.force();
+    sleep(SECS(2)).await;
+    assert_eq!(
+        log.entries(),
+        ["final", "done"],
+        "the final event was cut off by the drain, and the stream still ended"
+    );
+    drop(body);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_heartbeat_interval_too_long_to_add_sends_one_heartbeat_and_keeps_the_stream() {
     let (tx, events) = fed();
     let stream = SseStream::new(events, Watchdog::new()).heartbeat(Duration::MAX);

@@ -243,11 +243,16 @@ async fn end(
                 tokio::time::sleep(HANDOVER_BOUND).await;
             };
             let mut cut = pin!(cut);
+            // Once cut off (or disconnected), nothing more is sent: `cut`
+            // has ended and is not polled again.
+            let mut open = true;
             if let Some(event) = final_event {
-                send_unless(tx, event, cut.as_mut()).await;
+                open = send_unless(tx, event, cut.as_mut()).await;
                 observe(Step::Final);
             }
-            send_unless(tx, done(), cut.as_mut()).await;
+            if open {
+                send_unless(tx, done(), cut.as_mut()).await;
+            }
             observe(Step::Done);
             return;
         }
