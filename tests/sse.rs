@@ -160,6 +160,74 @@ async fn a_timeout_cancels_cleans_up_evicts_then_names_the_cause_before_done() {
     drop(tx);
 }
 
+/// R1: a request cancelled through the registry (here, by its request
+/// deadline) ends its stream for that reason, in that reason's order, with
+/// the error event naming the cause (R5), not as a short answer.
+#[tokio::test(start_paused = true)]
+async fn a_request_cancelled_in_the_registry_ends_its_stream_for_that_reason() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let guard = registry.register("req-1").unwrap();
+    let (tx, events) = fed();
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new(), &log)
+        .guard(guard)
+        .remote_cleanup(move |reason| {
+            assert_eq!(reason, CancelReason::Timeout(TimeoutKind::RequestDeadline));
+            RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+        });
+    tx.send(Event::default().data("first")).await.unwrap();
+    let reader = tokio::spawn(frames(served(stream).await));
+    sleep(SECS(1)).await;
+    assert!(registry.cancel("req-1", CancelReason::Timeout(TimeoutKind::RequestDeadline)));
+    let frames = tokio::time::timeout(SECS(60), reader)
+        .await
+        .expect("the stream ended at the cancel")
+        .expect("the stream ended in order");
+    assert_eq!(
+        log.entries(),
+        [
+            "cancel",
+            "tool notified",
+            "remote_cleanup",
+            "evicted",
+            "evict",
+            "error_event",
+            "done"
+        ]
+    );
+    let (at_error, error) = &frames[frames.len() - 2];
+    assert_eq!(*at_error, SECS(1));
+    assert!(error.starts_with("event: error\n"), "{error}");
+    assert!(error.contains(r#""cause":"request_deadline""#), "{error}");
+    assert_eq!(frames.last().unwrap().1, "data: [DONE]\n\n");
+    assert_eq!(registry.len(), 0, "the guard dropped with the stream");
+    drop(tx);
+}
+
+/// R1, R3: a disconnect recorded in the registry (a proxy saw the client
+/// go) ends the stream with a disconnect's steps: nothing is written.
+#[tokio::test(start_paused = true)]
+async fn a_disconnect_recorded_in_the_registry_ends_the_stream_silently() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let guard = registry.register("req-1").unwrap();
+    let (tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().inactivity(SECS(30)), &log).guard(guard);
+    let reader = tokio::spawn(frames(served(stream).await));
+    assert!(registry.cancel("req-1", CancelReason::Disconnect));
+    let frames = tokio::time::timeout(SECS(60), reader)
+        .await
+        .expect("the stream ended at the cancel")
+        .expect("the stream ended in order");
+    assert_eq!(
+        log.entries(),
+        ["cancel", "remote_cleanup", "evicted", "evict"]
+    );
+    assert!(frames.is_empty(), "a disconnect writes nothing: {frames:?}");
+    drop(tx);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_remote_cleanup_that_never_returns_delays_done_by_its_total_bound() {
     let log = Log::default();

@@ -10,11 +10,12 @@ use axum::response::sse::Event;
 use futures_core::Stream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::observe::{self, Label, Observers};
 use crate::registry::{CancelReason, EndStep, RemoteCleanup, RequestGuard};
 use crate::shutdown::DrainToken;
-use crate::watchdog::{StreamTimeout, Watched};
+use crate::watchdog::{StreamTimeout, TimeoutKind, Watched};
 
 /// One step of ending a stream: [`Cancel`](Step::Cancel), then the steps of
 /// [`CancelReason::end_steps`] in that order; or, for a stream that
@@ -87,19 +88,14 @@ impl Told {
         });
     }
 
-    fn ended(&self, ending: &Ending) {
-        let reason = match ending {
-            Ending::Complete => return,
-            Ending::Timeout(timeout) => {
-                self.observers.emit(|| observe::Event::StreamTimeout {
-                    kind: timeout.kind(),
-                    route: self.route.clone(),
-                });
-                CancelReason::Timeout(timeout.kind())
-            }
-            Ending::Disconnect => CancelReason::Disconnect,
-            Ending::Shutdown => CancelReason::Shutdown,
-        };
+    fn timed_out(&self, timeout: &StreamTimeout) {
+        self.observers.emit(|| observe::Event::StreamTimeout {
+            kind: timeout.kind(),
+            route: self.route.clone(),
+        });
+    }
+
+    fn cancelled(&self, reason: CancelReason) {
         self.observers
             .emit(|| observe::Event::RequestCancelled { reason });
     }
@@ -127,6 +123,9 @@ enum Ending {
     Timeout(StreamTimeout),
     Disconnect,
     Shutdown,
+    /// The request's registry entry was cancelled elsewhere
+    /// (`Registry::cancel`), for this reason.
+    Cancelled(CancelReason),
 }
 
 impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
@@ -152,6 +151,8 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
         let mut drained = pin!(drained);
         // A heartbeat right away, then after every `interval` of silence.
         let mut next_heartbeat = heartbeat.map(|_| Instant::now());
+        let cancelled = cancelled_elsewhere(guard.as_ref().map(RequestGuard::token));
+        let mut cancelled = pin!(cancelled);
         let ending = loop {
             let beat = async {
                 match next_heartbeat {
@@ -162,6 +163,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             let event = tokio::select! {
                 biased;
                 () = &mut drained => break Ending::Shutdown,
+                () = &mut cancelled => break Ending::Cancelled(recorded(guard.as_ref())),
                 () = tx.closed() => break Ending::Disconnect,
                 item = poll_fn(|cx| watched.as_mut().poll_next(cx)) => match item {
                     Some(Ok(event)) => {
@@ -180,15 +182,36 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             tokio::select! {
                 biased;
                 () = &mut drained => break Ending::Shutdown,
+                () = &mut cancelled => break Ending::Cancelled(recorded(guard.as_ref())),
                 timeout = watched.as_mut().timed_out() => break Ending::Timeout(timeout),
                 sent = tx.send(event) => if sent.is_err() { break Ending::Disconnect },
             }
             // An interval too long to add is no heartbeat at all.
             next_heartbeat = heartbeat.and_then(|interval| Instant::now().checked_add(interval));
         };
-        told.ended(&ending);
-        end(ending, guard, hooks, &tx, drain.as_ref()).await;
+        if let Ending::Timeout(timeout) = &ending {
+            told.timed_out(timeout);
+        }
+        end(ending, guard, hooks, &told, &tx, drain.as_ref()).await;
     }
+}
+
+/// Resolves when the request's entry (its `token`) is cancelled by someone
+/// other than the stream; never without an entry.
+async fn cancelled_elsewhere(token: Option<CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled_owned().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The reason recorded for a request cancelled elsewhere. A token cancelled
+/// with none recorded (through [`RequestGuard::token`] itself) ends the
+/// stream as a disconnect would: nothing more is written.
+fn recorded(guard: Option<&RequestGuard>) -> CancelReason {
+    guard
+        .and_then(RequestGuard::reason)
+        .unwrap_or(CancelReason::Disconnect)
 }
 
 /// Sends one of the ending's events, unless `stop` comes first: whether
@@ -216,6 +239,7 @@ async fn end(
     ending: Ending,
     guard: Option<RequestGuard>,
     hooks: Hooks,
+    told: &Told,
     tx: &mpsc::Sender<Event>,
     drain: Option<&DrainToken>,
 ) {
@@ -259,10 +283,15 @@ async fn end(
         Ending::Timeout(timeout) => (CancelReason::Timeout(timeout.kind()), Some(timeout)),
         Ending::Disconnect => (CancelReason::Disconnect, None),
         Ending::Shutdown => (CancelReason::Shutdown, None),
+        Ending::Cancelled(reason) => (reason, None),
     };
-    if let Some(guard) = &guard {
-        guard.cancel(reason);
-    }
+    // The first reason recorded wins (R1): a request cancelled elsewhere
+    // while the stream was ending for a reason of its own ends for that one.
+    let reason = match &guard {
+        Some(guard) if !guard.cancel(reason) => guard.reason().unwrap_or(reason),
+        _ => reason,
+    };
+    told.cancelled(reason);
     observe(Step::Cancel(reason));
     // The one table of R3's order, step by step.
     for &step in reason.end_steps() {
@@ -285,9 +314,16 @@ async fn end(
                 }
             }
             EndStep::ErrorEvent => {
-                if let Some(timeout) = &timeout {
-                    send_bounded(tx, error_event(timeout)).await;
-                }
+                let event = match (timeout, reason) {
+                    (Some(timeout), CancelReason::Timeout(kind)) if timeout.kind() == kind => {
+                        error_event(kind, &timeout)
+                    }
+                    (_, CancelReason::Timeout(kind)) => {
+                        error_event(kind, &format_args!("stream cancelled: its {kind} passed"))
+                    }
+                    (_, CancelReason::Disconnect | CancelReason::Shutdown) => continue,
+                };
+                send_bounded(tx, event).await;
             }
             EndStep::Done => {
                 send_bounded(tx, done()).await;
@@ -308,12 +344,13 @@ fn done() -> Event {
     Event::default().data("[DONE]")
 }
 
-fn error_event(timeout: &StreamTimeout) -> Event {
+/// The error event that names a timeout's cause (R5).
+fn error_event(kind: TimeoutKind, message: &dyn fmt::Display) -> Event {
     let body = serde_json::json!({
         "error": {
             "type": "stream_timeout",
-            "cause": timeout.kind().as_str(),
-            "message": timeout.to_string(),
+            "cause": kind.as_str(),
+            "message": message.to_string(),
         }
     });
     Event::default().event("error").data(body.to_string())

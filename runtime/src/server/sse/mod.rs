@@ -14,8 +14,9 @@
 //!
 //! Every way the stream can end has a fixed order of steps ([`Step`]): a
 //! stream that completes writes its final event, then `[DONE]`; one that
-//! is cancelled (a timeout, a disconnect, a shutdown) records the reason,
-//! then runs the steps of
+//! is cancelled (a timeout, a disconnect, a shutdown, or its registry entry
+//! cancelled elsewhere) records the reason, the first one recorded, then
+//! runs the steps of
 //! [`CancelReason::end_steps`](crate::registry::CancelReason::end_steps),
 //! the one table of that order, as it lists them.
 //!
