@@ -34,6 +34,15 @@ async fn slow() -> &'static str {
     "slow"
 }
 
+/// The size of `/big`'s answer: more than loopback's socket buffers hold,
+/// so hyper still has some of it to write after it let the response go.
+const BIG: usize = 32 << 20;
+
+#[get("/big", timeout = "off")]
+async fn big() -> Vec<u8> {
+    vec![b'x'; BIG]
+}
+
 fn config(header_read_ms: u64, keep_alive_secs: u64) -> Config {
     let mut config = Config::default();
     config.server.header_read_timeout_ms = header_read_ms;
@@ -54,7 +63,7 @@ async fn start(config: &Config) -> Server {
         .expect("loopback binds");
     let addr = listener.local_addr().expect("a local address");
     let shutdown = Shutdown::new(config);
-    let app: Router = routes![hello, slow].into_router(config);
+    let app: Router = routes![hello, slow, big].into_router(config);
     let served = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
     Server {
         addr,
@@ -250,6 +259,36 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
         .expect("the connection ends after the GOAWAY")
         .unwrap()
         .expect("a graceful end");
+}
+
+/// Phase 1 closes a connection idle between requests without cutting
+/// off what its last response left to write: hyper lets a response go (and
+/// the connection looks idle) once the body is queued, not written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_phase_one_a_response_still_being_written_is_written_whole() {
+    let server = start(&config(30_000, 75)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut read = vec![0u8; 64 * 1024];
+    stream
+        .read_exact(&mut read)
+        .await
+        .expect("the answer starts");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.shutdown.trigger();
+    tokio::time::timeout(ROOM, stream.read_to_end(&mut read))
+        .await
+        .expect("the connection closes once the answer is written")
+        .expect("the answer arrives whole, then the connection closes");
+    let head_end = read
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head")
+        + 4;
+    assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
 }
 
 /// A connection opened while phase 1 holds the server open (a request in

@@ -134,9 +134,13 @@ impl Connection {
                 () = stop.cancelled() => return,
                 () = phase1.cancelled(), if !phase1_seen => {
                     phase1_seen = true;
-                    if clock.is_idle() {
+                    if clock.is_idle() && !goaway_sent {
                         tracing::debug!("closing an idle connection: the server is shutting down");
-                        return;
+                        // Gracefully, not by dropping it: hyper lets a
+                        // response go once its body is queued, and what it
+                        // queued is written out first.
+                        goaway_sent = true;
+                        connection.as_mut().graceful_shutdown();
                     }
                 }
                 () = clock.http2(), if phase1_seen && !goaway_sent => {

@@ -50,7 +50,8 @@ use connection::Connections;
 /// `Connection: close` and every HTTP/2 connection gets a GOAWAY (one
 /// opened during phase 1 too, once its first request shows it is HTTP/2),
 /// so keep-alive clients move to another instance. Connections idle
-/// between requests at that moment close at once. A new connection that
+/// between requests at that moment close as soon as what their last
+/// response left in the buffers is written. A new connection that
 /// has not sent a request yet stays open for it: its client may have sent
 /// one already, and would not resend what a fresh connection lost. When the process runs out of file descriptors, accepting
 /// waits (logging a rate-limited warning) until a connection closes, and
