@@ -198,6 +198,32 @@ async fn a_queued_request_leaves_the_queue_at_its_deadline(sim: Sim) {
     assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
 }
 
+/// Gives up after 10 ms by its own rule: every request is timed-out work.
+#[get("/late", timeout_ms = 10)]
+async fn late() -> &'static str {
+    sleep(MS(1000)).await;
+    "late"
+}
+
+/// A route's own timeout answer is dropped work for the limit, as the
+/// layer's own is: Vegas shrinks on every one, down to a single slot.
+#[sim_test]
+async fn a_macro_routes_own_timeout_counts_as_dropped_work_for_the_limit(sim: Sim) {
+    let mut config = sim.config();
+    config.server.admission.concurrency = Concurrency::Vegas;
+    let router: Router = routes![hold, late].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    for _ in 0..25 {
+        let response = app.request(request("GET", "/late")).await;
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    let holder = spawned(&app, request("GET", "/hold")).await;
+    let second = app.request(request("GET", "/hold")).await;
+    assert_eq!(second.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(second.headers().contains_key("x-timebox-shed"));
+    assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+}
+
 /// Counts whether its body was read.
 #[post("/upload")]
 async fn upload(body: String) -> String {

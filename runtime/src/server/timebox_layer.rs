@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Label, Observers, ShedReason, Stage};
-use crate::problem;
+use crate::problem::{self, DeadlineCancelled};
 
 use super::context::RequestContext;
 use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName, State};
@@ -334,7 +334,14 @@ where
         }
         let answer = ready!(answer);
         if let Some(mut permit) = this.permit.take() {
-            if matches!(answer, Answer::Inner(_)) {
+            // A route's own timeout answer (marked `DeadlineCancelled`) is
+            // timed-out work, as the layer's own is: the permit goes back
+            // as dropped, which the adaptive limits read as overload.
+            let timed_out = matches!(
+                &answer,
+                Answer::Inner(Ok(response)) if response.extensions().get::<DeadlineCancelled>().is_some()
+            );
+            if matches!(answer, Answer::Inner(_)) && !timed_out {
                 permit.answered();
             }
         }
