@@ -438,6 +438,33 @@ async fn a_completed_stream_cut_off_by_the_drain_still_ends_in_order() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_completed_streams_last_events_wait_no_longer_than_its_items_could() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let (tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().total(SECS(60)), &log)
+        .guard(registry.register("req-1").unwrap())
+        .final_event(Event::default().data("final"));
+    let body = served(stream).await;
+    tx.send(Event::default().data("token")).await.unwrap();
+    drop(tx);
+    sleep(SECS(59)).await;
+    assert_eq!(
+        log.entries(),
+        Vec::<String>::new(),
+        "still within the total bound"
+    );
+    sleep(SECS(2)).await;
+    assert_eq!(
+        log.entries(),
+        ["final", "done"],
+        "the total bound cut off the last events of a client that read nothing"
+    );
+    assert_eq!(registry.len(), 0, "the request is no longer registered");
+    drop(body);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_heartbeat_interval_too_long_to_add_sends_one_heartbeat_and_keeps_the_stream() {
     let (tx, events) = fed();
     let stream = SseStream::new(events, Watchdog::new()).heartbeat(Duration::MAX);

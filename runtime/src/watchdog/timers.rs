@@ -88,6 +88,25 @@ impl Timers {
         self.activity.item(Instant::now());
     }
 
+    /// When what a stream sends after its clean end must have gone, as its
+    /// items had to: within one inactivity window from now, and not past
+    /// the total bound; `None` when the watchdog has neither.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
+    pub(super) fn after_end_deadline(&self) -> Option<Instant> {
+        let window = self
+            .watchdog
+            .inactivity_timeout()
+            .and_then(|window| Instant::now().checked_add(window));
+        let total = self
+            .watchdog
+            .total_timeout()
+            .and_then(|limit| self.started.checked_add(limit));
+        match (window, total) {
+            (Some(window), Some(total)) => Some(window.min(total)),
+            (window, total) => window.or(total),
+        }
+    }
+
     /// The stream ended, or yielded its timeout: the timers stop.
     pub(super) fn end(&mut self) {
         self.ended = true;

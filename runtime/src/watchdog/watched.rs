@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use futures_core::{FusedStream, Stream};
 use pin_project::pin_project;
+use tokio::time::Instant;
 
 use super::timers::{Gate, Timers};
 use super::{StreamTimeout, Watchdog, WatchdogHandle};
@@ -117,6 +118,14 @@ impl<S> Watched<S> {
     /// [`timed_out`](Self::timed_out) does; for hand-written `poll` code.
     pub fn poll_timed_out(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<StreamTimeout> {
         self.project().timers.poll_timed_out(cx)
+    }
+
+    /// When what is sent after the stream's clean end (an SSE stream's
+    /// final event and `[DONE]`) must have gone: one inactivity window from
+    /// now, and not past the total bound; `None` without either timer.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
+    pub(crate) fn after_end_deadline(&self) -> Option<Instant> {
+        self.timers.after_end_deadline()
     }
 
     /// A reference to the inner stream.

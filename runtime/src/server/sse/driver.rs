@@ -119,7 +119,11 @@ pub(super) struct Driver<S> {
 
 /// Why the stream ended.
 enum Ending {
-    Complete,
+    /// The stream ended by itself; its last events must have gone `by`
+    /// then, as its items had to.
+    Complete {
+        by: Option<Instant>,
+    },
     Timeout(StreamTimeout),
     Disconnect,
     Shutdown,
@@ -173,7 +177,9 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                         event
                     }
                     Some(Err(timeout)) => break Ending::Timeout(timeout),
-                    None => break Ending::Complete,
+                    None => break Ending::Complete {
+                        by: watched.as_ref().get_ref().after_end_deadline(),
+                    },
                 },
                 () = beat => Event::default().comment("heartbeat"),
             };
@@ -255,16 +261,28 @@ async fn end(
         }
     };
     let (reason, timeout) = match ending {
-        Ending::Complete => {
-            // A slow client gets the last events as it got the others, until
-            // a shutdown's drain; from then on, as any ending, within
-            // `HANDOVER_BOUND`.
-            let cut = async {
+        Ending::Complete { by } => {
+            // A slow client gets the last events as it got the others: within
+            // the watchdog's bounds, and until a shutdown's drain; from then
+            // on, as any ending, within `HANDOVER_BOUND`.
+            let drained = async {
                 match drain {
                     Some(drain) => drain.cancelled().await,
                     None => std::future::pending().await,
                 }
                 tokio::time::sleep(HANDOVER_BOUND).await;
+            };
+            let bounded = async {
+                match by {
+                    Some(by) => tokio::time::sleep_until(by).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let cut = async {
+                tokio::select! {
+                    () = drained => {}
+                    () = bounded => {}
+                }
             };
             let mut cut = pin!(cut);
             // Once cut off (or disconnected), nothing more is sent: `cut`

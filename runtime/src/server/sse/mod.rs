@@ -28,7 +28,8 @@
 //! 500 ms to take each of these last events (the error event, `[DONE]`), so
 //! one that stopped reading cannot hold the cleanup up or keep the request
 //! registered. A completed stream's last events wait for a slow client as
-//! the others did, until a shutdown's drain, then at most 500 ms.
+//! the others did: one inactivity window at most, never past the total
+//! bound, and until a shutdown's drain, then at most 500 ms.
 
 mod driver;
 mod stream;
