@@ -53,7 +53,13 @@ use connection::Connections;
 /// between requests at that moment close as soon as what their last
 /// response left in the buffers is written. A new connection that
 /// has not sent a request yet stays open for it: its client may have sent
-/// one already, and would not resend what a fresh connection lost. When the process runs out of file descriptors, accepting
+/// one already, and would not resend what a fresh connection lost.
+///
+/// An upgraded connection (a WebSocket, say) leaves `serve` with its `101`
+/// answer: from then on the socket belongs to the task the upgrade handed
+/// it to, and neither the in-flight count nor the shutdown sees it. End it
+/// from that task, on the [`DrainToken`](crate::shutdown::DrainToken) or the
+/// [`ShutdownToken`](crate::shutdown::ShutdownToken). When the process runs out of file descriptors, accepting
 /// waits (logging a rate-limited warning) until a connection closes, and
 /// resumes at once.
 ///
