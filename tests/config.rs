@@ -750,23 +750,24 @@ fn a_concurrency_of_no_known_form_is_an_error_naming_the_key() {
 }
 
 #[test]
+fn an_attempt_timeout_of_zero_is_refused_by_key() {
+    let config = Config::from_toml_str("[http.client]\ntimeout_secs = 0").unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(keys(&err), ["http.client.timeout_secs"]);
+    assert!(err.to_string().contains("at least 1"), "{err}");
+}
+
+#[test]
 fn admission_and_hedging_values_out_of_range_are_refused_by_key() {
     let mut config = Config::default();
     config.server.admission.max_reject_fraction = 1.5;
     config.server.admission.queue.target_ms = 200;
     config.http.client.hedge.max_extra_load = -0.1;
     config.http.client.hedge.hedge_cost = 0;
-    // Hedging off: its values are not judged.
-    let err = config.validate().unwrap_err();
-    assert_eq!(
-        keys(&err),
-        [
-            "server.admission.max_reject_fraction",
-            "server.admission.queue.target_ms"
-        ]
-    );
-    config.http.client.hedge.enabled = true;
     config.http.client.hedge.delay_ms = Some(0);
+    // Hedging off, its values judged all the same: `RequestBuilder::hedge()`
+    // hedges one request with them either way.
+    assert!(!config.http.client.hedge.enabled);
     let err = config.validate().unwrap_err();
     assert_eq!(
         keys(&err),

@@ -79,7 +79,8 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// A `http.client.retry_budget.max_hosts` of 0 (it bounds the breakers'
+    /// A `http.client.timeout_secs` of 0. A
+    /// `http.client.retry_budget.max_hosts` of 0 (it bounds the breakers'
     /// table too). With `http.client.retry_budget.enabled` (and only then):
     /// a `capacity`, `transient_cost` or `throttling_cost` of 0, a
     /// `retry_ratio` outside `0.0..=1.0` or NaN. With `breaker.enabled` (and
@@ -97,9 +98,9 @@ impl Config {
     /// that is not a deadline header of that direction. In
     /// `server.admission`: a `max_reject_fraction` outside `0.0..=1.0`, a
     /// `queue.target_ms` or `queue.interval_ms` of 0, a target longer than
-    /// the interval. With `http.client.hedge.enabled` (and only then): a
-    /// `delay_ms` or `hedge_cost` of 0, a `max_extra_load` outside
-    /// `0.0..=1.0`.
+    /// the interval. In `http.client.hedge`, whether `enabled` or not
+    /// (`RequestBuilder::hedge()` uses them either way): a `delay_ms` or
+    /// `hedge_cost` of 0, a `max_extra_load` outside `0.0..=1.0`.
     pub fn validate_with_route_deadline(
         &self,
         longest_route_override: Option<Duration>,
@@ -112,6 +113,16 @@ impl Config {
         check_grpc_methods(&self.server.grpc, &mut errors);
         check_admission(&self.server.admission, &mut errors);
         check_hedge(&self.http.client.hedge, &mut errors);
+        if self.http.client.timeout_secs == 0 {
+            let key = "http.client.timeout_secs";
+            errors.push(
+                key,
+                format!(
+                    "`{key}` must be at least 1: with 0 every attempt would time out \
+                     before it is sent"
+                ),
+            );
+        }
         check_deadline_headers(
             "server.timeouts.deadline_headers",
             &self.server.timeouts.deadline_headers,
@@ -387,20 +398,16 @@ fn check_admission(admission: &AdmissionConfig, errors: &mut ConfigError) {
     }
 }
 
+/// Judged whether or not `enabled` is on: `RequestBuilder::hedge()` hedges
+/// one request with these values either way.
 fn check_hedge(hedge: &HedgeConfig, errors: &mut ConfigError) {
-    if !hedge.enabled {
-        return;
-    }
     for (name, value) in [
         ("delay_ms", hedge.delay_ms.unwrap_or(1)),
         ("hedge_cost", hedge.hedge_cost),
     ] {
         if value == 0 {
             let key = format!("http.client.hedge.{name}");
-            errors.push(
-                &key,
-                format!("`{key}` must be at least 1 while hedging is enabled"),
-            );
+            errors.push(&key, format!("`{key}` must be at least 1"));
         }
     }
     check_fraction(
