@@ -311,3 +311,16 @@ fn a_shutdown_grace_shorter_than_the_longest_route_plus_five_seconds_warns() {
     assert!(warned(30));
     assert!(!warned(35));
 }
+
+/// `into_router` cannot refuse a configuration, but it says what is wrong
+/// with one, naming each key, instead of mounting it silently.
+#[test]
+fn into_router_logs_an_invalid_configuration_by_key() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let mut config = Config::default();
+    config.http.client.timeout_secs = 0;
+    let _router: axum::Router = routes![work].into_router(&config);
+    let lines = logs.lines_with("http.client.timeout_secs");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("ERROR"), "{}", lines[0]);
+}

@@ -164,7 +164,9 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// Logs a `warn!` for each warning of
     /// [`Config::validate_with_route_deadline`] given the longest route
     /// override (a shutdown grace shorter than the longest request deadline
-    /// plus 5 s).
+    /// plus 5 s), and an `error!` naming every key when `config` does not
+    /// validate: the routes are still mounted, as `config` says. Call
+    /// [`Config::validate`] at startup to stop on an invalid configuration.
     ///
     /// # Panics
     ///
@@ -173,9 +175,19 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     pub fn into_router(self, config: &Config) -> Router<S> {
         // G4: a shutdown grace shorter than the longest deadline cuts
         // requests off; say so at startup.
-        if let Ok(warnings) = config.validate_with_route_deadline(self.longest_override()) {
-            for warning in warnings {
-                tracing::warn!(key = warning.key(), "{warning}");
+        match config.validate_with_route_deadline(self.longest_override()) {
+            Ok(warnings) => {
+                for warning in warnings {
+                    tracing::warn!(key = warning.key(), "{warning}");
+                }
+            }
+            Err(err) => {
+                let keys: Vec<&str> = err.keys().collect();
+                tracing::error!(
+                    ?keys,
+                    "invalid configuration, routes mounted as it says \
+                     (`Config::validate` at startup stops on it): {err}"
+                );
             }
         }
         let global = config.server.timeouts.request_timeout();
