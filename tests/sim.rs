@@ -5,6 +5,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use timebox::server::{RouteDeadlineLayer, RouteTimeout};
 use timebox::sim::Sim;
 use timebox::sim_test;
 use tokio::time::Instant;
@@ -39,9 +40,20 @@ async fn stuck() -> &'static str {
     "never"
 }
 
-/// The `Retry-After` values of 20 requests to a stuck route.
-async fn retry_after_sequence(sim: &Sim) -> Vec<u64> {
-    let app = sim.app(timebox::routes![stuck].into_router(&timebox::config::Config::default()));
+/// The `Retry-After` values of 20 requests to a stuck route: mounted by
+/// the macros, or a plain axum route under `RouteDeadlineLayer` alone.
+async fn retry_after_sequence(sim: &Sim, layered: bool) -> Vec<u64> {
+    let router = if layered {
+        axum::Router::new().route(
+            "/stuck",
+            axum::routing::get(stuck).layer(RouteDeadlineLayer::new(RouteTimeout::Override(
+                Duration::from_millis(50),
+            ))),
+        )
+    } else {
+        timebox::routes![stuck].into_router(&timebox::config::Config::default())
+    };
+    let app = sim.app(router);
     let mut sequence = Vec::new();
     for _ in 0..20 {
         let response = app.request(support::http::request("GET", "/stuck")).await;
@@ -54,13 +66,17 @@ async fn retry_after_sequence(sim: &Sim) -> Vec<u64> {
 
 #[sim_test(seed = 9)]
 async fn the_same_seed_gives_the_same_retry_after_sequence(sim: Sim) {
-    let first = retry_after_sequence(&sim).await;
-    let second = retry_after_sequence(&Sim::new(9)).await;
-    assert_eq!(first, second);
-    assert!(first.iter().all(|s| (1..=3).contains(s)));
-    assert!(first.iter().collect::<BTreeSet<_>>().len() > 1, "{first:?}");
-    let other = retry_after_sequence(&Sim::new(10)).await;
-    assert_ne!(first, other);
+    for layered in [false, true] {
+        // Each sequence from a source of its own: the test's, then a fresh one.
+        let own = Sim::new(sim.seed());
+        let first = retry_after_sequence(&own, layered).await;
+        let second = retry_after_sequence(&Sim::new(9), layered).await;
+        assert_eq!(first, second, "layered: {layered}");
+        assert!(first.iter().all(|s| (1..=3).contains(s)));
+        assert!(first.iter().collect::<BTreeSet<_>>().len() > 1, "{first:?}");
+        let other = retry_after_sequence(&Sim::new(10), layered).await;
+        assert_ne!(first, other, "layered: {layered}");
+    }
 }
 
 #[sim_test]

@@ -32,6 +32,19 @@ pub(crate) struct RequestContext {
 }
 
 impl RequestContext {
+    /// The random source for a request's `Retry-After`: its context's
+    /// (the app's), else one the request brought (`Sim::app` puts its own
+    /// on every request, so a simulation replays).
+    pub(crate) fn entropy_of(
+        context: Option<&Self>,
+        extensions: &http::Extensions,
+    ) -> Option<Entropy> {
+        match context {
+            Some(context) => Some(context.entropy.clone()),
+            None => extensions.get::<Entropy>().cloned(),
+        }
+    }
+
     /// The claim, when the route rule reading it takes the request over.
     pub(crate) fn take_over(&self) -> Option<RouteClaim> {
         self.claim

@@ -20,7 +20,6 @@ use pin_project::pin_project;
 
 use crate::admission::DeadlineCheck;
 use crate::deadline::{Deadline, Formats, Gated, Start};
-use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Label, Observers, Stage};
 use crate::server::context::RequestContext;
 
@@ -91,11 +90,7 @@ where
         };
         let expiry = Expiry {
             method: req.method().clone(),
-            // A request may bring its own random source (`Sim::app` does).
-            entropy: match context {
-                Some(context) => Some(context.entropy.clone()),
-                None => req.extensions().get::<Entropy>().cloned(),
-            },
+            entropy: RequestContext::entropy_of(context, req.extensions()),
             route,
             budget,
             source,

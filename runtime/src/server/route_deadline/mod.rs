@@ -135,7 +135,7 @@ where
             budget,
             source,
             start: Some(start),
-            entropy: context.map(|c| c.entropy.clone()),
+            entropy: RequestContext::entropy_of(context, req.extensions()),
             observers: context.map(|c| c.observers.clone()).unwrap_or_default(),
             tell_at_first_poll: true,
             told: false,
