@@ -344,6 +344,11 @@ async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim
         sheds(&sim),
         ["request_shed reason=deadline_too_short route=/plain"]
     );
+    // A deadline that has already passed is S4's 503, as on a route with a
+    // rule of its own, not a refusal for being too short.
+    let response = app.request(get_with_deadline_header("/plain", "0")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(sheds(&sim).len(), 1, "{:?}", sheds(&sim));
 }
 
 #[sim_test]

@@ -182,7 +182,12 @@ where
             (Some(checks), RouteName::Matched(Some(path))) => checks.get(path.as_str()),
             _ => None,
         };
-        if let Some(check) = plain.as_ref().filter(|plain| plain.is_plain()) {
+        // A deadline already passed (an inbound header of 0) is answered as
+        // expired below (S4), not judged too short.
+        let judged = plain
+            .as_ref()
+            .filter(|plain| !budget.is_zero() && plain.is_plain());
+        if let Some(check) = judged {
             if let Some(refusal) = admit(&check.check, budget, start, &route, &settings.observers) {
                 return TimeboxFuture::new(State::refused(refusal), None, None, None);
             }
