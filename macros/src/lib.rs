@@ -6,6 +6,7 @@
 use proc_macro::TokenStream;
 
 mod errors;
+mod expr;
 mod route;
 mod sim_test;
 

@@ -6,6 +6,7 @@ use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, Type, UnOp};
 use super::attr::{Attr, Entry, Key, Path};
 use super::Method;
 use crate::errors::{both, Errors};
+use crate::expr::ungroup;
 
 /// A route attribute that passed every check.
 pub(super) struct Route {
@@ -83,7 +84,38 @@ fn validate_path(method: Method, path: &Path) -> syn::Result<LitStr> {
             ),
         ));
     }
+    if let Some(fixed) = braced_captures(&value) {
+        return Err(syn::Error::new_spanned(
+            literal,
+            format!(
+                "axum writes a capture in braces, `{{id}}` or `{{*rest}}`, not `:id` or \
+                 `*rest` (axum 0.7's syntax, which panics when the route is mounted); \
+                 write `{fixed:?}`"
+            ),
+        ));
+    }
     Ok(literal.clone())
+}
+
+/// `path` with its axum 0.7 captures (`:id`, `*rest`) in braces, if it has
+/// any.
+fn braced_captures(path: &str) -> Option<String> {
+    let mut changed = false;
+    let segments: Vec<String> = path
+        .split('/')
+        .map(|segment| {
+            if let Some(name) = segment.strip_prefix(':') {
+                changed = true;
+                format!("{{{name}}}")
+            } else if let Some(name) = segment.strip_prefix('*') {
+                changed = true;
+                format!("{{*{name}}}")
+            } else {
+                segment.to_owned()
+            }
+        })
+        .collect();
+    changed.then(|| segments.join("/"))
 }
 
 fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
@@ -233,14 +265,6 @@ fn timeout_off(value: &Expr) -> syn::Result<()> {
             value,
             "`timeout` accepts only `\"off\"`; for a deadline write `timeout_ms = N`",
         )),
-    }
-}
-
-/// A value passed through a `macro_rules` fragment arrives in an invisible group.
-fn ungroup(value: &Expr) -> &Expr {
-    match value {
-        Expr::Group(group) => ungroup(&group.expr),
-        other => other,
     }
 }
 
