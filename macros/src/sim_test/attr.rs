@@ -4,6 +4,8 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{LitInt, Token};
 
+use crate::expr::ungroup;
+
 mod kw {
     syn::custom_keyword!(seed);
     syn::custom_keyword!(seeds);
@@ -74,7 +76,7 @@ impl Parse for Entry {
 /// The value of `entry` as an integer literal of type `u64`.
 pub(super) fn int_value(entry: &Entry) -> syn::Result<u64> {
     let name = entry.key.name();
-    let literal = match &entry.value {
+    let literal = match ungroup(&entry.value) {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(literal),
             ..
