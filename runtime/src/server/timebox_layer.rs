@@ -312,7 +312,7 @@ where
             }
         }
         let mut answer = this.state.as_mut().poll_answer(cx);
-        match this.claim.take().map(|claim| claim.settle()) {
+        match this.claim.take().map(|claim| claim.settle(cx)) {
             // The route has a rule of its own and waits for us to let go:
             // from now on only its rule applies, and it tells its deadline
             // and learns its service time. (Unless something between us and

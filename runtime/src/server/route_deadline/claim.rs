@@ -54,13 +54,18 @@ impl RouteClaim {
             .is_ok()
     }
 
-    /// For the outer layer, after the first poll: whether a route rule took
-    /// the request over. From then on no rule can. A route that waits is
-    /// woken.
-    pub(crate) fn settle(&self) -> bool {
+    /// For the outer layer, after the first poll (of the task of `cx`):
+    /// whether a route rule took the request over. From then on no rule
+    /// can. A route that waits on a task of its own is woken; one on this
+    /// task is not, since the outer layer polls it again at once.
+    pub(crate) fn settle(&self, cx: &Context<'_>) -> bool {
         let taken = self.0.state.swap(SETTLED, Ordering::AcqRel) == TAKEN;
         if taken {
-            self.0.route.wake();
+            if let Some(route) = self.0.route.take() {
+                if !route.will_wake(cx.waker()) {
+                    route.wake();
+                }
+            }
         }
         taken
     }
@@ -104,14 +109,14 @@ mod tests {
         assert!(claim.take_over());
         assert!(claim.is_held(&noop()));
         assert!(!claim.take_over());
-        assert!(claim.settle());
+        assert!(claim.settle(&noop()));
         assert!(!claim.is_held(&noop()));
     }
 
     #[test]
     fn a_claim_settled_untaken_cannot_be_taken_later() {
         let claim = RouteClaim::default();
-        assert!(!claim.settle());
+        assert!(!claim.settle(&noop()));
         assert!(!claim.take_over());
         assert!(!claim.is_held(&noop()));
     }
@@ -123,7 +128,20 @@ mod tests {
         let woken = Arc::new(Woken::default());
         let waker = Waker::from(Arc::clone(&woken));
         assert!(claim.is_held(&Context::from_waker(&waker)));
-        assert!(claim.settle());
+        assert!(claim.settle(&noop()));
         assert!(woken.0.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn settling_from_the_routes_own_task_wakes_nothing() {
+        let claim = RouteClaim::default();
+        assert!(claim.take_over());
+        let woken = Arc::new(Woken::default());
+        let waker = Waker::from(Arc::clone(&woken));
+        let cx = Context::from_waker(&waker);
+        assert!(claim.is_held(&cx));
+        // The outer layer polls the route again at once: no wake-up.
+        assert!(claim.settle(&cx));
+        assert!(!woken.0.load(std::sync::atomic::Ordering::SeqCst));
     }
 }
