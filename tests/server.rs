@@ -822,6 +822,34 @@ async fn under_timebox_layer_a_route_deadline_layer_keeps_its_rule() {
     assert_eq!(start.elapsed(), MS(2_000));
 }
 
+/// A route whose own rule took over from `TimeboxLayer` is woken neither
+/// by the take-over nor at the global deadline it no longer has, only at
+/// its own.
+#[tokio::test(start_paused = true)]
+async fn under_timebox_layer_a_route_rule_that_took_over_is_woken_only_at_its_own_deadline() {
+    use timebox::server::{RouteDeadlineLayer, RouteTimeout};
+    use tower::ServiceExt;
+
+    let config = config_with_global(Some(1_000));
+    let app = layered(
+        Router::new().route(
+            "/",
+            axum::routing::get(std::future::pending::<&'static str>)
+                .layer(RouteDeadlineLayer::new(RouteTimeout::Override(MS(5_000)))),
+        ),
+        &config,
+    );
+    let mut call = tokio_test::task::spawn(app.oneshot(request("GET", "/")));
+    tokio_test::assert_pending!(call.poll());
+    assert!(!call.is_woken(), "woken by the take-over");
+    tokio::time::advance(MS(1_001)).await;
+    assert!(!call.is_woken(), "woken at the global deadline");
+    tokio::time::advance(MS(4_000)).await;
+    assert!(call.is_woken(), "not woken at the route's own deadline");
+    let response = tokio_test::assert_ready_ok!(call.poll());
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
 #[tokio::test(start_paused = true)]
 async fn under_timebox_layer_an_accepted_header_shortens_plain_and_macro_routes() {
     let mut config = config_with_global(Some(2_000));

@@ -63,7 +63,11 @@ impl<F> Gated<F> {
     /// this deadline (another takes over, see `RouteClaim`).
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn release(self: Pin<&mut Self>) {
-        *self.project().released = true;
+        let mut this = self.project();
+        *this.released = true;
+        // Its timer goes with it: the task is not to be woken at a
+        // deadline that no longer applies.
+        this.gate.set(Gate::new());
     }
 
     /// The inner value.
