@@ -224,6 +224,34 @@ async fn a_macro_routes_own_timeout_counts_as_dropped_work_for_the_limit(sim: Si
     assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
 }
 
+/// A route's own A1 refusal did no work, so the limit takes no sample from
+/// it: Vegas does not learn a "no-load" latency of nothing from refusals
+/// and then read every real request as queued.
+#[sim_test]
+async fn a_routes_own_refusals_teach_the_limit_nothing(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Enforce);
+    config.server.admission.concurrency = Concurrency::Vegas;
+    config.server.admission.max_reject_fraction = 1.0;
+    let router: Router = routes![work, fixed].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    for _ in 0..30 {
+        let response = app.request(get_with_deadline_header("/fixed", "10")).await;
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    }
+    // Twenty at once, twice: each wave runs at once, in 40 ms.
+    for wave in 0..2 {
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..20 {
+            tasks.push(spawned(&app, request("GET", "/work")).await);
+        }
+        for task in tasks {
+            assert_eq!(task.await.unwrap().status(), StatusCode::OK);
+        }
+        assert_eq!(Instant::now() - start, MS(40), "wave {wave}");
+    }
+}
+
 /// Counts whether its body was read.
 #[post("/upload")]
 async fn upload(body: String) -> String {

@@ -87,8 +87,14 @@ pub(crate) fn deadline_too_short(time_left: Duration, estimate: Duration, from: 
         &detail,
     );
     set_shed(&mut response, ShedReason::DeadlineTooShort);
+    response.extensions_mut().insert(RefusedTooShort);
     response
 }
+
+/// Marks a response as A1's refusal: no work was done, so the concurrency
+/// limit takes no latency sample from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RefusedTooShort;
 
 /// 503 of the readiness route during the pre-stop grace: the server still
 /// serves, but wants no new traffic from load balancers.

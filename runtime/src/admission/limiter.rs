@@ -237,6 +237,15 @@ impl Permit {
     pub(crate) fn answered(&mut self) {
         self.answered = true;
     }
+
+    /// Gives the slot back with no sample: the request did no work (a
+    /// route refused it as too short), so its time says nothing of the
+    /// server's latency.
+    pub(crate) fn release_unsampled(mut self) {
+        if let Some(shared) = self.shared.take() {
+            shared.release(None);
+        }
+    }
 }
 
 impl Drop for Permit {

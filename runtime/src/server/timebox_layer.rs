@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Label, Observers, ShedReason, Stage};
-use crate::problem::{self, DeadlineCancelled};
+use crate::problem::{self, DeadlineCancelled, RefusedTooShort};
 
 use super::context::RequestContext;
 use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName, State};
@@ -339,15 +339,20 @@ where
         }
         let answer = ready!(answer);
         if let Some(mut permit) = this.permit.take() {
-            // A route's own timeout answer (marked `DeadlineCancelled`) is
-            // timed-out work, as the layer's own is: the permit goes back
-            // as dropped, which the adaptive limits read as overload.
-            let timed_out = matches!(
-                &answer,
-                Answer::Inner(Ok(response)) if response.extensions().get::<DeadlineCancelled>().is_some()
-            );
-            if matches!(answer, Answer::Inner(_)) && !timed_out {
-                permit.answered();
+            match &answer {
+                // A route's own refusal (A1) did no work: no sample.
+                Answer::Inner(Ok(response))
+                    if response.extensions().get::<RefusedTooShort>().is_some() =>
+                {
+                    permit.release_unsampled();
+                }
+                // A route's own timeout answer is timed-out work, as the
+                // layer's own is: the permit goes back as dropped, which
+                // the adaptive limits read as overload.
+                Answer::Inner(Ok(response))
+                    if response.extensions().get::<DeadlineCancelled>().is_some() => {}
+                Answer::Inner(_) => permit.answered(),
+                Answer::Timeout(_) | Answer::Refused(_) => {}
             }
         }
         Poll::Ready(match answer {
