@@ -663,6 +663,26 @@ fn connection_bounds_longer_than_a_day_are_validation_errors_naming_the_key() {
 }
 
 #[test]
+fn shutdown_waits_longer_than_a_day_are_validation_errors_naming_the_key() {
+    let config = Config::from_toml_str(
+        "[server]\nshutdown_timeout_secs = 9223372036854775807\n\
+         prestop_grace_secs = 86401\ndrain_force_secs = 86401",
+    )
+    .unwrap();
+    let err = config.validate().unwrap_err();
+    assert_eq!(
+        keys(&err),
+        [
+            "server.shutdown_timeout_secs",
+            "server.prestop_grace_secs",
+            "server.drain_force_secs"
+        ]
+    );
+    let config = Config::from_toml_str("[server]\nshutdown_timeout_secs = 86400").unwrap();
+    assert!(config.validate().is_ok());
+}
+
+#[test]
 fn a_heartbeat_longer_than_a_day_is_a_validation_error_naming_the_key() {
     let config = Config::from_toml_str("[stream]\nheartbeat_secs = 9223372036854775807").unwrap();
     let err = config.validate().unwrap_err();

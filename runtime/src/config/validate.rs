@@ -90,6 +90,8 @@ impl Config {
     /// milliseconds; a `failure_ratio_threshold` or
     /// `slow_call_rate_threshold` outside `(0.0, 1.0]`. A
     /// `stream.heartbeat_secs` longer than a day. In `server`: a
+    /// `shutdown_timeout_secs`, `prestop_grace_secs` or `drain_force_secs`
+    /// longer than a day; a
     /// `header_read_timeout_ms` or `keep_alive_timeout_secs` longer than a
     /// day (no bound at all; `0` is how to turn one off); a
     /// `server.grpc.methods` name that is not
@@ -109,6 +111,7 @@ impl Config {
         check_budget(&self.http.client.retry_budget, &mut errors);
         check_breaker(&self.breaker, &mut errors);
         check_connection_bounds(&self.server, &mut errors);
+        check_shutdown_waits(&self.server, &mut errors);
         check_heartbeat(&self.stream, &mut errors);
         check_grpc_methods(&self.server.grpc, &mut errors);
         check_admission(&self.server.admission, &mut errors);
@@ -328,15 +331,15 @@ fn check_grpc_methods(grpc: &GrpcConfig, errors: &mut ConfigError) {
 /// all of them.
 const MOST_WINDOW_BUCKETS: u32 = 1000;
 
-/// The longest a connection bound or a heartbeat interval may be: beyond it
-/// "off" is what is meant, and a timer that far out would overflow the
-/// clock.
-const LONGEST_CONNECTION_BOUND: Duration = Duration::from_secs(86_400);
+/// The longest a connection bound, a heartbeat interval or a shutdown wait
+/// may be: beyond it "off" (or "never") is what is meant, and a timer that
+/// far out would overflow the clock.
+const LONGEST_BOUND: Duration = Duration::from_secs(86_400);
 
 fn check_heartbeat(stream: &StreamConfig, errors: &mut ConfigError) {
     if stream
         .heartbeat()
-        .is_some_and(|interval| interval > LONGEST_CONNECTION_BOUND)
+        .is_some_and(|interval| interval > LONGEST_BOUND)
     {
         let key = "stream.heartbeat_secs";
         errors.push(
@@ -351,11 +354,28 @@ fn check_connection_bounds(server: &ServerConfig, errors: &mut ConfigError) {
         ("header_read_timeout_ms", server.header_read_timeout()),
         ("keep_alive_timeout_secs", server.keep_alive_timeout()),
     ] {
-        if bound.is_some_and(|bound| bound > LONGEST_CONNECTION_BOUND) {
+        if bound.is_some_and(|bound| bound > LONGEST_BOUND) {
             let key = format!("server.{name}");
             errors.push(
                 &key,
                 format!("`{key}` must be at most one day; set it to 0 to turn the bound off"),
+            );
+        }
+    }
+}
+
+/// G2: shutdown never waits without a bound.
+fn check_shutdown_waits(server: &ServerConfig, errors: &mut ConfigError) {
+    for (name, secs) in [
+        ("shutdown_timeout_secs", server.shutdown_timeout_secs),
+        ("prestop_grace_secs", server.prestop_grace_secs),
+        ("drain_force_secs", server.drain_force_secs),
+    ] {
+        if Duration::from_secs(secs) > LONGEST_BOUND {
+            let key = format!("server.{name}");
+            errors.push(
+                &key,
+                format!("`{key}` must be at most one day: a shutdown never waits without a bound"),
             );
         }
     }
