@@ -9,6 +9,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use bytes::Bytes;
+use http_body_util::Empty;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use timebox::config::Config;
 use timebox::shutdown::Shutdown;
 use timebox::{get, routes};
@@ -88,6 +91,28 @@ async fn closed_within(stream: &mut TcpStream, bound: Duration) -> Duration {
 
 async fn connect(addr: SocketAddr) -> TcpStream {
     TcpStream::connect(addr).await.expect("the server accepts")
+}
+
+/// An HTTP/2 connection to `addr` (prior knowledge): its sender, and its
+/// driver on a task of its own.
+async fn http2(
+    addr: SocketAddr,
+) -> (
+    hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+    JoinHandle<hyper::Result<()>>,
+) {
+    let io = TokioIo::new(connect(addr).await);
+    let (sender, connection) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .expect("an HTTP/2 handshake");
+    (sender, tokio::spawn(connection))
+}
+
+/// A `GET` of `path` on `addr`, for an HTTP/2 connection.
+fn h2_get(addr: SocketAddr, path: &str) -> http::Request<Empty<Bytes>> {
+    http::Request::get(format!("http://{addr}{path}"))
+        .body(Empty::new())
+        .expect("a valid request")
 }
 
 async fn get_hello(stream: &mut TcpStream) -> RawResponse {
@@ -217,37 +242,18 @@ async fn at_phase_one_idle_connections_close_at_once_and_new_ones_get_503_with_c
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() {
-    use http_body_util::{BodyExt, Empty};
-    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use http_body_util::BodyExt;
 
     let server = start(&config(30_000, 75)).await;
-    let io = TokioIo::new(connect(server.addr).await);
-    let (mut sender, connection) =
-        hyper::client::conn::http2::handshake::<_, _, Empty<bytes::Bytes>>(
-            TokioExecutor::new(),
-            io,
-        )
-        .await
-        .expect("an HTTP/2 handshake");
-    let connection = tokio::spawn(connection);
-    let slow = sender.send_request(
-        http::Request::get(format!("http://{}/slow", server.addr))
-            .body(Empty::new())
-            .unwrap(),
-    );
+    let (mut sender, connection) = http2(server.addr).await;
+    let slow = sender.send_request(h2_get(server.addr, "/slow"));
     let slow = tokio::spawn(slow);
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.shutdown.trigger();
     tokio::time::sleep(Duration::from_millis(100)).await;
     // After the GOAWAY the client opens no new stream on this connection
     // (without it, the stream would be opened and answered 503).
-    let refused = sender
-        .send_request(
-            http::Request::get(format!("http://{}/hello", server.addr))
-                .body(Empty::new())
-                .unwrap(),
-        )
-        .await;
+    let refused = sender.send_request(h2_get(server.addr, "/hello")).await;
     assert!(refused.is_err(), "{refused:?}");
     let response = slow.await.unwrap().expect("the stream in flight finishes");
     assert_eq!(response.status(), 200);
@@ -297,29 +303,14 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
 /// request still runs, not when phase 2 closes every connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_connection_opened_during_phase_one_gets_503_and_goaway() {
-    use http_body_util::Empty;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-
     let server = start(&config(30_000, 75)).await;
     let in_flight = server.shutdown.in_flight().enter();
     server.shutdown.trigger();
     server.shutdown.token().cancelled().await;
 
-    let io = TokioIo::new(connect(server.addr).await);
-    let (mut sender, connection) =
-        hyper::client::conn::http2::handshake::<_, _, Empty<bytes::Bytes>>(
-            TokioExecutor::new(),
-            io,
-        )
-        .await
-        .expect("an HTTP/2 handshake");
-    let connection = tokio::spawn(connection);
+    let (mut sender, connection) = http2(server.addr).await;
     let refused = sender
-        .send_request(
-            http::Request::get(format!("http://{}/hello", server.addr))
-                .body(Empty::new())
-                .unwrap(),
-        )
+        .send_request(h2_get(server.addr, "/hello"))
         .await
         .expect("the server answers the stream");
     assert_eq!(refused.status(), 503);

@@ -18,6 +18,7 @@ use timebox::server::sse::SseStream;
 use timebox::shutdown::Shutdown;
 use timebox::watchdog::{TimeoutKind, Watchdog};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
 
 use support::http::{request, send};
@@ -90,6 +91,36 @@ async fn frames(body: Body) -> Vec<(Duration, String)> {
     frames
 }
 
+/// What `reader` read of a stream that must end within a minute.
+async fn ended(reader: JoinHandle<Vec<(Duration, String)>>) -> Vec<(Duration, String)> {
+    tokio::time::timeout(SECS(60), reader)
+        .await
+        .expect("the stream ended within a minute")
+        .expect("the stream ended in order")
+}
+
+/// How a stream that timed out ends (R3, R5): its steps in order, then, at
+/// `at`, the error event naming `cause`, and `[DONE]`.
+fn assert_timeout_ending(log: &Log, frames: &[(Duration, String)], at: Duration, cause: &str) {
+    assert_eq!(
+        log.entries(),
+        [
+            "cancel",
+            "tool notified",
+            "remote_cleanup",
+            "evicted",
+            "evict",
+            "error_event",
+            "done"
+        ]
+    );
+    let (at_error, error) = &frames[frames.len() - 2];
+    assert_eq!(*at_error, at);
+    assert!(error.starts_with("event: error\n"), "{error}");
+    assert!(error.contains(&format!(r#""cause":"{cause}""#)), "{error}");
+    assert_eq!(frames.last().unwrap().1, "data: [DONE]\n\n");
+}
+
 fn route(
     response: impl FnOnce() -> axum::response::Response + Clone + Send + Sync + 'static,
 ) -> Router {
@@ -138,24 +169,8 @@ async fn a_timeout_cancels_cleans_up_evicts_then_names_the_cause_before_done() {
         });
     tx.send(Event::default().data("first")).await.unwrap();
     let frames = frames(served(stream).await).await;
-    assert_eq!(
-        log.entries(),
-        [
-            "cancel",
-            "tool notified",
-            "remote_cleanup",
-            "evicted",
-            "evict",
-            "error_event",
-            "done"
-        ]
-    );
+    assert_timeout_ending(&log, &frames, SECS(30), "inactivity");
     assert!(token.is_cancelled());
-    let (at_error, error) = &frames[frames.len() - 2];
-    assert_eq!(*at_error, SECS(30));
-    assert!(error.starts_with("event: error\n"), "{error}");
-    assert!(error.contains(r#""cause":"inactivity""#), "{error}");
-    assert_eq!(frames.last().unwrap().1, "data: [DONE]\n\n");
     assert_eq!(registry.len(), 0, "the guard dropped with the stream");
     drop(tx);
 }
@@ -180,27 +195,8 @@ async fn a_request_cancelled_in_the_registry_ends_its_stream_for_that_reason() {
     let reader = tokio::spawn(frames(served(stream).await));
     sleep(SECS(1)).await;
     assert!(registry.cancel("req-1", CancelReason::Timeout(TimeoutKind::RequestDeadline)));
-    let frames = tokio::time::timeout(SECS(60), reader)
-        .await
-        .expect("the stream ended at the cancel")
-        .expect("the stream ended in order");
-    assert_eq!(
-        log.entries(),
-        [
-            "cancel",
-            "tool notified",
-            "remote_cleanup",
-            "evicted",
-            "evict",
-            "error_event",
-            "done"
-        ]
-    );
-    let (at_error, error) = &frames[frames.len() - 2];
-    assert_eq!(*at_error, SECS(1));
-    assert!(error.starts_with("event: error\n"), "{error}");
-    assert!(error.contains(r#""cause":"request_deadline""#), "{error}");
-    assert_eq!(frames.last().unwrap().1, "data: [DONE]\n\n");
+    let frames = ended(reader).await;
+    assert_timeout_ending(&log, &frames, SECS(1), "request_deadline");
     assert_eq!(registry.len(), 0, "the guard dropped with the stream");
     drop(tx);
 }
@@ -216,10 +212,7 @@ async fn a_disconnect_recorded_in_the_registry_ends_the_stream_silently() {
     let stream = guarded(events, Watchdog::new().inactivity(SECS(30)), &log).guard(guard);
     let reader = tokio::spawn(frames(served(stream).await));
     assert!(registry.cancel("req-1", CancelReason::Disconnect));
-    let frames = tokio::time::timeout(SECS(60), reader)
-        .await
-        .expect("the stream ended at the cancel")
-        .expect("the stream ended in order");
+    let frames = ended(reader).await;
     assert_eq!(
         log.entries(),
         ["cancel", "remote_cleanup", "evicted", "evict"]
