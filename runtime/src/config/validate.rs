@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::grpc::is_method_name;
 use super::{
-    AdmissionConfig, BreakerConfig, BudgetConfig, Config, ConfigError, GrpcConfig, HedgeConfig,
-    MethodTimeout, ServerConfig, StreamConfig,
+    AdmissionConfig, BreakerConfig, BudgetConfig, ClientConfig, Config, ConfigError, GrpcConfig,
+    HedgeConfig, MethodTimeout, ServerConfig, StreamConfig,
 };
 use crate::deadline::Format;
 
@@ -116,16 +116,7 @@ impl Config {
         check_grpc_methods(&self.server.grpc, &mut errors);
         check_admission(&self.server.admission, &mut errors);
         check_hedge(&self.http.client.hedge, &mut errors);
-        if self.http.client.timeout_secs == 0 {
-            let key = "http.client.timeout_secs";
-            errors.push(
-                key,
-                format!(
-                    "`{key}` must be at least 1: with 0 every attempt would time out \
-                     before it is sent"
-                ),
-            );
-        }
+        check_attempt_timeout(&self.http.client, &mut errors);
         check_deadline_headers(
             "server.timeouts.deadline_headers",
             &self.server.timeouts.deadline_headers,
@@ -413,6 +404,19 @@ fn check_admission(admission: &AdmissionConfig, errors: &mut ConfigError) {
             format!(
                 "`{key}` ({} ms) must not be longer than `server.admission.queue.interval_ms` ({} ms)",
                 queue.target_ms, queue.interval_ms
+            ),
+        );
+    }
+}
+
+fn check_attempt_timeout(client: &ClientConfig, errors: &mut ConfigError) {
+    if client.timeout_secs == 0 {
+        let key = "http.client.timeout_secs";
+        errors.push(
+            key,
+            format!(
+                "`{key}` must be at least 1: with 0 every attempt would time out before it \
+                 is sent"
             ),
         );
     }
