@@ -101,10 +101,7 @@ impl Timers {
             .watchdog
             .total_timeout()
             .and_then(|limit| self.started.checked_add(limit));
-        match (window, total) {
-            (Some(window), Some(total)) => Some(window.min(total)),
-            (window, total) => window.or(total),
-        }
+        window.into_iter().chain(total).min()
     }
 
     /// The stream ended, or yielded its timeout: the timers stop.
