@@ -550,3 +550,49 @@ fn a_step_reads_as_the_end_step_it_performs() {
         assert_eq!(Step::from(step).to_string(), step.to_string());
     }
 }
+
+/// G1, R3: a disconnect's remote cleanup is part of the drain. The
+/// response body leaves the in-flight count when the client goes (its drop
+/// is how the disconnect is seen), and the cleanup runs after that; a
+/// shutdown begun then still waits for the tools to hear, as it waits for
+/// any request in flight.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_waits_for_the_remote_cleanup_of_a_stream_whose_client_left() {
+    let log = Log::default();
+    let (_tx, events) = fed();
+    let mut config = Config::default();
+    config.server.prestop_grace_secs = 0;
+    let shutdown = Shutdown::new(&config);
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new(), &log)
+        .drain(shutdown.drain_token())
+        .remote_cleanup(move |_| {
+            RemoteCleanup::new().notice("tool", async move {
+                sleep(SECS(1)).await;
+                notices.push("tool notified");
+            })
+        });
+    let slot = Arc::new(Mutex::new(Some(stream.into_response())));
+    let app = timebox::sim::Sim::new(7)
+        .app(route(move || {
+            slot.lock().unwrap().take().expect("one request")
+        }))
+        .with_shutdown(&shutdown);
+    let body = app.request(request("GET", "/")).await.into_body();
+    let start = Instant::now();
+    drop(body);
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    assert_eq!(start.elapsed(), SECS(1), "the tool took 1 s to hear");
+    assert_eq!(
+        log.entries(),
+        [
+            "cancel",
+            "tool notified",
+            "remote_cleanup",
+            "evicted",
+            "evict"
+        ]
+    );
+    assert_eq!(shutdown.in_flight().count(), 0);
+}

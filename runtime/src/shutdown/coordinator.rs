@@ -97,11 +97,12 @@ impl Shutdown {
     #[must_use]
     pub fn new(config: &Config) -> Self {
         let server = &config.server;
+        let in_flight = InFlight::new();
         Self {
             shared: Arc::new(Shared {
-                token: ShutdownToken::new(),
-                drain: DrainToken::new(),
-                in_flight: InFlight::new(),
+                token: ShutdownToken::default(),
+                drain: DrainToken::counting(in_flight.clone()),
+                in_flight,
                 triggered: CancellationToken::new(),
                 forced: CancellationToken::new(),
                 prestop: Duration::from_secs(server.prestop_grace_secs),

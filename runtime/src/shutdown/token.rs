@@ -4,6 +4,8 @@ use std::future::Future;
 
 use tokio_util::sync::CancellationToken;
 
+use super::{InFlight, InFlightGuard};
+
 /// Cancelled when the server stops accepting new requests (phase 1).
 ///
 /// Cheap to clone; every clone sees the same cancellation. Handlers can take
@@ -15,21 +17,19 @@ pub struct ShutdownToken {
 
 /// Cancelled when streams still running must end (phase 2).
 ///
-/// Cheap to clone; every clone sees the same cancellation.
+/// Cheap to clone; every clone sees the same cancellation. The token of a
+/// [`Shutdown`](super::Shutdown) also knows its in-flight count: a stream
+/// given it (`SseStream::drain`) counts in flight until its last step, its
+/// remote cleanup included, so the shutdown waits for the tools to hear.
 #[derive(Debug, Clone, Default)]
 pub struct DrainToken {
     inner: CancellationToken,
+    in_flight: Option<InFlight>,
 }
 
 macro_rules! token_methods {
     ($name:ident, $phase:literal) => {
         impl $name {
-            pub(crate) fn new() -> Self {
-                Self {
-                    inner: CancellationToken::new(),
-                }
-            }
-
             pub(crate) fn cancel(&self) {
                 self.inner.cancel();
             }
@@ -60,3 +60,20 @@ macro_rules! token_methods {
 
 token_methods!(ShutdownToken, "phase 1 (stop accepting)");
 token_methods!(DrainToken, "phase 2 (drain)");
+
+impl DrainToken {
+    /// The token of a shutdown whose in-flight count is `in_flight`.
+    pub(crate) fn counting(in_flight: InFlight) -> Self {
+        Self {
+            inner: CancellationToken::new(),
+            in_flight: Some(in_flight),
+        }
+    }
+
+    /// Counts one more piece of work in the shutdown's in-flight count
+    /// until the guard is dropped; `None` for a token of no shutdown.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // used by SSE streams only
+    pub(crate) fn enter(&self) -> Option<InFlightGuard> {
+        self.in_flight.as_ref().map(InFlight::enter)
+    }
+}

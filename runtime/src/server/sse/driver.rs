@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::observe::{self, Label, Observers};
 use crate::registry::{CancelReason, EndStep, RemoteCleanup, RequestGuard};
-use crate::shutdown::DrainToken;
+use crate::shutdown::{DrainToken, InFlightGuard};
 use crate::watchdog::{StreamTimeout, TimeoutKind, Watched};
 
 /// One step of ending a stream: [`Cancel`](Step::Cancel), then the steps of
@@ -115,6 +115,9 @@ pub(super) struct Driver<S> {
     pub(super) hooks: Hooks,
     pub(super) told: Told,
     pub(super) tx: mpsc::Sender<Event>,
+    /// The stream's place in its shutdown's in-flight count, held until
+    /// the last step has run.
+    pub(super) in_flight: Option<InFlightGuard>,
 }
 
 /// Why the stream ended.
@@ -142,6 +145,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             hooks,
             told,
             tx,
+            in_flight: _counted,
         } = self;
         let started = Instant::now();
         let mut first = true;

@@ -82,7 +82,12 @@ where
     }
 
     /// Ends the stream (with `[DONE]`) when `drain` is cancelled: phase 2 of
-    /// a shutdown.
+    /// a shutdown. With the token of a [`Shutdown`](crate::shutdown::Shutdown)
+    /// (the `DrainToken` extractor's), the stream counts in that shutdown's
+    /// in-flight count until its last step: the response body leaves the
+    /// count when the client has `[DONE]` or is gone, and the remote cleanup
+    /// runs after that, so the shutdown waits for it too (bounded as
+    /// [`RemoteCleanup`] is).
     #[must_use]
     pub fn drain(mut self, drain: DrainToken) -> Self {
         self.drain = Some(drain);
@@ -160,6 +165,10 @@ where
         // One event of buffer: a slow client holds the driver at its next
         // send, where it still watches the timers and the drain.
         let (tx, rx) = mpsc::channel::<Event>(1);
+        // Counted from here to the driver's last step: the response body's
+        // count ends with the body, before a disconnect's or a drain's
+        // remote cleanup runs.
+        let in_flight = self.drain.as_ref().and_then(DrainToken::enter);
         let driver = Driver {
             watched: self.watched,
             heartbeat: self.heartbeat,
@@ -168,6 +177,7 @@ where
             hooks: self.hooks,
             told: self.told,
             tx,
+            in_flight,
         };
         tokio::spawn(driver.run());
         let events = futures_util::stream::unfold(rx, |mut rx| async move {
