@@ -355,3 +355,49 @@ async fn raw_paths_never_appear_as_routes() {
         .collect();
     assert_eq!(routes, BTreeSet::from(["/users/{id}".to_owned()]));
 }
+
+/// O3: the OpenTelemetry histograms are in seconds, so their buckets are
+/// too: a 20 ms and a 400 ms call land in different buckets, and a 2 s
+/// deadline in neither of theirs.
+#[test]
+fn otel_histograms_have_buckets_in_seconds() {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let observer = OtelObserver::new(&provider.meter("timebox-test"));
+    let host: timebox::observe::Label = "up:80".into();
+    for millis in [20, 400, 2000] {
+        observer.on_event(&Event::CallFinished {
+            host: host.clone(),
+            outcome: CallOutcome::Status(200),
+            duration: Duration::from_millis(millis),
+        });
+    }
+    provider.force_flush().expect("the metrics are exported");
+    let exported = exporter.get_finished_metrics().expect("exported metrics");
+    let histogram = exported
+        .iter()
+        .flat_map(|resource| resource.scope_metrics())
+        .flat_map(|scope| scope.metrics())
+        .find(|metric| metric.name() == "timebox.client.call.duration")
+        .expect("the call duration is exported");
+    let AggregatedMetrics::F64(MetricData::Histogram(histogram)) = histogram.data() else {
+        panic!("the call duration is a histogram");
+    };
+    let point = histogram.data_points().next().expect("one series of calls");
+    let bounds: Vec<f64> = point.bounds().collect();
+    assert_eq!(bounds.first(), Some(&0.005));
+    assert_eq!(bounds.last(), Some(&300.0));
+    let filled: Vec<usize> = point
+        .bucket_counts()
+        .enumerate()
+        .filter(|(_, count)| *count > 0)
+        .map(|(bucket, _)| bucket)
+        .collect();
+    assert_eq!(
+        filled.len(),
+        3,
+        "each call in a bucket of its own: {bounds:?}"
+    );
+}
