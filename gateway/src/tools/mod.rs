@@ -63,10 +63,26 @@ impl Tools {
         let http = TimeboxHttp::new(client);
         let mut pools = BTreeMap::new();
         for server in servers {
-            let session = Session::open(&server, &http).await?;
-            let listed = session.tool_names().await.map_err(|err| {
-                ToolError::server(&server.name, format_args!("did not list its tools: {err}"))
-            })?;
+            // Through the pool, so the first session holds one of the
+            // server's `max_sessions` places as every later one does.
+            let pool = Pool::new(server, http.clone());
+            let server = pool.server();
+            let session = pool.take().await?;
+            let listing = tokio::time::timeout(server.connect_timeout, session.tool_names());
+            let listed = match listing.await {
+                Ok(listed) => listed.map_err(|err| {
+                    ToolError::server(&server.name, format_args!("did not list its tools: {err}"))
+                })?,
+                Err(_) => {
+                    return Err(ToolError::server(
+                        &server.name,
+                        format_args!(
+                            "did not list its tools within {:?} (`connect_timeout_ms`)",
+                            server.connect_timeout
+                        ),
+                    ))
+                }
+            };
             let missing: Vec<&str> = server
                 .tools
                 .iter()
@@ -87,7 +103,6 @@ impl Tools {
                 tools = ?listed,
                 "MCP server ready"
             );
-            let pool = Pool::new(server, http.clone());
             pool.give_back(session);
             pools.insert(pool.name().to_owned(), Arc::new(pool));
         }
