@@ -24,6 +24,10 @@ pub(crate) struct Leases {
 struct Inner {
     tools: Tools,
     held: Mutex<BTreeMap<String, Held>>,
+    /// Held while a session is taken from a pool: a parallel call to the
+    /// same server waits for that session rather than take a second one,
+    /// which a full pool would only give once this request ended.
+    opening: tokio::sync::Mutex<()>,
     /// Set by `evict`: sessions taken later are ended at once.
     evicted: AtomicBool,
 }
@@ -40,6 +44,7 @@ impl Leases {
             inner: Arc::new(Inner {
                 tools,
                 held: Mutex::new(BTreeMap::new()),
+                opening: tokio::sync::Mutex::new(()),
                 evicted: AtomicBool::new(false),
             }),
         }
@@ -52,9 +57,17 @@ impl Leases {
     ///
     /// An unknown server, a session that cannot be opened, or a request
     /// whose sessions were evicted.
+    /// The request's sessions are taken one at a time: parallel calls to
+    /// one server share the first one's, and calls to another server wait
+    /// for that take (at once when the pool has an idle session).
     pub(crate) async fn session(&self, server: &str) -> Result<Arc<Session>, ToolError> {
-        if let Some(held) = self.lock().get(server) {
-            return Ok(Arc::clone(&held.session));
+        if let Some(session) = self.held(server) {
+            return Ok(session);
+        }
+        let _opening = self.inner.opening.lock().await;
+        // A parallel call of the same request may have taken one meanwhile.
+        if let Some(session) = self.held(server) {
+            return Ok(session);
         }
         let pool = self
             .inner
@@ -68,17 +81,21 @@ impl Leases {
             pool.evict(session, "the request ended while its session was opening");
             return Err(ToolError::Cancelled);
         }
-        // A parallel call of the same request may have opened one first.
-        let kept = held.entry(server.to_owned()).or_insert_with(|| Held {
-            pool: Arc::clone(pool),
-            session: Arc::clone(&session),
-        });
-        let kept = Arc::clone(&kept.session);
-        drop(held);
-        if !Arc::ptr_eq(&kept, &session) {
-            give_back(pool, session);
-        }
-        Ok(kept)
+        held.insert(
+            server.to_owned(),
+            Held {
+                pool: Arc::clone(pool),
+                session: Arc::clone(&session),
+            },
+        );
+        Ok(session)
+    }
+
+    /// The session the request holds with `server`, if it has taken one.
+    fn held(&self, server: &str) -> Option<Arc<Session>> {
+        self.lock()
+            .get(server)
+            .map(|held| Arc::clone(&held.session))
     }
 
     /// Ends every session the request holds rather than give it back:
@@ -123,5 +140,69 @@ fn give_back(pool: &Pool, session: Arc<Session>) {
     match Arc::try_unwrap(session) {
         Ok(session) => pool.give_back(session),
         Err(session) => pool.evict(session, "a call still held it when its request ended"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use timebox::client::Client;
+    use timebox::config::Config;
+
+    use super::Leases;
+    use crate::settings::{Server, Transport};
+    use crate::tools::Tools;
+
+    /// The built-in server with room for `max_sessions` sessions, started
+    /// as the gateway starts it (its first session idle in the pool).
+    async fn tools(max_sessions: usize) -> Tools {
+        let server = Server {
+            name: "here".to_owned(),
+            transport: Transport::Builtin,
+            tools: Vec::new(),
+            max_idle: 4,
+            max_sessions,
+            connect_timeout: Duration::from_secs(5),
+            suspend_inactivity: true,
+        };
+        Tools::start(vec![server], Client::new(&Config::default()))
+            .await
+            .expect("the built-in server starts")
+    }
+
+    /// Two parallel calls of one request to one server share one session,
+    /// even when the pool has only one place left: the second waits for
+    /// the first's, not for a place that only this request could free.
+    #[tokio::test(start_paused = true)]
+    async fn parallel_calls_to_a_full_pool_share_one_session() {
+        let tools = tools(2).await;
+        let other = Leases::new(tools.clone());
+        let _held = other.session("here").await.expect("the idle session");
+        let leases = Leases::new(tools);
+        let both = tokio::time::timeout(Duration::from_secs(10), async {
+            tokio::join!(leases.session("here"), leases.session("here"))
+        })
+        .await
+        .expect("neither call waits for the other's request to end");
+        let (first, second) = (both.0.unwrap(), both.1.unwrap());
+        assert!(Arc::ptr_eq(&first, &second));
+    }
+
+    /// The first session, opened at start, holds one of the server's
+    /// places: with one place, a second request waits for it.
+    #[tokio::test(start_paused = true)]
+    async fn the_session_opened_at_start_holds_a_place() {
+        let tools = tools(1).await;
+        let first = Leases::new(tools.clone());
+        let _held = first.session("here").await.expect("the idle session");
+        let second = Leases::new(tools);
+        let waited = tokio::time::timeout(Duration::from_secs(1), second.session("here")).await;
+        assert!(
+            waited.is_err(),
+            "a second session while the only place is taken"
+        );
+        drop(first);
     }
 }
