@@ -212,7 +212,6 @@ fn stream(
 ) -> Response {
     let config = &app.inner.config.stream;
     let request_id = completion.id.clone();
-    let final_chunk = completion.chunk(json!({}), Some("stop"));
     let stream = SseStream::new(chunks(completion, output), Watchdog::from_config(config))
         .heartbeat(config.heartbeat())
         .drain(drain)
@@ -223,7 +222,6 @@ fn stream(
         .guard(guard)
         .remote_cleanup(move |reason| pending.take_cancel_notices(&reason.to_string()))
         .on_evict(move || leases.evict("its request timed out or lost its client"))
-        .final_event(Event::default().data(final_chunk.to_string()))
         .on_step(move |step| tracing::info!(request_id, step = ?step, "stream step"))
         .into_response()
 }
@@ -233,15 +231,17 @@ fn stream(
 enum Sent {
     Nothing,
     Text,
-    /// The model stopped without finishing: an error event went out.
-    Failed,
+    /// The last event went out: the chunk with `finish_reason: "stop"`
+    /// when the model was done, else an error event.
+    Last,
 }
 
 /// The model's output as SSE events: answer text as `chat.completion.chunk`
 /// events (the first one names the role), tool progress as comments, which
-/// clients skip. Output that stops before the model said it was done (its
-/// task died) ends with an error event: a cut-off answer must not look like
-/// a short one (R5).
+/// clients skip. Only an answer the model finished ends with the chunk that
+/// says `finish_reason: "stop"`. Output that stops before the model said it
+/// was done (its task died, a tool server failed) ends with an error event
+/// instead: a cut-off answer must not look like a short one (R5).
 fn chunks(
     completion: Completion,
     output: mpsc::Receiver<Output>,
@@ -249,7 +249,7 @@ fn chunks(
     futures_util::stream::unfold(
         (output, completion, Sent::Nothing),
         |(mut output, completion, sent)| async move {
-            if sent == Sent::Failed {
+            if sent == Sent::Last {
                 return None;
             }
             let (event, sent) = match output.recv().await {
@@ -263,9 +263,12 @@ fn chunks(
                     (Event::default().data(chunk), Sent::Text)
                 }
                 Some(Output::Progress(progress)) => (progress_comment(&progress), sent),
-                Some(Output::Done) => return None,
-                Some(Output::Failed(message)) => (tool_failed_event(&message), Sent::Failed),
-                None => (model_failed_event(), Sent::Failed),
+                Some(Output::Done) => {
+                    let stop = completion.chunk(json!({}), Some("stop")).to_string();
+                    (Event::default().data(stop), Sent::Last)
+                }
+                Some(Output::Failed(message)) => (tool_failed_event(&message), Sent::Last),
+                None => (model_failed_event(), Sent::Last),
             };
             Some((event, (output, completion, sent)))
         },
@@ -356,4 +359,56 @@ fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
         .as_secs()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use axum::response::sse::Sse;
+    use axum::response::IntoResponse;
+    use futures_util::StreamExt;
+    use tokio::sync::mpsc;
+
+    use super::chunks;
+    use crate::model::Output;
+    use crate::openai::Completion;
+
+    /// The SSE text of `chunks` for the model's `outputs`.
+    async fn streamed(outputs: Vec<Output>) -> String {
+        let (tx, rx) = mpsc::channel(outputs.len().max(1));
+        for output in outputs {
+            tx.send(output).await.expect("the channel has room");
+        }
+        drop(tx);
+        let completion = Completion {
+            id: "chatcmpl-1".to_owned(),
+            model: "m".to_owned(),
+            created: 0,
+        };
+        let events = chunks(completion, rx).map(Ok::<_, Infallible>);
+        let body = Sse::new(events).into_response().into_body();
+        let bytes = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .expect("the body is read");
+        String::from_utf8(bytes.to_vec()).expect("SSE is text")
+    }
+
+    #[tokio::test]
+    async fn only_a_finished_answer_ends_with_finish_reason_stop() {
+        let stop = r#""finish_reason":"stop""#;
+        let done = streamed(vec![Output::Token("Hi".to_owned()), Output::Done]).await;
+        let last = done.trim_end().rsplit("\n\n").next().unwrap_or_default();
+        assert!(last.contains(stop), "the last event says stop: {done}");
+        let failed = streamed(vec![
+            Output::Token("Hi".to_owned()),
+            Output::Failed("MCP server `py` went away".to_owned()),
+        ])
+        .await;
+        assert!(failed.contains("event: error\n"), "{failed}");
+        assert!(!failed.contains(stop), "{failed}");
+        let cut = streamed(vec![Output::Token("Hi".to_owned())]).await;
+        assert!(cut.contains("model_error"), "{cut}");
+        assert!(!cut.contains(stop), "{cut}");
+    }
 }

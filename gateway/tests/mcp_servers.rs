@@ -464,6 +464,10 @@ async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named(
         .find("event: error")
         .unwrap_or_else(|| panic!("{body}"));
     assert!(body[error..].contains("MCP server `py`"), "{body}");
+    assert!(
+        !body.contains(r#""finish_reason":"stop""#),
+        "a failed answer does not end as a finished one: {body}"
+    );
     assert!(body.contains("[DONE]"), "{body}");
     assert!(
         tokio::task::block_in_place(
