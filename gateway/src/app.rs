@@ -16,7 +16,7 @@ use serde_json::json;
 use timebox::config::Config;
 use timebox::registry::{Registry, RequestGuard};
 use timebox::server::sse::SseStream;
-use timebox::shutdown::{DrainToken, Shutdown};
+use timebox::shutdown::{DrainToken, InFlight, InFlightGuard, Shutdown};
 use timebox::watchdog::Watchdog;
 use timebox::{get, post, routes};
 use tokio::sync::mpsc;
@@ -46,6 +46,9 @@ struct Inner {
     /// The MCP server of models whose name does not say.
     default_server: String,
     metrics: PrometheusHandle,
+    /// The shutdown's count, which an answer's cleanup stays in until the
+    /// tool servers have its notices.
+    in_flight: InFlight,
     next_id: AtomicU64,
 }
 
@@ -53,11 +56,13 @@ impl App {
     /// The app of `config`, whose events `metrics` shows: `config` must be
     /// observed by a `MetricsObserver` recording into `metrics`' recorder.
     /// Tools run on `default_server` unless a model names another.
+    /// `shutdown` waits for the answers' cleanups too.
     pub(crate) fn new(
         config: Config,
         tools: Tools,
         default_server: String,
         metrics: PrometheusHandle,
+        shutdown: &Shutdown,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -66,6 +71,7 @@ impl App {
                 tools,
                 default_server,
                 metrics,
+                in_flight: shutdown.in_flight(),
                 next_id: AtomicU64::new(1),
             }),
         }
@@ -193,7 +199,17 @@ async fn complete(
     if request.stream {
         Ok(stream(app, completion, run, output, guard, drain, leases))
     } else {
-        collect(completion, run, output, guard, leases, prompt_tokens).await
+        let counted = app.inner.in_flight.enter();
+        collect(
+            completion,
+            run,
+            output,
+            guard,
+            leases,
+            prompt_tokens,
+            counted,
+        )
+        .await
     }
 }
 
@@ -303,7 +319,9 @@ fn tool_failed_event(message: &str) -> Event {
 ///
 /// Unlike a stream's, this cleanup runs beside the `503` rather than before
 /// it: the route answers as soon as the deadline passes and the handler is
-/// dropped (S4), and the handler cannot make it wait.
+/// dropped (S4), and the handler cannot make it wait. `counted` keeps the
+/// request in the shutdown's in-flight count until the cleanup is done, so
+/// a shutdown begun meanwhile waits for the notices to go out.
 async fn collect(
     completion: Completion,
     run: Run,
@@ -311,10 +329,12 @@ async fn collect(
     mut guard: RequestGuard,
     leases: Leases,
     prompt_tokens: usize,
+    counted: InFlightGuard,
 ) -> Result<Response, ApiError> {
     let pending = run.pending().clone();
     let request_id = completion.id.clone();
     guard.on_async_cleanup(move || async move {
+        let _counted = counted;
         // Calls still waiting: the deadline cut the request short (R3's
         // timeout order: notices, then eviction).
         let cut_short = !pending.is_empty();

@@ -125,8 +125,14 @@ async fn run() -> Result<(), GatewayError> {
     let listen = |source| GatewayError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
     let addr = listener.local_addr().map_err(listen)?;
-    let router =
-        app::App::new(config, tools.clone(), settings.default_server, metrics).router(&shutdown);
+    let router = app::App::new(
+        config,
+        tools.clone(),
+        settings.default_server,
+        metrics,
+        &shutdown,
+    )
+    .router(&shutdown);
     println!("listening on http://{addr}");
     let served = timebox::server::serve(listener, router, shutdown).await;
     // The streams' last notices went to the MCP servers just before the

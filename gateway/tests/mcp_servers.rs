@@ -279,6 +279,55 @@ async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_befo
     wait_cancelled(&log, request_id, Duration::from_secs(2) + ROOM);
 }
 
+/// G1, R3: a SIGTERM while an answer that is not streamed waits on a tool.
+/// The answer's deadline passes within the grace and its 503 goes out at
+/// once (S4); the tool's cancellation notice is sent beside it, and the
+/// gateway exits only once the server has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_waits_for_the_notice_of_an_answer_its_deadline_cut_short() {
+    let HttpSetup {
+        server: _server,
+        mut gateway,
+        log,
+    } = http_setup(
+        "mcp-sigterm-answer",
+        "py",
+        &[],
+        "",
+        &[
+            ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0"),
+            ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "10"),
+            ("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "1500"),
+        ],
+    );
+    let answer = tokio::spawn(
+        reqwest::Client::new()
+            .post(format!("{}/v1/chat/completions", gateway.base))
+            .header("content-type", "application/json")
+            .body(
+                serde_json::json!({
+                    "model": "scripted-tool-60s@py",
+                    "messages": [{ "role": "user", "content": "hi" }],
+                })
+                .to_string(),
+            )
+            .send(),
+    );
+    let calls = tokio::task::block_in_place(|| wait_started(&log, 1));
+    gateway.sigterm();
+    let response = answer
+        .await
+        .expect("the request task ends")
+        .expect("the gateway answers");
+    assert_eq!(response.status(), 503);
+    assert_eq!(gateway.exit_within(CLEANUP_BOUND + ROOM), Some(0));
+    let events = mcp_events(&log);
+    assert!(
+        events_of(&events, "notice").any(|e| e["request_id"] == calls[0]["request_id"]),
+        "the gateway exited before the server had the notice: {events:#?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_session() {
     let HttpSetup {
