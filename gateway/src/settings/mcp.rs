@@ -9,6 +9,11 @@ use serde::Deserialize;
 /// The name of the in-process tool server, which is always there.
 pub(crate) const BUILTIN: &str = "builtin";
 
+/// The most sessions a server's `max_sessions` may allow: far more than
+/// one gateway can keep open (each is a connection or a child process),
+/// and a bound the pool's semaphore can hold.
+const MAX_SESSIONS: usize = 65_536;
+
 /// The MCP servers, by name, and the one a model uses when its name does
 /// not say.
 ///
@@ -237,6 +242,15 @@ impl ServerSettings {
                 "must be at least 1: with none, no tool call could run".to_owned(),
             ));
         }
+        if self.max_sessions > MAX_SESSIONS {
+            return Err(error(
+                ".max_sessions",
+                format!(
+                    "is {}; at most {MAX_SESSIONS} sessions can be open to one server",
+                    self.max_sessions
+                ),
+            ));
+        }
         Ok(Server {
             name: name.to_owned(),
             transport,
@@ -331,6 +345,11 @@ mod tests {
                 "[mcp.servers.a]\nurl = \"http://x\"\nmax_sessions = 0",
                 "mcp.servers.a.max_sessions",
                 "at least 1",
+            ),
+            (
+                "[mcp.servers.a]\nurl = \"http://x\"\nmax_sessions = 3000000000000000000",
+                "mcp.servers.a.max_sessions",
+                "at most 65536",
             ),
             (
                 "[mcp]\ndefault_server = \"nope\"",
