@@ -181,3 +181,45 @@ async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
         "the retry carries less: {first} then {second}"
     );
 }
+
+/// C3, I3: a shorter deadline the caller set in any listed format pins the
+/// call's deadline as timebox's own header does: the first attempt sends
+/// that value as it was set, the others say the same time, and the retry
+/// sends what is left of it. None ever grants the task's longer deadline.
+#[sim_test]
+async fn a_shorter_value_the_caller_set_in_a_listed_format_is_kept(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |n| async move {
+            if n == 1 {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
+            }
+        }),
+    );
+    let mut config = Config::default();
+    config.http.client.deadline_headers = vec![
+        "x-timebox-deadline-ms".to_owned(),
+        "grpc-timeout".to_owned(),
+    ];
+    config.validate().expect("a valid config");
+    let client = sim.client_with(&config);
+    Deadline::after(SECS(10))
+        .scope(client.get("http://up/").header("grpc-timeout", "3S").send())
+        .await
+        .unwrap();
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 2, "a retry");
+    let values = |hit: usize, name| {
+        let values: Vec<_> = hits[hit].headers.get_all(name).iter().collect();
+        assert_eq!(values.len(), 1, "{name}: one value");
+        values[0].to_str().unwrap().to_owned()
+    };
+    assert_eq!(values(0, "grpc-timeout"), "3S", "as the caller set it");
+    assert_eq!(values(0, "x-timebox-deadline-ms"), "3000");
+    let retried: u64 = values(1, "x-timebox-deadline-ms").parse().unwrap();
+    assert!(retried < 3000, "the retry sends what is left: {retried}");
+    assert_eq!(values(1, "grpc-timeout"), format!("{retried}m"));
+}

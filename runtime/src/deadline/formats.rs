@@ -226,6 +226,29 @@ impl Formats {
             .min_by_key(|(left, _)| *left)
     }
 
+    /// The set with `format` added.
+    pub(crate) const fn with(self, format: Format) -> Self {
+        Self(self.0 | format.bit())
+    }
+
+    /// The earliest deadline a caller set in `headers` in one of the set's
+    /// formats: the time it grants, its format and its value as set.
+    pub(crate) fn set_by_caller(
+        self,
+        headers: &HeaderMap,
+    ) -> Option<(Duration, Format, HeaderValue)> {
+        let (left, format) = self.earliest(headers)?;
+        let value = headers.get(format.name())?.clone();
+        Some((left, format, value))
+    }
+
+    /// Removes every header of the set's formats from `headers`.
+    pub(crate) fn remove(self, headers: &mut HeaderMap) {
+        for format in self.iter() {
+            headers.remove(format.name());
+        }
+    }
+
     /// Writes every format of the set for `remaining` into `headers`,
     /// replacing what was there.
     pub(crate) fn write(self, remaining: Duration, headers: &mut HeaderMap) {

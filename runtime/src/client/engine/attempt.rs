@@ -9,8 +9,7 @@ use tracing::Span;
 
 use crate::breaker::Permit;
 use crate::client::{span, Attempt, AttemptKind, ClientError};
-use crate::deadline::header::DEADLINE_HEADER;
-use crate::deadline::{Deadline, Format};
+use crate::deadline::Deadline;
 use crate::observe::{CallOutcome, Event};
 
 use super::call::Call;
@@ -101,12 +100,12 @@ impl<B: Body> Call<B> {
                 &mut headers,
             );
             // The first attempt sends a caller's shorter value as it was set.
-            if let Some(value) = self
+            if let Some((format, value)) = self
                 .as_set
                 .take()
-                .filter(|_| written.contains(Format::Timebox))
+                .filter(|(format, _)| written.contains(*format))
             {
-                headers.insert(DEADLINE_HEADER, value);
+                headers.insert(format.name(), value);
             }
         }
         self.sent += 1;

@@ -10,7 +10,7 @@ use url::Url;
 
 use crate::client::rules::Rules;
 use crate::client::{AttemptKind, ClientError};
-use crate::deadline::Deadline;
+use crate::deadline::{Deadline, Format};
 use crate::observe::{CallOutcome, Event, Label, Stage};
 use crate::retry::{is_idempotent, RetryBudget};
 
@@ -34,7 +34,7 @@ pub(crate) struct Call<B> {
     pub(super) replayable: bool,
     pub(super) deadline: Option<Deadline>,
     /// A caller's shorter deadline header, sent as set on the first attempt.
-    pub(super) as_set: Option<HeaderValue>,
+    pub(super) as_set: Option<(Format, HeaderValue)>,
     pub(super) may_retry: bool,
     /// Whether the first attempt may be hedged (A3): hedging is on for the
     /// call, and sending the request twice is safe.
@@ -90,8 +90,7 @@ impl<B: Body> Call<B> {
         } = request;
         let config = &rules.config;
         // C3: a deadline header set by the caller pins a deadline of its own.
-        let Pinned { deadline, as_set } =
-            pinned_deadline(&mut headers, config.send_deadline_header);
+        let Pinned { deadline, as_set } = pinned_deadline(&mut headers, rules.deadline_headers);
         // One retry allowance spans the whole redirect chain (C7); following
         // a redirect is not a retry.
         let max_retries = options

@@ -3,39 +3,45 @@
 
 use http::{HeaderMap, HeaderValue};
 
-use crate::deadline::header::{self, DEADLINE_HEADER};
-use crate::deadline::Deadline;
+use crate::deadline::{Deadline, Format, Formats};
 
-/// The call's deadline, and the caller's own header value when it set
-/// the deadline.
+/// The call's deadline, and the caller's own header when it set the
+/// deadline.
 pub(super) struct Pinned {
     pub(super) deadline: Option<Deadline>,
-    /// Sent as it was set on the first attempt; retries and hops send what
-    /// is left of it.
-    pub(super) as_set: Option<HeaderValue>,
+    /// Sent as it was set on the first attempt, when the client writes its
+    /// format; retries and hops send what is left of it.
+    pub(super) as_set: Option<(Format, HeaderValue)>,
 }
 
 /// The call's deadline: the task's, shortened by a deadline header the
-/// caller set. The caller's header is removed; the client sends one
-/// value itself on every attempt, so exactly one goes out.
-pub(super) fn pinned_deadline(headers: &mut HeaderMap, send_header: bool) -> Pinned {
+/// caller set, in timebox's format or in any the client writes
+/// (`http.client.deadline_headers`). The caller's headers of those formats
+/// are removed: the client writes each one itself on every attempt, so
+/// exactly one value of each goes out, and none grants more time than the
+/// caller gave. With `written` empty (`send_deadline_header` off) the
+/// headers are left as they are.
+pub(super) fn pinned_deadline(headers: &mut HeaderMap, written: Formats) -> Pinned {
     let task = Deadline::current();
-    if !send_header {
+    if written.is_empty() {
         return Pinned {
             deadline: task,
             as_set: None,
         };
     }
-    let caller = header::from_headers(headers).map(Deadline::after);
-    let value = headers.remove(DEADLINE_HEADER);
+    let read = written.with(Format::Timebox);
+    let caller = read
+        .set_by_caller(headers)
+        .map(|(left, format, value)| (Deadline::after(left), format, value));
+    read.remove(headers);
     match (task, caller) {
-        (Some(task), Some(caller)) if task < caller => Pinned {
+        (Some(task), Some((caller, _, _))) if task < caller => Pinned {
             deadline: Some(task),
             as_set: None,
         },
-        (_, Some(caller)) => Pinned {
+        (_, Some((caller, format, value))) => Pinned {
             deadline: Some(caller),
-            as_set: value,
+            as_set: Some((format, value)),
         },
         (task, None) => Pinned {
             deadline: task,
