@@ -234,6 +234,31 @@ async fn a_shorter_timeout_the_caller_set_is_kept_and_sent_once() {
     assert_eq!(seen.deadline_ms, ["200"]);
 }
 
+/// I3 with C3: a shorter `x-timebox-deadline-ms` the caller put in the
+/// metadata is kept as well, and the `grpc-timeout` says the same time.
+#[tokio::test(start_paused = true)]
+async fn a_shorter_deadline_header_the_caller_set_is_kept_and_sent_once() {
+    let config = Config::default();
+    let probe = Probe::default();
+    let mut relay = client(&config, serve(probe.clone(), None).await);
+    let mut request = Request::new(wait(0));
+    request
+        .metadata_mut()
+        .insert("x-timebox-deadline-ms", "200".parse().unwrap());
+    Deadline::after(MS(1500))
+        .scope(relay.wait(request))
+        .await
+        .expect("the call succeeds");
+    let seen = &probe.seen.lock().unwrap()[0];
+    assert_eq!(seen.deadline_ms, ["200"], "{seen:?}");
+    assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
+    assert_eq!(
+        timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
+        Some(MS(200)),
+        "{seen:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_expired_deadline_sends_nothing() {
     let probe = Probe::default();

@@ -17,7 +17,7 @@ use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 
 use super::body::{is_the_deadlines, BoxError, GrpcBody, Side};
 use super::status::{Budget, Origin};
-use super::timeout::{self, GRPC_TIMEOUT};
+use super::timeout;
 use crate::observe::{Event, Observers, Stage};
 
 /// What the client layer knows.
@@ -100,17 +100,22 @@ where
             };
         };
         let headers = req.headers_mut();
-        // A shorter timeout the caller set on the request is kept; either
-        // way exactly one value goes out.
-        let sent = match timeout::from_headers(headers).filter(|&callers| callers <= remaining) {
-            Some(callers) => callers,
-            None => {
-                let sent = timeout::parse(&ours).unwrap_or(remaining);
-                headers.insert(GRPC_TIMEOUT, ours);
-                sent
-            }
+        // A shorter deadline the caller set on the request, as a
+        // `grpc-timeout` or in a format the client writes, is kept as it was
+        // set, and the other headers say the same time; either way exactly
+        // one value of each goes out.
+        let read = self.settings.written.with(Format::GrpcTimeout);
+        let (sent, kept) = match read
+            .set_by_caller(headers)
+            .filter(|&(callers, _, _)| callers <= remaining)
+        {
+            Some((callers, format, value)) => (callers, Some((format, value))),
+            None => (timeout::parse(&ours).unwrap_or(remaining), None),
         };
-        self.settings.written.write(sent, headers);
+        read.write(sent, headers);
+        if let Some((format, value)) = kept {
+            headers.insert(format.name(), value);
+        }
         let side = Side::Client {
             sent: Deadline::at(now + sent),
         };
