@@ -442,6 +442,18 @@ async fn client_errors_become_statuses_that_keep_their_chain() {
     assert!(is_deadline_exceeded(&status), "{status:?}");
     for (err, code) in [
         (ClientError::Timeout, Code::Unavailable),
+        (
+            ClientError::Status(http::StatusCode::TOO_MANY_REQUESTS),
+            Code::Unavailable,
+        ),
+        (
+            ClientError::Status(http::StatusCode::SERVICE_UNAVAILABLE),
+            Code::Unavailable,
+        ),
+        (
+            ClientError::Status(http::StatusCode::NOT_FOUND),
+            Code::Internal,
+        ),
         (ClientError::TooManyRedirects, Code::Internal),
         (
             ClientError::InvalidRequest("no host".to_owned()),

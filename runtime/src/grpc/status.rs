@@ -116,7 +116,7 @@ pub(crate) fn deadline_too_short(refused: &crate::admission::TooShort) -> Status
 /// | error | code |
 /// |---|---|
 /// | `DeadlineExceeded` | `DEADLINE_EXCEEDED` (4) |
-/// | `CircuitBreakerOpen`, `Timeout`, `Connect`, `Transport`, a 5xx `Status` | `UNAVAILABLE` (14) |
+/// | `CircuitBreakerOpen`, `Timeout`, `Connect`, `Transport`, a `429` or 5xx `Status` | `UNAVAILABLE` (14) |
 /// | `TooManyRedirects`, `InvalidRequest`, `Decode`, any other `Status` | `INTERNAL` (13) |
 ///
 /// The status's source is the error, so its chain is kept: for a
@@ -134,7 +134,13 @@ impl From<crate::client::ClientError> for Status {
             | ClientError::Timeout
             | ClientError::Connect(_)
             | ClientError::Transport(_) => Code::Unavailable,
-            ClientError::Status(status) if status.is_server_error() => Code::Unavailable,
+            // What the client retries (C4), gRPC's callers retry too: gRPC
+            // maps an HTTP 429 to UNAVAILABLE as well.
+            ClientError::Status(status)
+                if status.is_server_error() || *status == http::StatusCode::TOO_MANY_REQUESTS =>
+            {
+                Code::Unavailable
+            }
             ClientError::TooManyRedirects
             | ClientError::InvalidRequest(_)
             | ClientError::Decode(_)
