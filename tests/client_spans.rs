@@ -129,6 +129,30 @@ async fn an_attempt_whose_retry_the_budget_refused_says_retry_budget_exhausted(s
     );
 }
 
+/// O4: a deadline outside the call that passes first (a route's gate, a
+/// `bounded` around the send) drops the call with its attempt under way;
+/// the attempt's span still says why it ended.
+#[sim_test]
+async fn an_attempt_dropped_by_a_deadline_outside_the_call_says_deadline_exceeded(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
+    );
+    let client = sim.client();
+    let spans = attempt_spans(async {
+        let outer = Deadline::after(SECS(1))
+            .scope(timebox::deadline::bounded(client.get("http://up/").send()))
+            .await;
+        assert!(outer.is_err(), "the outer gate ended it");
+    })
+    .await;
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(
+        text(&spans[0], "error.type").as_deref(),
+        Some("deadline_exceeded")
+    );
+}
+
 #[sim_test]
 async fn an_attempt_cut_by_the_deadline_says_deadline_exceeded(sim: Sim) {
     sim.net().host(

@@ -36,6 +36,39 @@ pub(crate) struct Pending {
     pub(super) attempt_ends: Deadline,
 }
 
+/// The attempts of a call under way: sent, and not yet settled by
+/// [`Call::decide`], [`Call::lose`] or [`Call::abandon`]. At most two are,
+/// a first attempt and its hedge. A call dropped with attempts under way
+/// (its caller went away, or a deadline outside it passed) tells their end
+/// too, as it tells its own.
+#[derive(Default)]
+pub(super) struct UnderWay([Option<(Attempt, Span)>; 2]);
+
+impl UnderWay {
+    fn started(&mut self, attempt: Attempt, span: Span) {
+        if let Some(slot) = self.0.iter_mut().find(|slot| slot.is_none()) {
+            *slot = Some((attempt, span));
+        }
+    }
+
+    /// `attempt` is settled.
+    pub(super) fn ended(&mut self, attempt: Attempt) {
+        for slot in &mut self.0 {
+            if slot
+                .as_ref()
+                .is_some_and(|(under_way, _)| *under_way == attempt)
+            {
+                *slot = None;
+            }
+        }
+    }
+
+    /// The attempts still under way, taken.
+    pub(super) fn take(&mut self) -> impl Iterator<Item = (Attempt, Span)> {
+        std::mem::take(&mut self.0).into_iter().flatten()
+    }
+}
+
 impl<B: Body> Call<B> {
     /// Prepares the next attempt: the request to send, and the attempt to
     /// hand back to [`Call::decide`] with what came of it.
@@ -119,6 +152,7 @@ impl<B: Body> Call<B> {
             host: self.label(),
             attempt,
         });
+        self.under_way.started(attempt, self.span.clone());
         let pending = Pending {
             ends: self.deadline.map_or(attempt_ends, |d| d.min(attempt_ends)),
             attempt,
@@ -181,6 +215,7 @@ impl<B: Body> Call<B> {
     /// Drops `pending`, the attempt that lost a hedge race: told as
     /// cancelled, and so counted by the host's breaker (B6).
     pub(crate) fn abandon(&mut self, pending: Pending) {
+        self.under_way.ended(pending.attempt);
         self.rules.observers.emit(|| Event::AttemptFinished {
             host: self.label(),
             attempt: pending.attempt,

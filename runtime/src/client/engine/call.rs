@@ -9,11 +9,12 @@ use tracing::Span;
 use url::Url;
 
 use crate::client::rules::Rules;
-use crate::client::{AttemptKind, ClientError};
+use crate::client::{span, AttemptKind, ClientError};
 use crate::deadline::{Deadline, Format};
 use crate::observe::{CallOutcome, Event, Label, Stage};
 use crate::retry::{is_idempotent, RetryBudget};
 
+use super::attempt::UnderWay;
 use super::charge::Charge;
 use super::pinned::{pinned_deadline, Pinned};
 use super::request::{Answer, Body, Options, Request};
@@ -66,6 +67,8 @@ pub(crate) struct Call<B> {
     /// Whether [`Call::end`] told the call's end; a call dropped before
     /// that tells it on drop.
     pub(super) ended: bool,
+    /// The attempts sent and not yet settled.
+    pub(super) under_way: UnderWay,
 }
 
 impl<B: Body> Call<B> {
@@ -137,6 +140,7 @@ impl<B: Body> Call<B> {
             span: Span::none(),
             budget_refused: false,
             ended: false,
+            under_way: UnderWay::default(),
             rules,
         })
     }
@@ -199,8 +203,8 @@ impl<B> Call<B> {
 
 impl<B> Drop for Call<B> {
     /// A call dropped before its end (its caller went away, or a deadline
-    /// outside it passed) is told too: as the deadline's when it passed,
-    /// as cancelled otherwise.
+    /// outside it passed) is told too, with the attempts it had under way:
+    /// as the deadline's when it passed, as cancelled otherwise.
     fn drop(&mut self) {
         if self.ended {
             return;
@@ -210,6 +214,14 @@ impl<B> Drop for Call<B> {
         } else {
             CallOutcome::Cancelled
         };
+        for (attempt, span) in self.under_way.take() {
+            self.rules.observers.emit(|| Event::AttemptFinished {
+                host: self.label(),
+                attempt,
+                outcome,
+            });
+            span::record_outcome(&span, outcome, false);
+        }
         self.tell_end(outcome);
     }
 }

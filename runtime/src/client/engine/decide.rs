@@ -107,12 +107,13 @@ impl<B: Body> Call<B> {
     /// impatience) and a local failure (not the host's doing) drop the
     /// permit without an outcome.
     fn attempt_ended<R: Answer>(
-        &self,
+        &mut self,
         attempt: Attempt,
         permit: Option<Permit>,
         outcome: &Outcome<R>,
         observed: CallOutcome,
     ) {
+        self.under_way.ended(attempt);
         self.rules.observers.emit(|| Event::AttemptFinished {
             host: self.label(),
             attempt,
