@@ -302,3 +302,30 @@ fn the_same_seed_gives_the_same_event_sequence() {
     assert_eq!(first, observed_run(3));
     assert_ne!(first, observed_run(4));
 }
+
+/// O1: the tokens of a retry that was never sent go back to the bucket
+/// when its call is dropped during the backoff, and the bucket's level is
+/// told then, so the gauge does not keep the withdrawal.
+#[sim_test]
+async fn a_retry_dropped_in_its_backoff_tells_the_tokens_given_back(sim: Sim) {
+    sim.net()
+        .host("up", answering(StatusCode::SERVICE_UNAVAILABLE));
+    let client = sim.client_with(&sim.config());
+    let outcome = tokio::time::timeout(MS(1), client.get("http://up/").send()).await;
+    assert!(outcome.is_err(), "dropped during the backoff");
+    let told = lines(&sim.observed());
+    let tokens: Vec<&str> = told
+        .iter()
+        .filter(|line| line.starts_with("budget_tokens"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tokens,
+        [
+            "budget_tokens host=up:80 tokens=500",
+            "budget_tokens host=up:80 tokens=486",
+            "budget_tokens host=up:80 tokens=500",
+        ],
+        "refilled, withdrawn for the retry, given back: {told:?}"
+    );
+}

@@ -204,8 +204,16 @@ impl<B> Call<B> {
 impl<B> Drop for Call<B> {
     /// A call dropped before its end (its caller went away, or a deadline
     /// outside it passed) is told too, with the attempts it had under way:
-    /// as the deadline's when it passed, as cancelled otherwise.
+    /// as the deadline's when it passed, as cancelled otherwise. A retry's
+    /// tokens not spent go back to the bucket.
     fn drop(&mut self) {
+        // The tokens of a retry never sent (the call was dropped during its
+        // backoff, or the breaker refused it) go back, and the bucket's new
+        // level is told as every other change of it is.
+        if let Some(charge) = self.charge.take().filter(|charge| !charge.sent) {
+            let budget = charge.refund();
+            self.tell_tokens(&budget);
+        }
         if self.ended {
             return;
         }
