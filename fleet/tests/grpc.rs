@@ -11,13 +11,15 @@ use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::grpc::GrpcDeadlineLayer;
 use timebox::shutdown::Shutdown;
 use timebox_fleet::pb::relay_client::RelayClient;
+use timebox_fleet::pb::relay_server::RelayServer;
 use timebox_fleet::pb::{ForwardRequest, WaitRequest};
 use tokio::time::Instant;
 use tonic::{Code, Request, Status};
 
-use support::{client, raw_call, serve, serve_io, Probe, HOP};
+use support::{client, connect, raw_call, serve, serve_io, Probe, HOP};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
+const SECS: fn(u64) -> Duration = Duration::from_secs;
 
 fn wait(millis: u64) -> WaitRequest {
     WaitRequest { millis }
@@ -377,6 +379,62 @@ async fn calls_count_in_flight_and_phase_one_refuses_new_ones() {
     call.await.unwrap().expect("the call in flight finishes");
     drained.await.unwrap();
     assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+/// G1, G2: a stream still open at phase 2 is told to end: it ends with
+/// `UNAVAILABLE`, and tonic's graceful shutdown, set to phase 2 as the
+/// module's docs say, then has no stream left to wait for.
+#[tokio::test(start_paused = true)]
+async fn a_stream_open_at_phase_two_ends_and_tonics_shutdown_returns() {
+    let mut config = with_method("/fleet.Relay/Ticks", MethodTimeout::Off);
+    config.server.prestop_grace_secs = 0;
+    config.server.shutdown_timeout_secs = 1;
+    let shutdown = Shutdown::new(&config);
+    let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    // One connection, and no end to the listener: tonic shuts down when its
+    // incoming stream ends.
+    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)])
+        .chain(futures_util::stream::pending());
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .layer(layer)
+            .add_service(RelayServer::new(Probe::default()))
+            .serve_with_incoming_shutdown(incoming, shutdown.drain_token().cancelled_owned()),
+    );
+    let mut relay = RelayClient::new(connect(client_io).await);
+    let mut ticks = relay
+        .ticks(wait(100))
+        .await
+        .expect("the stream opens")
+        .into_inner();
+    ticks.next().await.expect("a tick").expect("a tick");
+
+    let start = Instant::now();
+    shutdown.trigger();
+    let drained = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    let ended = tokio::time::timeout(SECS(60), async {
+        loop {
+            match ticks.next().await {
+                Some(Ok(_)) => {}
+                Some(Err(status)) => break status,
+                None => panic!("the stream ended without a status"),
+            }
+        }
+    });
+    let status = ended.await.expect("the stream ends at phase 2");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert_eq!(start.elapsed(), SECS(1), "at phase 2, after the grace");
+    drained.await.unwrap();
+    assert_eq!(shutdown.in_flight().count(), 0);
+    tokio::time::timeout(SECS(1), server)
+        .await
+        .expect("tonic's shutdown returns")
+        .unwrap()
+        .expect("the server stops cleanly");
 }
 
 #[test]

@@ -24,7 +24,11 @@ pub type Client = RelayClient<GrpcClientDeadline<Channel>>;
 /// Serves `relay` on an in-memory connection, with `layer` around it
 /// (`None` for bare tonic); the channel to it.
 pub async fn serve<R: Relay>(relay: R, layer: Option<GrpcDeadlineLayer>) -> Channel {
-    let client_io = serve_io(relay, layer);
+    connect(serve_io(relay, layer)).await
+}
+
+/// A channel over `client_io`, the client's end of an in-memory connection.
+pub async fn connect(client_io: DuplexStream) -> Channel {
     let client_io = Arc::new(Mutex::new(Some(client_io)));
     Endpoint::from_static("http://in-memory")
         .connect_with_connector(tower::service_fn(move |_: Uri| {

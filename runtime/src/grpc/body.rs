@@ -1,7 +1,8 @@
 //! [`GrpcBody`]: a response body under the call's deadline.
 
+use std::future::Future;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use bytes::Buf;
 use http::HeaderMap;
@@ -10,7 +11,7 @@ use pin_project::pin_project;
 use tonic::{Code, Status};
 
 use crate::deadline::{Deadline, Gated};
-use crate::shutdown::InFlightGuard;
+use crate::shutdown::{DrainToken, InFlightGuard};
 
 use super::status::Budget;
 
@@ -26,13 +27,61 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// `DEADLINE_EXCEEDED`, and on the client reading it fails with that
 /// status. A body that answers on its own (a refused or timed-out call)
 /// is empty: the status is in the response's headers (Trailers-Only).
+///
+/// On a server with a [`Shutdown`](crate::shutdown::Shutdown), a body still
+/// streaming at phase 2 (G1: remaining streams are told to end) ends at
+/// once with trailers saying `UNAVAILABLE`, which gRPC clients retry: tonic's
+/// own graceful shutdown then finds no stream left to wait for.
 #[pin_project]
 #[derive(Debug, Default)]
 pub struct GrpcBody<B> {
     #[pin]
     state: State<B>,
-    /// Counts the call in flight until the body is done (server side).
-    guard: Option<InFlightGuard>,
+    /// The call's place in its shutdown (server side).
+    counted: Option<Counted>,
+}
+
+/// A server call's place in its shutdown: counted in flight until its body
+/// is done, and ended at phase 2.
+#[derive(Debug)]
+pub(crate) struct Counted {
+    _guard: InFlightGuard,
+    drain: DrainToken,
+    /// The wait for phase 2, made when the body first waits for its next
+    /// frame: a body that is ready at once (a unary answer) never boxes it.
+    drained: Option<Drained>,
+}
+
+/// Completes at phase 2.
+struct Drained(Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl std::fmt::Debug for Drained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Drained")
+    }
+}
+
+impl Counted {
+    pub(crate) fn new(guard: InFlightGuard, drain: DrainToken) -> Self {
+        Self {
+            _guard: guard,
+            drain,
+            drained: None,
+        }
+    }
+
+    /// Whether phase 2 has begun; when it has not, the task is woken when
+    /// it does.
+    fn poll_drained(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.drain.is_cancelled() {
+            return true;
+        }
+        let drain = &self.drain;
+        let drained = self
+            .drained
+            .get_or_insert_with(|| Drained(Box::pin(drain.clone().cancelled_owned())));
+        drained.0.as_mut().poll(cx).is_ready()
+    }
 }
 
 #[pin_project(project = StateProj)]
@@ -72,10 +121,10 @@ impl Side {
 
 impl<B> GrpcBody<B> {
     /// `body` as it is.
-    pub(crate) fn plain(body: B, guard: Option<InFlightGuard>) -> Self {
+    pub(crate) fn plain(body: B, counted: Option<Counted>) -> Self {
         Self {
             state: State::Plain(body),
-            guard,
+            counted,
         }
     }
 
@@ -84,19 +133,19 @@ impl<B> GrpcBody<B> {
         body: Gated<B>,
         budget: Budget,
         side: Side,
-        guard: Option<InFlightGuard>,
+        counted: Option<Counted>,
     ) -> Self {
         Self {
             state: State::Gated { body, budget, side },
-            guard,
+            counted,
         }
     }
 
     /// No body: the status is in the headers.
-    pub(crate) fn empty(guard: Option<InFlightGuard>) -> Self {
+    pub(crate) fn empty(counted: Option<Counted>) -> Self {
         Self {
             state: State::Empty,
-            guard,
+            counted,
         }
     }
 }
@@ -116,44 +165,51 @@ where
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
         let mut state = this.state;
-        let outcome = match state.as_mut().project() {
-            StateProj::Plain(body) => return body.poll_frame(cx).map_err(Into::into),
+        let polled = match state.as_mut().project() {
+            StateProj::Plain(body) => body.poll_frame(cx).map_err(Into::into),
             StateProj::Empty => return Poll::Ready(None),
             StateProj::Gated { body, budget, side } => {
-                match ready!(body.poll_with(cx, |body, cx| body.poll_frame(cx))) {
-                    Ok(Some(Ok(frame)))
+                match body.poll_with(cx, |body, cx| body.poll_frame(cx)) {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(Ok(Some(Ok(frame))))
                         if frame
                             .trailers_ref()
                             .is_some_and(|trailers| is_the_deadlines(trailers, *side)) =>
                     {
-                        Expired::Fail(budget.exceeded())
+                        let how = Expired::Fail(budget.exceeded());
+                        return end(state, this.counted, how);
                     }
-                    Ok(Some(Err(_))) if side.client_past_sent() => Expired::Fail(budget.exceeded()),
-                    Ok(frame) => return Poll::Ready(frame.map(|frame| frame.map_err(Into::into))),
-                    Err(_) if *side == Side::Server => Expired::End(budget.exceeded()),
-                    Err(_) => Expired::Fail(budget.exceeded()),
+                    Poll::Ready(Ok(Some(Err(_)))) if side.client_past_sent() => {
+                        let how = Expired::Fail(budget.exceeded());
+                        return end(state, this.counted, how);
+                    }
+                    Poll::Ready(Ok(frame)) => {
+                        Poll::Ready(frame.map(|frame| frame.map_err(Into::into)))
+                    }
+                    Poll::Ready(Err(_)) => {
+                        let how = match side {
+                            Side::Server => Expired::End(budget.exceeded()),
+                            Side::Client { .. } => Expired::Fail(budget.exceeded()),
+                        };
+                        return end(state, this.counted, how);
+                    }
                 }
             }
         };
-        // The deadline passed: drop the inner body before saying so.
-        match outcome {
-            Expired::End(status) => {
-                tracing::warn!(
-                    status = status.message(),
-                    "grpc deadline exceeded while streaming the response",
-                );
-                let mut trailers = HeaderMap::new();
-                // A status timebox makes has a valid message; nothing to lose.
-                let _ = status.add_header(&mut trailers);
-                state.set(State::Empty);
-                *this.guard = None;
-                Poll::Ready(Some(Ok(Frame::trailers(trailers))))
-            }
-            Expired::Fail(status) => {
-                state.set(State::Empty);
-                Poll::Ready(Some(Err(Box::new(status))))
-            }
+        // G1: a stream still waiting for its next frame at phase 2 ends.
+        if polled.is_pending()
+            && this
+                .counted
+                .as_mut()
+                .is_some_and(|counted| counted.poll_drained(cx))
+        {
+            tracing::info!("grpc stream ended by the drain (shutdown phase 2)");
+            let status = Status::unavailable(
+                "the server is shutting down: the stream was ended at the drain",
+            );
+            return end(state, this.counted, Expired::End(status));
         }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -173,13 +229,39 @@ where
     }
 }
 
-/// How a body ends when its deadline passes (or, on the client, when the
-/// peer says it passed).
+/// How a body ends before its inner body does: its deadline passed (or,
+/// on the client, the peer says it passed), or the server drains.
 enum Expired {
     /// Server: with trailers carrying the status.
     End(Status),
     /// Client: with the status as the read's error.
     Fail(Status),
+}
+
+/// Ends the body: drops the inner body (and, on the server, the call's
+/// place in the in-flight count) before saying how it ended.
+fn end<B, D>(
+    mut state: Pin<&mut State<B>>,
+    counted: &mut Option<Counted>,
+    how: Expired,
+) -> Poll<Option<Result<Frame<D>, BoxError>>> {
+    state.set(State::Empty);
+    match how {
+        Expired::End(status) => {
+            if status.code() == Code::DeadlineExceeded {
+                tracing::warn!(
+                    status = status.message(),
+                    "grpc deadline exceeded while streaming the response",
+                );
+            }
+            let mut trailers = HeaderMap::new();
+            // A status timebox makes has a valid message; nothing to lose.
+            let _ = status.add_header(&mut trailers);
+            *counted = None;
+            Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+        }
+        Expired::Fail(status) => Poll::Ready(Some(Err(Box::new(status)))),
+    }
 }
 
 /// Client side: whether the status in `headers` (a Trailers-Only head,

@@ -43,9 +43,12 @@
 //! [`Shutdown::in_flight`] until its response body is done, so
 //! [`Shutdown::wait_drained`] waits for gRPC calls as for HTTP requests,
 //! and once phase 1 begins new calls get `UNAVAILABLE` (14) with
-//! `grpc-retry-pushback-ms` of 1000 to 3000. Serve with tonic's own
-//! shutdown signal set to phase 2, so that connections stay open (and say
-//! `UNAVAILABLE`) while calls drain:
+//! `grpc-retry-pushback-ms` of 1000 to 3000. At phase 2 a response still
+//! streaming ends with trailers saying `UNAVAILABLE` (G1: remaining streams
+//! are told to end). Serve with tonic's own shutdown signal set to phase 2,
+//! so that connections stay open (and say `UNAVAILABLE`) while calls drain,
+//! and tonic's graceful shutdown, which waits for every stream, has none
+//! left to wait for:
 //! `serve_with_shutdown(addr, shutdown.drain_token().cancelled_owned())`.
 //!
 //! # Examples

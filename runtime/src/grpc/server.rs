@@ -18,9 +18,9 @@ use crate::config::{Config, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{BoundedLabels, Event, Label, Observers, ShedReason, Stage};
-use crate::shutdown::{InFlightGuard, Shutdown};
+use crate::shutdown::Shutdown;
 
-use super::body::{GrpcBody, Side};
+use super::body::{Counted, GrpcBody, Side};
 use super::status::{self, Budget, Origin};
 use super::timeout;
 
@@ -171,7 +171,7 @@ where
                 let extensions = req.extensions_mut();
                 extensions.insert(shutdown.token());
                 extensions.insert(shutdown.drain_token());
-                Some(guard)
+                Some(Counted::new(guard, shutdown.drain_token()))
             }
         };
         // A1: each method learns its service time from every call.
@@ -247,7 +247,7 @@ where
 pub struct GrpcServerFuture<F> {
     #[pin]
     state: CallState<F>,
-    guard: Option<InFlightGuard>,
+    guard: Option<Counted>,
     learn: Option<Learn>,
 }
 
@@ -309,7 +309,7 @@ enum CallState<F> {
 }
 
 impl<F> GrpcServerFuture<F> {
-    fn answered(status: Status, guard: Option<InFlightGuard>) -> Self {
+    fn answered(status: Status, guard: Option<Counted>) -> Self {
         Self {
             state: CallState::Answered(Some(status)),
             guard,
