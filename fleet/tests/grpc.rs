@@ -158,13 +158,13 @@ async fn a_callers_grpc_timeout_still_counts_under_off() {
     assert_eq!(trailers_only(&response).0, "4");
 }
 
+/// I2, O1: a stream whose deadline passes after its head ends with
+/// `DEADLINE_EXCEEDED` in its trailers, told at the `stream` stage.
 #[tokio::test(start_paused = true)]
 async fn a_streamed_response_ends_with_deadline_exceeded_in_its_trailers() {
-    let channel = serve(
-        Probe::default(),
-        Some(GrpcDeadlineLayer::server(&Config::default())),
-    )
-    .await;
+    let recording = timebox::observe::Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let channel = serve(Probe::default(), Some(GrpcDeadlineLayer::server(&config))).await;
     let mut request = Request::new(wait(300));
     request.set_timeout(MS(1000));
     let mut ticks = RelayClient::new(channel)
@@ -182,6 +182,19 @@ async fn a_streamed_response_ends_with_deadline_exceeded_in_its_trailers() {
     };
     assert_eq!(received, 3, "ticks at 300, 600 and 900 ms");
     assert_eq!(end.code(), Code::DeadlineExceeded, "{end:?}");
+    let exceeded: Vec<_> = recording
+        .events()
+        .into_iter()
+        .filter(|event| matches!(event, timebox::observe::Event::DeadlineExceeded { .. }))
+        .collect();
+    assert_eq!(
+        exceeded,
+        [timebox::observe::Event::DeadlineExceeded {
+            stage: timebox::observe::Stage::Stream,
+            // A method with no rule of its own is labelled `other`.
+            route: Some("other".into()),
+        }]
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,6 +11,7 @@ use pin_project::pin_project;
 use tonic::{Code, Status};
 
 use crate::deadline::{Deadline, Gated};
+use crate::observe::{Event, Label, Observers, Stage};
 use crate::shutdown::{DrainToken, InFlightGuard};
 
 use super::status::Budget;
@@ -95,10 +96,29 @@ enum State<B> {
         body: Gated<B>,
         budget: Budget,
         side: Side,
+        told: Told,
     },
     /// Nothing (more) to send.
     #[default]
     Empty,
+}
+
+/// Who hears of a call's deadline passing, and the route they name (the
+/// method, on the server).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Told {
+    pub(crate) observers: Observers,
+    pub(crate) route: Option<Label>,
+}
+
+impl Told {
+    /// Tells that the deadline passed at `stage`.
+    pub(crate) fn exceeded(&self, stage: Stage) {
+        self.observers.emit(|| Event::DeadlineExceeded {
+            stage,
+            route: self.route.clone(),
+        });
+    }
 }
 
 /// Which end of the call the body is read at.
@@ -133,10 +153,16 @@ impl<B> GrpcBody<B> {
         body: Gated<B>,
         budget: Budget,
         side: Side,
+        told: Told,
         counted: Option<Counted>,
     ) -> Self {
         Self {
-            state: State::Gated { body, budget, side },
+            state: State::Gated {
+                body,
+                budget,
+                side,
+                told,
+            },
             counted,
         }
     }
@@ -168,33 +194,31 @@ where
         let polled = match state.as_mut().project() {
             StateProj::Plain(body) => body.poll_frame(cx).map_err(Into::into),
             StateProj::Empty => return Poll::Ready(None),
-            StateProj::Gated { body, budget, side } => {
-                match body.poll_with(cx, |body, cx| body.poll_frame(cx)) {
-                    Poll::Pending => Poll::Pending,
-                    Poll::Ready(Ok(Some(Ok(frame))))
-                        if frame
-                            .trailers_ref()
-                            .is_some_and(|trailers| is_the_deadlines(trailers, *side)) =>
-                    {
-                        let how = Expired::Fail(budget.exceeded());
-                        return end(state, this.counted, how);
-                    }
-                    Poll::Ready(Ok(Some(Err(_)))) if side.client_past_sent() => {
-                        let how = Expired::Fail(budget.exceeded());
-                        return end(state, this.counted, how);
-                    }
-                    Poll::Ready(Ok(frame)) => {
-                        Poll::Ready(frame.map(|frame| frame.map_err(Into::into)))
-                    }
-                    Poll::Ready(Err(_)) => {
-                        let how = match side {
-                            Side::Server => Expired::End(budget.exceeded()),
-                            Side::Client { .. } => Expired::Fail(budget.exceeded()),
-                        };
-                        return end(state, this.counted, how);
-                    }
+            StateProj::Gated {
+                body,
+                budget,
+                side,
+                told,
+            } => match body.poll_with(cx, |body, cx| body.poll_frame(cx)) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Ok(Some(Ok(frame))))
+                    if frame
+                        .trailers_ref()
+                        .is_some_and(|trailers| is_the_deadlines(trailers, *side)) =>
+                {
+                    let how = deadline_passed(budget, *side, told);
+                    return end(state, this.counted, how);
                 }
-            }
+                Poll::Ready(Ok(Some(Err(_)))) if side.client_past_sent() => {
+                    let how = deadline_passed(budget, *side, told);
+                    return end(state, this.counted, how);
+                }
+                Poll::Ready(Ok(frame)) => Poll::Ready(frame.map(|frame| frame.map_err(Into::into))),
+                Poll::Ready(Err(_)) => {
+                    let how = deadline_passed(budget, *side, told);
+                    return end(state, this.counted, how);
+                }
+            },
         };
         // G1: a stream still waiting for its next frame at phase 2 ends.
         if polled.is_pending()
@@ -236,6 +260,23 @@ enum Expired {
     End(Status),
     /// Client: with the status as the read's error.
     Fail(Status),
+}
+
+/// How a body ends when the call's deadline passed while it streamed,
+/// told (O1) at the `stream` stage on the server and as the outbound
+/// call's on the client.
+fn deadline_passed(budget: &Budget, side: Side, told: &Told) -> Expired {
+    let status = budget.exceeded();
+    match side {
+        Side::Server => {
+            told.exceeded(Stage::Stream);
+            Expired::End(status)
+        }
+        Side::Client { .. } => {
+            told.exceeded(Stage::Outbound);
+            Expired::Fail(status)
+        }
+    }
 }
 
 /// Ends the body: drops the inner body (and, on the server, the call's

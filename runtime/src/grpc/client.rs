@@ -15,7 +15,7 @@ use tower_service::Service;
 use crate::config::Config;
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 
-use super::body::{is_the_deadlines, BoxError, GrpcBody, Side};
+use super::body::{is_the_deadlines, BoxError, GrpcBody, Side, Told};
 use super::status::{Budget, Origin};
 use super::timeout;
 use crate::observe::{Event, Observers, Stage};
@@ -185,7 +185,12 @@ where
                     Ok(Ok(response)) if !is_the_deadlines(response.headers(), side) => {
                         let budget = budget.take().expect("polled after completion");
                         let (parts, body) = response.into_parts();
-                        let body = GrpcBody::gated(future.hand_over(body), budget, side, None);
+                        let told = Told {
+                            observers: observers.clone(),
+                            route: None,
+                        };
+                        let body =
+                            GrpcBody::gated(future.hand_over(body), budget, side, told, None);
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
                     // A reset stream, a dropped connection or tonic's own

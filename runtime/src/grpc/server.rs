@@ -20,7 +20,7 @@ use crate::entropy::Entropy;
 use crate::observe::{BoundedLabels, Event, Label, Observers, ShedReason, Stage};
 use crate::shutdown::Shutdown;
 
-use super::body::{Counted, GrpcBody, Side};
+use super::body::{Counted, GrpcBody, Side, Told};
 use super::status::{self, Budget, Origin};
 use super::timeout;
 
@@ -348,7 +348,8 @@ where
                     }
                     let budget = budget.take().expect("polled after completion");
                     let body = future.hand_over(body);
-                    let body = GrpcBody::gated(body, budget, Side::Server, this.guard.take());
+                    let told = told.clone();
+                    let body = GrpcBody::gated(body, budget, Side::Server, told, this.guard.take());
                     return Poll::Ready(Ok(Response::from_parts(parts, body)));
                 }
                 Err(_) => expired(uri, budget.as_ref().expect("polled after completion"), told),
@@ -363,19 +364,9 @@ where
     }
 }
 
-/// Who hears a bounded call's events, and the route they name.
-#[derive(Debug)]
-struct Told {
-    observers: Observers,
-    route: Option<Label>,
-}
-
 /// `DEADLINE_EXCEEDED` for the call to `uri`, said in the log and told.
 fn expired(uri: &Uri, budget: &Budget, told: &Told) -> Status {
-    told.observers.emit(|| Event::DeadlineExceeded {
-        stage: Stage::Handler,
-        route: told.route.clone(),
-    });
+    told.exceeded(Stage::Handler);
     tracing::warn!(
         method = uri.path(),
         deadline_ms = budget.length.as_millis(),
