@@ -300,19 +300,39 @@ async fn the_client_ends_the_call_at_the_callers_deadline() {
     assert!(is_deadline_exceeded(&status), "{status:?}");
 }
 
+/// I3: a `CANCELLED` that comes once the `grpc-timeout` sent has run out
+/// is the deadline's. Sent to a peer that is not tonic (tonic's channel
+/// would end the call itself at the timeout), so the peer's own answer is
+/// what the layer reads.
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_that_comes_after_the_deadline_is_reported_as_deadline_exceeded() {
-    let probe = Probe {
-        wait_answer: Some(|| Status::cancelled("the peer gave up")),
-        ..Probe::default()
-    };
-    let mut relay = client(&Config::default(), serve(probe, None).await);
-    let status = Deadline::after(MS(1000))
-        .scope(relay.wait(wait(1000)))
+    use tower::ServiceExt;
+
+    let peer = tower::service_fn(
+        |_: http::Request<http_body_util::Empty<bytes::Bytes>>| async {
+            tokio::time::sleep(MS(400)).await;
+            Ok::<_, std::convert::Infallible>(
+                Status::cancelled("the peer gave up")
+                    .into_http::<http_body_util::Empty<bytes::Bytes>>(),
+            )
+        },
+    );
+    let layered = tower::ServiceBuilder::new()
+        .layer(GrpcDeadlineLayer::client(&Config::default()))
+        .service(peer);
+    let request = http::Request::post("http://peer/fleet.Relay/Wait")
+        .header("grpc-timeout", "300m")
+        .body(http_body_util::Empty::new())
+        .unwrap();
+    let err = Deadline::after(MS(1000))
+        .scope(layered.oneshot(request))
         .await
-        .unwrap_err();
+        .expect_err("the call fails");
+    let status = err
+        .downcast::<Status>()
+        .expect("the layer fails with a status");
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
-    assert!(is_deadline_exceeded(&status));
+    assert!(is_deadline_exceeded(&*status));
 }
 
 #[tokio::test(start_paused = true)]
