@@ -86,7 +86,7 @@ where
         // Forked before the send borrows `sender`, whether or not the hedge
         // is sent in the end; boxed, as the race is, so a call that never
         // hedges carries a pointer for it.
-        let mut fork = hedge.and_then(|_| sender.fork()).map(Box::new);
+        let fork = hedge.and_then(|_| sender.fork()).map(Box::new);
         let url = call.url().cloned();
         let sent = attempt_once(
             made_as_polled(&pending.span, deadline, || {
@@ -96,7 +96,7 @@ where
             deadline,
         )
         .instrument(pending.span.clone());
-        let (pending, outcome) = match (hedge, fork.as_deref_mut()) {
+        let (pending, outcome) = match (hedge, fork) {
             // Boxed: a race holds two attempts, and the future of a call
             // that never hedges need not have room for them.
             (Some(delay), Some(fork)) => Box::pin(race(call, fork, sent, pending, delay)).await,
@@ -123,9 +123,14 @@ where
 /// cancelled), with whatever it held on the host. One that fails (its
 /// transport, its own timeout) while the other still runs does not win:
 /// it is told as it failed, and the other's outcome is the race's.
+///
+/// `fork` goes as soon as no hedge will be sent: a readied service may hold
+/// a slot of the one beneath it (tower's `ConcurrencyLimit` holds a permit,
+/// `Buffer` a place), which a refused hedge must not keep while the first
+/// attempt runs.
 async fn race<B, S, F>(
     call: &mut Call<B>,
-    fork: &mut S,
+    mut fork: Box<S>,
     first: F,
     pending: Pending,
     delay: Duration,
@@ -148,6 +153,7 @@ where
         ready = gated(deadline, fork.ready()) => matches!(ready, Some(Ok(()))),
     };
     let Some((request, hedge)) = ready.then(|| call.start_hedge()).flatten() else {
+        drop(fork);
         let outcome = first.await;
         return (pending, outcome);
     };

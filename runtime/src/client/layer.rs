@@ -383,4 +383,51 @@ mod tests {
         assert_eq!(response.status(), http::StatusCode::OK);
         assert_eq!(calls.load(Ordering::SeqCst), 2, "one retry");
     }
+
+    /// A3 through tower: a hedge the bucket refuses gives back the place
+    /// its fork took in the service beneath (here a `ConcurrencyLimit` of
+    /// two), instead of keeping it while the first attempt runs.
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_hedge_keeps_no_place_in_the_service_beneath() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&calls);
+        let inner = ConcurrencyLimit::new(
+            service_fn(move |_: http::Request<Full<Bytes>>| {
+                let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    }
+                    Ok::<_, Infallible>(http::Response::new(Full::<Bytes>::default()))
+                }
+            }),
+            2,
+        );
+        let mut config = Config::default();
+        config.http.client.hedge.enabled = true;
+        config.http.client.hedge.delay_ms = Some(20);
+        let layer = ClientLayer::new(&config);
+        let uri: http::Uri = "http://upstream.test/".parse().expect("a valid URI");
+        let budget = layer.budgets().for_uri(&uri).expect("the host's budget");
+        let client = layer.layer(inner);
+        // Below half full: no hedge is sent (A3).
+        while budget.tokens() >= 250.0 {
+            assert!(budget.try_withdraw(crate::retry::RetryKind::Transient));
+        }
+        let request = http::Request::get(uri.clone())
+            .body(Full::default())
+            .expect("a valid request");
+        let slow = tokio::spawn(client.clone().oneshot(request));
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        let mut other = client.clone();
+        let ready = tokio::time::timeout(std::time::Duration::from_millis(50), other.ready()).await;
+        assert!(
+            ready.is_ok(),
+            "the second place is free while the slow call runs"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "no hedge was sent");
+        slow.await
+            .expect("the call does not panic")
+            .expect("the slow call answers");
+    }
 }
