@@ -329,3 +329,46 @@ async fn a_retry_dropped_in_its_backoff_tells_the_tokens_given_back(sim: Sim) {
         "refilled, withdrawn for the retry, given back: {told:?}"
     );
 }
+
+/// O1: a route deadline that passes while its handler waits on an outbound
+/// call is told once, at the `outbound` stage, with the route: the call
+/// dropped with the handler leaves the telling to the route.
+#[sim_test]
+async fn a_deadline_passing_in_an_outbound_call_is_told_once_at_that_stage(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
+    );
+    let mut config = sim.config();
+    config.server.timeouts.request_timeout_ms = Some(1_000);
+    let client = sim.client_with(&config);
+    let app = axum::Router::new()
+        .route(
+            "/proxy",
+            axum::routing::get(move || {
+                let client = client.clone();
+                async move {
+                    let _ = client.get("http://up/").send().await;
+                    "answered"
+                }
+            }),
+        )
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    let response = sim.app(app).request(request("GET", "/proxy")).await;
+    assert_eq!(response.status(), 503);
+    let told = lines(&sim.observed());
+    let exceeded: Vec<&String> = told
+        .iter()
+        .filter(|line| line.starts_with("deadline_exceeded"))
+        .collect();
+    assert_eq!(
+        exceeded,
+        ["deadline_exceeded stage=outbound route=/proxy"],
+        "{told:?}"
+    );
+    assert!(
+        told.iter()
+            .any(|line| line.starts_with("call_finished host=up:80 outcome=deadline_exceeded")),
+        "the call still ends as the deadline's: {told:?}"
+    );
+}

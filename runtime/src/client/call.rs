@@ -12,6 +12,7 @@ use tracing::{Instrument, Span};
 use url::Url;
 
 use crate::deadline::{bounded, Bounded, Deadline, Scope};
+use crate::observe::{waiting_at, Stage};
 
 use super::engine::{Answer, Body, Call, Next, Outcome, Pending};
 use super::transport::TransportError;
@@ -62,11 +63,13 @@ where
     B: Body,
     S: Sender<B>,
 {
-    async move {
+    // Said while pending: a request deadline that passes while its handler
+    // waits on the call is told at the `outbound` stage.
+    waiting_at(Stage::Outbound, async move {
         let result = run(&mut call, &mut sender).await;
         call.end(&result);
         result
-    }
+    })
 }
 
 async fn run<B, S>(call: &mut Call<B>, sender: &mut S) -> Result<S::Response, ClientError>

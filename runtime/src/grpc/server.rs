@@ -17,7 +17,7 @@ use crate::admission::{DeadlineCheck, RouteChecks};
 use crate::config::{Config, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{BoundedLabels, Event, Label, Observers, ShedReason, Stage};
+use crate::observe::{owner_tells, BoundedLabels, Event, Label, Observers, ShedReason, Stage};
 use crate::shutdown::Shutdown;
 
 use super::body::{Counted, GrpcBody, Side, Told};
@@ -357,8 +357,9 @@ where
             CallStateProj::Answered(status) => status.take().expect("polled after completion"),
         };
         // The handler's future (its guards, its outbound calls) is dropped
-        // before the answer leaves.
-        this.state.set(CallState::Answered(None));
+        // before the answer leaves; a deadline that passed is told above,
+        // once.
+        owner_tells(|| this.state.set(CallState::Answered(None)));
         let guard = this.guard.take();
         Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(guard))))
     }

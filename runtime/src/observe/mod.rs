@@ -77,7 +77,7 @@ mod observers;
 mod otel;
 mod recording;
 mod trace;
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "client", feature = "grpc"))]
 mod waiting;
 
 pub use event::{
@@ -94,7 +94,11 @@ pub use observers::{Observer, Observers};
 #[cfg(feature = "otel")]
 pub use otel::OtelObserver;
 pub use recording::Recording;
+#[cfg(feature = "client")]
+pub(crate) use waiting::an_owner_tells;
 #[cfg(feature = "server")]
 pub(crate) use waiting::noting;
-#[cfg(feature = "sqlx")]
+#[cfg(any(feature = "server", feature = "grpc"))]
+pub(crate) use waiting::owner_tells;
+#[cfg(any(feature = "sqlx", feature = "client"))]
 pub(crate) use waiting::waiting_at;

@@ -22,11 +22,43 @@ thread_local! {
     /// The stage the future being polled on this thread was left waiting
     /// at, if it said.
     static WAITING: Cell<Option<Stage>> = const { Cell::new(None) };
+    /// Set while a request's owner (a route, a gRPC method) drops its work
+    /// because its deadline passed: the owner tells the deadline, at the
+    /// stage the work was left waiting at, so what it drops need not.
+    static OWNER_TELLS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `drop_work`, the dropping of a request's work whose deadline
+/// passed, by an owner that tells the deadline itself (O1: one event per
+/// deadline): a client call dropped inside does not tell it again.
+#[cfg_attr(not(any(feature = "server", feature = "grpc")), allow(dead_code))]
+pub(crate) fn owner_tells<R>(drop_work: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = OWNER_TELLS.try_with(|tells| tells.set(self.0));
+        }
+    }
+
+    let _restore = OWNER_TELLS
+        .try_with(|tells| tells.replace(true))
+        .ok()
+        .map(Restore);
+    drop_work()
+}
+
+/// Whether the work being dropped now is dropped by an owner that tells
+/// its deadline (see [`owner_tells`]).
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
+pub(crate) fn an_owner_tells() -> bool {
+    OWNER_TELLS.try_with(Cell::get).unwrap_or(false)
 }
 
 /// Runs one poll (`poll`) of a request's future; the poll's result and the
 /// stage it was left waiting at, when a [`WaitingAt`] inside said. An outer
 /// `noting` sees the same stage.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub(crate) fn noting<R>(poll: impl FnOnce() -> R) -> (R, Option<Stage>) {
     let outer = WAITING
         .try_with(|waiting| waiting.replace(None))
@@ -45,7 +77,7 @@ pub(crate) fn noting<R>(poll: impl FnOnce() -> R) -> (R, Option<Stage>) {
 }
 
 /// Future for [`waiting_at`]: says `stage` each time its future is pending.
-#[cfg_attr(not(feature = "sqlx"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "sqlx", feature = "client")), allow(dead_code))]
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
@@ -57,7 +89,7 @@ pub(crate) struct WaitingAt<F> {
 
 /// `future`, which says that the request waits at `stage` while it is
 /// pending.
-#[cfg_attr(not(feature = "sqlx"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "sqlx", feature = "client")), allow(dead_code))]
 pub(crate) fn waiting_at<F: Future>(stage: Stage, future: F) -> WaitingAt<F> {
     WaitingAt { stage, future }
 }
@@ -108,5 +140,18 @@ mod tests {
         assert_eq!(outer, Some(Stage::PoolWait));
         let mut other = pin!(pending::<()>());
         assert_eq!(poll_once(other.as_mut()), (Poll::Pending, None));
+    }
+
+    #[test]
+    fn an_owner_tells_only_while_it_drops_work_and_nested_calls_restore() {
+        use super::{an_owner_tells, owner_tells};
+
+        assert!(!an_owner_tells());
+        owner_tells(|| {
+            assert!(an_owner_tells());
+            owner_tells(|| assert!(an_owner_tells()));
+            assert!(an_owner_tells(), "the outer owner still tells");
+        });
+        assert!(!an_owner_tells());
     }
 }

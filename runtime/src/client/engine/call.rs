@@ -11,7 +11,7 @@ use url::Url;
 use crate::client::rules::Rules;
 use crate::client::{span, AttemptKind, ClientError};
 use crate::deadline::{Deadline, Format};
-use crate::observe::{CallOutcome, Event, Label, Stage};
+use crate::observe::{an_owner_tells, CallOutcome, Event, Label, Stage};
 use crate::retry::{is_idempotent, RetryBudget};
 
 use super::attempt::UnderWay;
@@ -171,7 +171,9 @@ impl<B> Call<B> {
     pub(super) fn tell_end(&mut self, outcome: CallOutcome) {
         self.ended = true;
         let observers = &self.rules.observers;
-        if outcome == CallOutcome::DeadlineExceeded {
+        // Dropped by a route or a gRPC method whose deadline passed, the
+        // call leaves the deadline to its owner, which tells it once.
+        if outcome == CallOutcome::DeadlineExceeded && !an_owner_tells() {
             observers.emit(|| Event::DeadlineExceeded {
                 stage: Stage::Outbound,
                 route: None,

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::admission::DeadlineCheck;
 use crate::deadline::Gated;
 use crate::entropy::Entropy;
-use crate::observe::{noting, DeadlineSource, Event, Label, Observers, Stage};
+use crate::observe::{noting, owner_tells, DeadlineSource, Event, Label, Observers, Stage};
 use crate::problem;
 
 use super::{admit, Learn, RouteClaim};
@@ -293,8 +293,9 @@ where
             StateProj::Done => None,
         };
         // S4: drop the handler (its guards, its pool connections) before the
-        // response leaves.
-        self.set(Self::Done);
+        // response leaves. The route tells the deadline below, so an
+        // outbound call dropped with the handler does not tell it again.
+        owner_tells(|| self.set(Self::Done));
         let mut expiry = expiry.expect("route deadline future polled after completion");
         // A deadline that passed is one that was set: told in that order.
         expiry.tell_set();
