@@ -133,8 +133,9 @@ fn a_name_that_is_no_deadline_header_of_its_direction_is_an_error_naming_it() {
     assert!(text.contains("`x-envoy-upstream-rq-timeout-ms`"), "{text}");
 }
 
-#[sim_test]
-async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
+/// The host `up`, which answers its first request 503 and the rest 200;
+/// what it was sent.
+fn failing_once(sim: &Sim) -> Recorder {
     let recorder = Recorder::new();
     sim.net().host(
         "up",
@@ -146,6 +147,12 @@ async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
             }
         }),
     );
+    recorder
+}
+
+#[sim_test]
+async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
+    let recorder = failing_once(&sim);
     let mut config = Config::default();
     config.http.client.deadline_headers = vec![
         "x-timebox-deadline-ms".to_owned(),
@@ -188,17 +195,7 @@ async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
 /// sends what is left of it. None ever grants the task's longer deadline.
 #[sim_test]
 async fn a_shorter_value_the_caller_set_in_a_listed_format_is_kept(sim: Sim) {
-    let recorder = Recorder::new();
-    sim.net().host(
-        "up",
-        recording(&recorder, |n| async move {
-            if n == 1 {
-                StatusCode::SERVICE_UNAVAILABLE
-            } else {
-                StatusCode::OK
-            }
-        }),
-    );
+    let recorder = failing_once(&sim);
     let mut config = Config::default();
     config.http.client.deadline_headers = vec![
         "x-timebox-deadline-ms".to_owned(),

@@ -122,6 +122,23 @@ pub(crate) struct Server {
     pub(crate) suspend_inactivity: bool,
 }
 
+#[cfg(test)]
+impl Server {
+    /// The built-in server as the pool tests want it, named `here`, with
+    /// room for `max_sessions` sessions.
+    pub(crate) fn builtin_for_tests(max_sessions: usize) -> Self {
+        Self {
+            name: "here".to_owned(),
+            transport: Transport::Builtin,
+            tools: Vec::new(),
+            max_idle: 4,
+            max_sessions,
+            connect_timeout: Duration::from_secs(5),
+            suspend_inactivity: true,
+        }
+    }
+}
+
 /// A setting of `[mcp]` that cannot be used, naming its key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{key}`: {message}")]

@@ -152,21 +152,13 @@ mod tests {
     use timebox::config::Config;
 
     use super::Leases;
-    use crate::settings::{Server, Transport};
+    use crate::settings::Server;
     use crate::tools::Tools;
 
     /// The built-in server with room for `max_sessions` sessions, started
     /// as the gateway starts it (its first session idle in the pool).
     async fn tools(max_sessions: usize) -> Tools {
-        let server = Server {
-            name: "here".to_owned(),
-            transport: Transport::Builtin,
-            tools: Vec::new(),
-            max_idle: 4,
-            max_sessions,
-            connect_timeout: Duration::from_secs(5),
-            suspend_inactivity: true,
-        };
+        let server = Server::builtin_for_tests(max_sessions);
         Tools::start(vec![server], Client::new(&Config::default()))
             .await
             .expect("the built-in server starts")

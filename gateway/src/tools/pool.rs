@@ -175,19 +175,11 @@ mod tests {
     use timebox::config::Config;
 
     use super::Pool;
-    use crate::settings::{Server, Transport};
+    use crate::settings::Server;
     use crate::tools::TimeboxHttp;
 
     fn pool(max_sessions: usize) -> Arc<Pool> {
-        let server = Server {
-            name: "here".to_owned(),
-            transport: Transport::Builtin,
-            tools: Vec::new(),
-            max_idle: 4,
-            max_sessions,
-            connect_timeout: Duration::from_secs(5),
-            suspend_inactivity: true,
-        };
+        let server = Server::builtin_for_tests(max_sessions);
         let http = TimeboxHttp::new(Client::new(&Config::default()));
         Arc::new(Pool::new(server, http))
     }
