@@ -220,3 +220,42 @@ async fn a_shorter_value_the_caller_set_in_a_listed_format_is_kept(sim: Sim) {
     assert!(retried < 3000, "the retry sends what is left: {retried}");
     assert_eq!(values(1, "grpc-timeout"), format!("{retried}m"));
 }
+
+/// C3 at its edges: with no deadline, a caller's Envoy `0` (no timeout, to
+/// Envoy) is no deadline and goes out as set; with no outbound format
+/// listed, a caller's own `x-timebox-deadline-ms` is still the client's
+/// and does not go out.
+#[sim_test]
+async fn an_envoy_zero_is_no_deadline_and_timeboxs_header_stays_the_clients(sim: Sim) {
+    let recorder = failing_once(&sim);
+    let mut config = Config::default();
+    config.http.client.deadline_headers = vec!["x-envoy-upstream-rq-timeout-ms".to_owned()];
+    let client = sim.client_with(&config);
+    client
+        .get("http://up/")
+        .header("x-envoy-upstream-rq-timeout-ms", "0")
+        .send()
+        .await
+        .expect("no deadline: the retry answers");
+    let hits = recorder.hits();
+    assert_eq!(hits.len(), 2, "a retry");
+    assert_eq!(hits[0].headers["x-envoy-upstream-rq-timeout-ms"], "0");
+
+    config.http.client.deadline_headers = Vec::new();
+    let client = sim.client_with(&config);
+    Deadline::after(SECS(1))
+        .scope(
+            client
+                .get("http://up/")
+                .header("x-timebox-deadline-ms", "60000")
+                .send(),
+        )
+        .await
+        .expect("the host answers");
+    let last = recorder.hits().pop().expect("a request");
+    assert!(
+        !last.headers.contains_key("x-timebox-deadline-ms"),
+        "{:?}",
+        last.headers
+    );
+}

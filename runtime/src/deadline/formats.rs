@@ -232,21 +232,23 @@ impl Formats {
     }
 
     /// The earliest deadline a caller set in `headers` in one of the set's
-    /// formats: the time it grants, its format and its value as set.
+    /// formats: the time it grants, its format and its value as set. An
+    /// `x-envoy-upstream-rq-timeout-ms` of 0 is none: to Envoy it means no
+    /// timeout at all.
     pub(crate) fn set_by_caller(
         self,
         headers: &HeaderMap,
     ) -> Option<(Duration, Format, HeaderValue)> {
-        let (left, format) = self.earliest(headers)?;
+        if self.is_empty() || headers.is_empty() {
+            return None;
+        }
+        let (left, format) = self
+            .iter()
+            .filter_map(|format| Some((format.from_headers(headers)?, format)))
+            .filter(|&(left, format)| !(format == Format::EnvoyUpstream && left.is_zero()))
+            .min_by_key(|(left, _)| *left)?;
         let value = headers.get(format.name())?.clone();
         Some((left, format, value))
-    }
-
-    /// Removes every header of the set's formats from `headers`.
-    pub(crate) fn remove(self, headers: &mut HeaderMap) {
-        for format in self.iter() {
-            headers.remove(format.name());
-        }
     }
 
     /// Writes every format of the set for `remaining` into `headers`,
@@ -271,6 +273,34 @@ mod tests {
 
     fn value(text: &'static str) -> HeaderValue {
         HeaderValue::from_static(text)
+    }
+
+    #[test]
+    fn a_callers_earliest_value_wins_and_an_envoy_zero_is_none() {
+        let both = Formats::default()
+            .with(Format::Timebox)
+            .with(Format::EnvoyUpstream);
+        let mut headers = HeaderMap::new();
+        headers.insert(Format::EnvoyUpstream.name(), value("0"));
+        assert_eq!(
+            both.set_by_caller(&headers),
+            None,
+            "0 means no timeout to Envoy"
+        );
+        headers.insert(Format::Timebox.name(), value("300"));
+        assert_eq!(
+            both.set_by_caller(&headers),
+            Some((Duration::from_millis(300), Format::Timebox, value("300")))
+        );
+        headers.insert(Format::EnvoyUpstream.name(), value("200"));
+        assert_eq!(
+            both.set_by_caller(&headers),
+            Some((
+                Duration::from_millis(200),
+                Format::EnvoyUpstream,
+                value("200")
+            ))
+        );
     }
 
     #[test]

@@ -93,7 +93,11 @@ impl<B: Body> Call<B> {
         } = request;
         let config = &rules.config;
         // C3: a deadline header set by the caller pins a deadline of its own.
-        let Pinned { deadline, as_set } = pinned_deadline(&mut headers, rules.deadline_headers);
+        let Pinned { deadline, as_set } = pinned_deadline(
+            &mut headers,
+            config.send_deadline_header,
+            rules.deadline_headers,
+        );
         // One retry allowance spans the whole redirect chain (C7); following
         // a redirect is not a retry.
         let max_retries = options

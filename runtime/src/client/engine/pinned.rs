@@ -3,6 +3,7 @@
 
 use http::{HeaderMap, HeaderValue};
 
+use crate::deadline::header::DEADLINE_HEADER;
 use crate::deadline::{Deadline, Format, Formats};
 
 /// The call's deadline, and the caller's own header when it set the
@@ -16,14 +17,18 @@ pub(super) struct Pinned {
 
 /// The call's deadline: the task's, shortened by a deadline header the
 /// caller set, in timebox's format or in any the client writes
-/// (`http.client.deadline_headers`). The caller's headers of those formats
-/// are removed: the client writes each one itself on every attempt, so
-/// exactly one value of each goes out, and none grants more time than the
-/// caller gave. With `written` empty (`send_deadline_header` off) the
-/// headers are left as they are.
-pub(super) fn pinned_deadline(headers: &mut HeaderMap, written: Formats) -> Pinned {
+/// (`http.client.deadline_headers`). Under a deadline the client writes
+/// each of those formats itself on every attempt, so exactly one value of
+/// each goes out, and none grants more time than the caller gave. With
+/// `send_header` off (`send_deadline_header`) the headers are left as they
+/// are.
+pub(super) fn pinned_deadline(
+    headers: &mut HeaderMap,
+    send_header: bool,
+    written: Formats,
+) -> Pinned {
     let task = Deadline::current();
-    if written.is_empty() {
+    if !send_header {
         return Pinned {
             deadline: task,
             as_set: None,
@@ -33,7 +38,10 @@ pub(super) fn pinned_deadline(headers: &mut HeaderMap, written: Formats) -> Pinn
     let caller = read
         .set_by_caller(headers)
         .map(|(left, format, value)| (Deadline::after(left), format, value));
-    read.remove(headers);
+    // Timebox's own header is the client's to write. The others are
+    // replaced on each attempt when there is a deadline; with none, a value
+    // that grants none (an Envoy 0) goes out as the caller set it.
+    headers.remove(DEADLINE_HEADER);
     match (task, caller) {
         (Some(task), Some((caller, _, _))) if task < caller => Pinned {
             deadline: Some(task),
