@@ -18,7 +18,7 @@ use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use super::body::{is_the_deadlines, BoxError, GrpcBody, Side, Told};
 use super::status::{Budget, Origin};
 use super::timeout;
-use crate::observe::{Event, Observers, Stage};
+use crate::observe::{waiting_now, Event, Observers, Stage};
 
 /// What the client layer knows.
 #[derive(Debug, Clone)]
@@ -179,7 +179,13 @@ where
                 observers,
             } => {
                 let side = *side;
-                match ready!(future.as_mut().poll(cx)) {
+                let Poll::Ready(polled) = future.as_mut().poll(cx) else {
+                    // A request deadline that passes meanwhile is told at
+                    // the `outbound` stage.
+                    waiting_now(Stage::Outbound);
+                    return Poll::Pending;
+                };
+                match polled {
                     // A Trailers-Only answer that is the deadline's (see
                     // `is_the_deadlines`) becomes timebox's deadline status.
                     Ok(Ok(response)) if !is_the_deadlines(response.headers(), side) => {

@@ -17,7 +17,9 @@ use crate::admission::{DeadlineCheck, RouteChecks};
 use crate::config::{Config, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{owner_tells, BoundedLabels, Event, Label, Observers, ShedReason, Stage};
+use crate::observe::{
+    noting, owner_tells, BoundedLabels, Event, Label, Observers, ShedReason, Stage,
+};
 use crate::shutdown::Shutdown;
 
 use super::body::{Counted, GrpcBody, Side, Told};
@@ -207,7 +209,7 @@ where
         };
         if budget.length.is_zero() {
             // Out of time on arrival: the handler never runs.
-            let status = expired(req.uri(), &budget, &told);
+            let status = expired(req.uri(), &budget, &told, Stage::Handler);
             return GrpcServerFuture::answered(status, guard);
         }
         // A1: a call with less time than its method takes is not started.
@@ -233,6 +235,7 @@ where
                 budget: Some(budget),
                 uri,
                 told,
+                waiting: None,
             },
             guard,
             learn,
@@ -303,6 +306,9 @@ enum CallState<F> {
         budget: Option<Budget>,
         uri: Uri,
         told: Told,
+        /// Where the method said it was left waiting at its last poll (an
+        /// outbound call, a pool): a deadline then is told at that stage.
+        waiting: Option<Stage>,
     },
     /// Answered without the inner service, or after dropping it.
     Answered(Option<Status>),
@@ -340,19 +346,31 @@ where
                 budget,
                 uri,
                 told,
-            } => match ready!(future.as_mut().poll(cx)) {
-                Ok(result) => {
-                    let (parts, body) = result?.into_parts();
-                    if let Some(learn) = this.learn.take() {
-                        learn.answered(&parts.headers);
-                    }
-                    let budget = budget.take().expect("polled after completion");
-                    let body = future.hand_over(body);
-                    let told = told.clone();
-                    let body = GrpcBody::gated(body, budget, Side::Server, told, this.guard.take());
-                    return Poll::Ready(Ok(Response::from_parts(parts, body)));
+                waiting,
+            } => match noting(|| future.as_mut().poll(cx)) {
+                (Poll::Pending, seen) => {
+                    *waiting = seen;
+                    return Poll::Pending;
                 }
-                Err(_) => expired(uri, budget.as_ref().expect("polled after completion"), told),
+                (Poll::Ready(polled), seen) => match polled {
+                    Ok(result) => {
+                        let (parts, body) = result?.into_parts();
+                        if let Some(learn) = this.learn.take() {
+                            learn.answered(&parts.headers);
+                        }
+                        let budget = budget.take().expect("polled after completion");
+                        let body = future.hand_over(body);
+                        let told = told.clone();
+                        let body =
+                            GrpcBody::gated(body, budget, Side::Server, told, this.guard.take());
+                        return Poll::Ready(Ok(Response::from_parts(parts, body)));
+                    }
+                    Err(_) => {
+                        let budget = budget.as_ref().expect("polled after completion");
+                        let stage = seen.or(*waiting).unwrap_or(Stage::Handler);
+                        expired(uri, budget, told, stage)
+                    }
+                },
             },
             CallStateProj::Answered(status) => status.take().expect("polled after completion"),
         };
@@ -366,8 +384,8 @@ where
 }
 
 /// `DEADLINE_EXCEEDED` for the call to `uri`, said in the log and told.
-fn expired(uri: &Uri, budget: &Budget, told: &Told) -> Status {
-    told.exceeded(Stage::Handler);
+fn expired(uri: &Uri, budget: &Budget, told: &Told, stage: Stage) -> Status {
+    told.exceeded(stage);
     tracing::warn!(
         method = uri.path(),
         deadline_ms = budget.length.as_millis(),
@@ -375,4 +393,49 @@ fn expired(uri: &Uri, budget: &Budget, told: &Told) -> Status {
         "grpc deadline exceeded",
     );
     budget.exceeded()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::task::Poll;
+
+    use tower::{Layer, ServiceExt};
+
+    use crate::config::Config;
+    use crate::grpc::GrpcDeadlineLayer;
+    use crate::observe::{waiting_now, Event, Recording, Stage};
+
+    /// O1: a method's deadline that passes while it waits on an outbound
+    /// call (its client said so) is told at the `outbound` stage, once.
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_passing_while_the_method_waits_outbound_is_told_at_that_stage() {
+        let recording = Recording::new();
+        let mut config = Config::default().observed_by(recording.clone());
+        config.server.grpc.default_timeout_ms = Some(100);
+        let method = tower::service_fn(|_: http::Request<()>| {
+            std::future::poll_fn(|_| {
+                waiting_now(Stage::Outbound);
+                Poll::<Result<http::Response<()>, Infallible>>::Pending
+            })
+        });
+        let server = GrpcDeadlineLayer::server(&config).layer(method);
+        let request = http::Request::post("http://in-memory/fleet.Relay/Wait")
+            .body(())
+            .expect("a valid request");
+        let response = server.oneshot(request).await.expect("answered");
+        assert_eq!(response.headers()["grpc-status"], "4");
+        let exceeded: Vec<Event> = recording
+            .events()
+            .into_iter()
+            .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
+            .collect();
+        assert_eq!(
+            exceeded,
+            [Event::DeadlineExceeded {
+                stage: Stage::Outbound,
+                route: Some("other".into()),
+            }]
+        );
+    }
 }

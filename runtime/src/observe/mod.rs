@@ -96,9 +96,11 @@ pub use otel::OtelObserver;
 pub use recording::Recording;
 #[cfg(feature = "client")]
 pub(crate) use waiting::an_owner_tells;
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use waiting::noting;
 #[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use waiting::owner_tells;
 #[cfg(any(feature = "sqlx", feature = "client"))]
 pub(crate) use waiting::waiting_at;
+#[cfg(feature = "grpc")]
+pub(crate) use waiting::waiting_now;

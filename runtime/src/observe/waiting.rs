@@ -58,7 +58,7 @@ pub(crate) fn an_owner_tells() -> bool {
 /// Runs one poll (`poll`) of a request's future; the poll's result and the
 /// stage it was left waiting at, when a [`WaitingAt`] inside said. An outer
 /// `noting` sees the same stage.
-#[cfg_attr(not(feature = "server"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "server", feature = "grpc")), allow(dead_code))]
 pub(crate) fn noting<R>(poll: impl FnOnce() -> R) -> (R, Option<Stage>) {
     let outer = WAITING
         .try_with(|waiting| waiting.replace(None))
@@ -87,6 +87,16 @@ pub(crate) struct WaitingAt<F> {
     future: F,
 }
 
+/// Says that the future being polled was left waiting at `stage`, for a
+/// named future that cannot be wrapped in [`waiting_at`].
+#[cfg_attr(
+    not(any(feature = "sqlx", feature = "client", feature = "grpc")),
+    allow(dead_code)
+)]
+pub(crate) fn waiting_now(stage: Stage) {
+    let _ = WAITING.try_with(|waiting| waiting.set(Some(stage)));
+}
+
 /// `future`, which says that the request waits at `stage` while it is
 /// pending.
 #[cfg_attr(not(any(feature = "sqlx", feature = "client")), allow(dead_code))]
@@ -101,7 +111,7 @@ impl<F: Future> Future for WaitingAt<F> {
         let this = self.project();
         let polled = this.future.poll(cx);
         if polled.is_pending() {
-            let _ = WAITING.try_with(|waiting| waiting.set(Some(*this.stage)));
+            waiting_now(*this.stage);
         }
         polled
     }
