@@ -87,5 +87,6 @@ fn the_grpc_layers_services_and_bodies_cross_threads() {
     send_sync::<GrpcClientDeadline<()>>();
     send::<GrpcServerFuture<Answer>>();
     send::<GrpcClientFuture<Answer>>();
-    send::<GrpcBody<Full<bytes::Bytes>>>();
+    // `Sync` too, as `http_body_util::combinators::BoxBody` asks.
+    send_sync::<GrpcBody<Full<bytes::Bytes>>>();
 }

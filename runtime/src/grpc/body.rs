@@ -8,10 +8,11 @@ use bytes::Buf;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 use pin_project::pin_project;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 use tonic::{Code, Status};
 
 use crate::deadline::{Deadline, Gated};
-use crate::observe::{Event, Label, Observers, Stage};
+use crate::observe::{owner_tells, Event, Label, Observers, Stage};
 use crate::shutdown::{DrainToken, InFlightGuard};
 
 use super::status::Budget;
@@ -30,9 +31,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// is empty: the status is in the response's headers (Trailers-Only).
 ///
 /// On a server with a [`Shutdown`](crate::shutdown::Shutdown), a body still
-/// streaming at phase 2 (G1: remaining streams are told to end) ends at
-/// once with trailers saying `UNAVAILABLE`, which gRPC clients retry: tonic's
-/// own graceful shutdown then finds no stream left to wait for.
+/// streaming at phase 2 (G1: remaining streams are told to end) ends at its
+/// next poll with trailers saying `UNAVAILABLE`, which gRPC clients retry; a
+/// body waiting for its next frame is woken for it. A stream whose client
+/// has stopped reading is not polled (HTTP/2 flow control holds it), so it
+/// ends only when its connection does.
 #[pin_project]
 #[derive(Debug, Default)]
 pub struct GrpcBody<B> {
@@ -50,16 +53,7 @@ pub(crate) struct Counted {
     drain: DrainToken,
     /// The wait for phase 2, made when the body first waits for its next
     /// frame: a body that is ready at once (a unary answer) never boxes it.
-    drained: Option<Drained>,
-}
-
-/// Completes at phase 2.
-struct Drained(Pin<Box<dyn Future<Output = ()> + Send>>);
-
-impl std::fmt::Debug for Drained {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Drained")
-    }
+    drained: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
 }
 
 impl Counted {
@@ -71,17 +65,20 @@ impl Counted {
         }
     }
 
+    /// Whether phase 2 has begun.
+    fn is_drained(&self) -> bool {
+        self.drain.is_cancelled()
+    }
+
     /// Whether phase 2 has begun; when it has not, the task is woken when
     /// it does.
     fn poll_drained(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.drain.is_cancelled() {
+        if self.is_drained() {
             return true;
         }
         let drain = &self.drain;
-        let drained = self
-            .drained
-            .get_or_insert_with(|| Drained(Box::pin(drain.clone().cancelled_owned())));
-        drained.0.as_mut().poll(cx).is_ready()
+        let drained = self.drained.get_or_insert_with(|| Box::pin(drain.wait()));
+        drained.as_mut().poll(cx).is_ready()
     }
 }
 
@@ -118,6 +115,12 @@ impl Told {
             stage,
             route: self.route.clone(),
         });
+    }
+}
+
+impl<B> State<B> {
+    fn is_empty(&self) -> bool {
+        matches!(self, Self::Empty)
     }
 }
 
@@ -191,6 +194,11 @@ where
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
         let mut state = this.state;
+        // G1: at phase 2 a stream ends, also one whose frames are always
+        // ready.
+        if this.counted.as_ref().is_some_and(Counted::is_drained) && !state.is_empty() {
+            return drained_end(state, this.counted);
+        }
         let polled = match state.as_mut().project() {
             StateProj::Plain(body) => body.poll_frame(cx).map_err(Into::into),
             StateProj::Empty => return Poll::Ready(None),
@@ -227,11 +235,7 @@ where
                 .as_mut()
                 .is_some_and(|counted| counted.poll_drained(cx))
         {
-            tracing::info!("grpc stream ended by the drain (shutdown phase 2)");
-            let status = Status::unavailable(
-                "the server is shutting down: the stream was ended at the drain",
-            );
-            return end(state, this.counted, Expired::End(status));
+            return drained_end(state, this.counted);
         }
         polled
     }
@@ -279,6 +283,17 @@ fn deadline_passed(budget: &Budget, side: Side, told: &Told) -> Expired {
     }
 }
 
+/// Ends a server's body at phase 2 with `UNAVAILABLE`.
+fn drained_end<B, D>(
+    state: Pin<&mut State<B>>,
+    counted: &mut Option<Counted>,
+) -> Poll<Option<Result<Frame<D>, BoxError>>> {
+    tracing::info!("grpc stream ended by the drain (shutdown phase 2)");
+    let status =
+        Status::unavailable("the server is shutting down: the stream was ended at the drain");
+    end(state, counted, Expired::End(status))
+}
+
 /// Ends the body: drops the inner body (and, on the server, the call's
 /// place in the in-flight count) before saying how it ended.
 fn end<B, D>(
@@ -286,7 +301,9 @@ fn end<B, D>(
     counted: &mut Option<Counted>,
     how: Expired,
 ) -> Poll<Option<Result<Frame<D>, BoxError>>> {
-    state.set(State::Empty);
+    // What the body still ran (an outbound call between frames) leaves
+    // the telling of a deadline to it.
+    owner_tells(|| state.set(State::Empty));
     match how {
         Expired::End(status) => {
             if status.code() == Code::DeadlineExceeded {

@@ -48,7 +48,8 @@
 //! are told to end). Serve with tonic's own shutdown signal set to phase 2,
 //! so that connections stay open (and say `UNAVAILABLE`) while calls drain,
 //! and tonic's graceful shutdown, which waits for every stream, has none
-//! left to wait for:
+//! left to wait for (but one whose client stopped reading, see
+//! [`GrpcBody`]):
 //! `serve_with_shutdown(addr, shutdown.drain_token().cancelled_owned())`.
 //!
 //! # Examples

@@ -70,6 +70,13 @@ impl DrainToken {
         }
     }
 
+    /// Completes when phase 2 begins: a named future, for a body that
+    /// keeps it (and stays `Sync`).
+    #[cfg_attr(not(feature = "grpc"), allow(dead_code))] // used by gRPC bodies only
+    pub(crate) fn wait(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.inner.clone().cancelled_owned()
+    }
+
     /// Counts one more piece of work in the shutdown's in-flight count
     /// until the guard is dropped; `None` for a token of no shutdown.
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // used by SSE streams only
