@@ -53,13 +53,14 @@ impl Leases {
     /// The request's session with `server`, taken from its pool on first
     /// use.
     ///
+    /// The request's sessions are taken one at a time: parallel calls to
+    /// one server share the first one's, and calls to another server wait
+    /// for that take (at once when the pool has an idle session).
+    ///
     /// # Errors
     ///
     /// An unknown server, a session that cannot be opened, or a request
     /// whose sessions were evicted.
-    /// The request's sessions are taken one at a time: parallel calls to
-    /// one server share the first one's, and calls to another server wait
-    /// for that take (at once when the pool has an idle session).
     pub(crate) async fn session(&self, server: &str) -> Result<Arc<Session>, ToolError> {
         if let Some(session) = self.held(server) {
             return Ok(session);
