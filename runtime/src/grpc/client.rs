@@ -18,7 +18,7 @@ use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use super::body::{is_the_deadlines, BoxError, GrpcBody, Side, Told};
 use super::status::{Budget, Origin};
 use super::timeout;
-use crate::observe::{waiting_now, Event, Observers, Stage};
+use crate::observe::{waiting_now, Stage};
 
 /// What the client layer knows.
 #[derive(Debug, Clone)]
@@ -27,24 +27,20 @@ pub(crate) struct ClientSettings {
     /// when `send_deadline_header` is on), besides `grpc-timeout`, which
     /// every call carries.
     pub(crate) written: Formats,
-    pub(crate) observers: Observers,
+    /// Who hears of a call's deadline passing on its way out.
+    pub(crate) told: Told,
 }
 
 impl ClientSettings {
     pub(crate) fn new(config: &Config) -> Self {
         Self {
             written: Formats::written(&config.http.client).without(Format::GrpcTimeout),
-            observers: config.observers.clone(),
+            told: Told {
+                observers: config.observers.clone(),
+                route: None,
+            },
         }
     }
-}
-
-/// Tells `observers` that a call's deadline passed on its way out.
-fn told_exceeded(observers: &Observers) {
-    observers.emit(|| Event::DeadlineExceeded {
-        stage: Stage::Outbound,
-        route: None,
-    });
 }
 
 /// The service of [`GrpcDeadlineLayer::client`](super::GrpcDeadlineLayer::client).
@@ -94,7 +90,7 @@ where
         };
         let Some(ours) = timeout::encode(remaining) else {
             // Out of time: nothing is sent.
-            told_exceeded(&self.settings.observers);
+            self.settings.told.exceeded(Stage::Outbound);
             return GrpcClientFuture {
                 state: CallState::Failed(Some(budget.exceeded())),
             };
@@ -124,7 +120,7 @@ where
                 future: Gated::new(Start::At(deadline), self.inner.call(req)),
                 side,
                 budget: Some(budget),
-                observers: self.settings.observers.clone(),
+                told: self.settings.told.clone(),
             },
         }
     }
@@ -152,7 +148,7 @@ enum CallState<F> {
         future: Gated<F>,
         side: Side,
         budget: Option<Budget>,
-        observers: Observers,
+        told: Told,
     },
     /// Failed without sending, or after the deadline passed.
     Failed(Option<Status>),
@@ -176,7 +172,7 @@ where
                 mut future,
                 side,
                 budget,
-                observers,
+                told,
             } => {
                 let side = *side;
                 let Poll::Ready(polled) = future.as_mut().poll(cx) else {
@@ -191,10 +187,7 @@ where
                     Ok(Ok(response)) if !is_the_deadlines(response.headers(), side) => {
                         let budget = budget.take().expect("polled after completion");
                         let (parts, body) = response.into_parts();
-                        let told = Told {
-                            observers: observers.clone(),
-                            route: None,
-                        };
+                        let told = told.clone();
                         let body =
                             GrpcBody::gated(future.hand_over(body), budget, side, told, None);
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
@@ -206,7 +199,7 @@ where
                         return Poll::Ready(Err(err.into()));
                     }
                     Ok(Ok(_) | Err(_)) | Err(_) => {
-                        told_exceeded(observers);
+                        told.exceeded(Stage::Outbound);
                         budget.as_ref().expect("polled after completion").exceeded()
                     }
                 }
