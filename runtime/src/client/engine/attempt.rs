@@ -216,11 +216,7 @@ impl<B: Body> Call<B> {
     /// cancelled, and so counted by the host's breaker (B6).
     pub(crate) fn abandon(&mut self, pending: Pending) {
         self.under_way.ended(pending.attempt);
-        self.rules.observers.emit(|| Event::AttemptFinished {
-            host: self.label(),
-            attempt: pending.attempt,
-            outcome: CallOutcome::Cancelled,
-        });
+        self.tell_attempt_end(pending.attempt, CallOutcome::Cancelled);
         span::record_outcome(&pending.span, CallOutcome::Cancelled, false);
     }
 }

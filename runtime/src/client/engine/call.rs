@@ -9,7 +9,7 @@ use tracing::Span;
 use url::Url;
 
 use crate::client::rules::Rules;
-use crate::client::{span, AttemptKind, ClientError};
+use crate::client::{span, Attempt, AttemptKind, ClientError};
 use crate::deadline::{Deadline, Format};
 use crate::observe::{an_owner_tells, CallOutcome, Event, Label, Stage};
 use crate::retry::{is_idempotent, RetryBudget};
@@ -190,6 +190,15 @@ impl<B> Call<B> {
         });
     }
 
+    /// Tells the end of `attempt` (O1), however it ended.
+    pub(super) fn tell_attempt_end(&self, attempt: Attempt, outcome: CallOutcome) {
+        self.rules.observers.emit(|| Event::AttemptFinished {
+            host: self.label(),
+            attempt,
+            outcome,
+        });
+    }
+
     pub(super) fn tell_tokens(&self, budget: &RetryBudget) {
         self.rules.observers.emit(|| Event::BudgetTokens {
             host: self.label(),
@@ -229,11 +238,7 @@ impl<B> Drop for Call<B> {
             CallOutcome::Cancelled
         };
         for (attempt, span) in self.under_way.take() {
-            self.rules.observers.emit(|| Event::AttemptFinished {
-                host: self.label(),
-                attempt,
-                outcome,
-            });
+            self.tell_attempt_end(attempt, outcome);
             span::record_outcome(&span, outcome, false);
         }
         self.tell_end(outcome);

@@ -114,11 +114,7 @@ impl<B: Body> Call<B> {
         observed: CallOutcome,
     ) {
         self.under_way.ended(attempt);
-        self.rules.observers.emit(|| Event::AttemptFinished {
-            host: self.label(),
-            attempt,
-            outcome: observed,
-        });
+        self.tell_attempt_end(attempt, observed);
         let Some(permit) = permit else { return };
         match outcome {
             Outcome::Response(response) => permit.record_status(response.status()),
