@@ -72,6 +72,7 @@ pub mod server;
 pub mod shutdown;
 #[cfg(feature = "sim")]
 pub mod sim;
+mod thread_cell;
 pub mod watchdog;
 
 #[cfg(all(feature = "macros", feature = "sim"))]

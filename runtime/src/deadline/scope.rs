@@ -26,21 +26,7 @@ pub(super) fn current() -> Option<Deadline> {
 /// Runs `f` with `deadline` current, restoring the previous value afterwards
 /// (also when `f` panics).
 pub(super) fn with_current<R>(deadline: Option<Deadline>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Deadline>);
-
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = CURRENT.try_with(|current| current.set(self.0));
-        }
-    }
-
-    // `try_with` fails only while the thread is being torn down; the closure
-    // then runs with no deadline rather than panicking.
-    let _restore = CURRENT
-        .try_with(|current| current.replace(deadline))
-        .ok()
-        .map(Restore);
-    f()
+    crate::thread_cell::with_set(&CURRENT, deadline, f)
 }
 
 /// Future for [`Deadline::scope`]: runs the inner future with a deadline current.

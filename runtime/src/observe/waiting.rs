@@ -33,19 +33,7 @@ thread_local! {
 /// deadline): a client call dropped inside does not tell it again.
 #[cfg_attr(not(any(feature = "server", feature = "grpc")), allow(dead_code))]
 pub(crate) fn owner_tells<R>(drop_work: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = OWNER_TELLS.try_with(|tells| tells.set(self.0));
-        }
-    }
-
-    let _restore = OWNER_TELLS
-        .try_with(|tells| tells.replace(true))
-        .ok()
-        .map(Restore);
-    drop_work()
+    crate::thread_cell::with_set(&OWNER_TELLS, true, drop_work)
 }
 
 /// Whether the work being dropped now is dropped by an owner that tells
