@@ -104,7 +104,12 @@ impl CircuitBreaker {
     ///
     /// [`Open`] when the call must not be made; the host was not contacted.
     pub fn try_acquire(&self) -> Result<Permit, Open> {
-        let now = Instant::now();
+        self.try_acquire_at(Instant::now())
+    }
+
+    /// [`try_acquire`](Self::try_acquire) at `now`, a clock reading its
+    /// caller took for more than this.
+    pub(crate) fn try_acquire_at(&self, now: Instant) -> Result<Permit, Open> {
         let generation = self
             .shared
             .run(|machine| machine.acquire(now))

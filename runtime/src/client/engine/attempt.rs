@@ -78,8 +78,14 @@ impl<B: Body> Call<B> {
     /// The deadline has passed (no attempt is made), the host's breaker is
     /// open, or the request cannot be built.
     pub(crate) fn start(&mut self) -> Result<(http::Request<B>, Pending), ClientError> {
+        // One clock reading for the deadline's check, the breaker, the
+        // attempt's timeout and the time left the request carries.
+        let now = Instant::now();
         // C1: an expired deadline ends the call before any attempt.
-        if self.deadline.is_some_and(Deadline::is_expired) {
+        if self
+            .deadline
+            .is_some_and(|deadline| deadline.instant() <= now)
+        {
             return Err(ClientError::deadline());
         }
         let target = &self.target;
@@ -89,7 +95,7 @@ impl<B: Body> Call<B> {
         };
         self.span = span::attempt_span(&self.method, &target.uri, attempt);
         let permit = match &target.breaker {
-            Some(breaker) => Some(breaker.try_acquire().map_err(|open| {
+            Some(breaker) => Some(breaker.try_acquire_at(now).map_err(|open| {
                 span::record_outcome(&self.span, CallOutcome::CircuitOpen, false);
                 self.span = Span::none();
                 ClientError::CircuitBreakerOpen {
@@ -118,8 +124,6 @@ impl<B: Body> Call<B> {
         if let Some(charge) = &mut self.charge {
             charge.sent = true;
         }
-        // One clock read for the attempt's timeout and the time left.
-        let now = Instant::now();
         let attempt_ends = match self.attempt_ends {
             Some(ends) if self.next_kind == AttemptKind::Redirect => ends,
             _ => Deadline::after_start(now, self.attempt_timeout),
