@@ -152,7 +152,7 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let settings = &*self.settings;
-        let guard = match &settings.shutdown {
+        let counted = match &settings.shutdown {
             None => None,
             Some(shutdown) => {
                 // Counted before the token is read, as `ShutdownGate` does.
@@ -193,7 +193,7 @@ where
             }
             return GrpcServerFuture {
                 state: CallState::Passthrough(self.inner.call(req)),
-                guard,
+                counted,
                 learn,
             };
         };
@@ -210,7 +210,7 @@ where
         if budget.length.is_zero() {
             // Out of time on arrival: the handler never runs.
             let status = expired(req.uri(), &budget, &told, Stage::Handler);
-            return GrpcServerFuture::answered(status, guard);
+            return GrpcServerFuture::answered(status, counted);
         }
         // A1: a call with less time than its method takes is not started.
         if let Some(check) = &check {
@@ -223,7 +223,7 @@ where
                 &told.observers,
             );
             if let Some(refused) = refused {
-                return GrpcServerFuture::answered(status::deadline_too_short(&refused), guard);
+                return GrpcServerFuture::answered(status::deadline_too_short(&refused), counted);
             }
         }
         let deadline = Deadline::after_start(start, budget.length);
@@ -237,7 +237,7 @@ where
                 told,
                 waiting: None,
             },
-            guard,
+            counted,
             learn,
         }
     }
@@ -250,7 +250,9 @@ where
 pub struct GrpcServerFuture<F> {
     #[pin]
     state: CallState<F>,
-    guard: Option<Counted>,
+    /// The call's place in the in-flight count and its drain, which the
+    /// response body takes over.
+    counted: Option<Counted>,
     learn: Option<Learn>,
 }
 
@@ -315,10 +317,10 @@ enum CallState<F> {
 }
 
 impl<F> GrpcServerFuture<F> {
-    fn answered(status: Status, guard: Option<Counted>) -> Self {
+    fn answered(status: Status, counted: Option<Counted>) -> Self {
         Self {
             state: CallState::Answered(Some(status)),
-            guard,
+            counted,
             learn: None,
         }
     }
@@ -338,8 +340,8 @@ where
                 if let Some(learn) = this.learn.take() {
                     learn.answered(response.headers());
                 }
-                let guard = this.guard.take();
-                return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, guard))));
+                let counted = this.counted.take();
+                return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, counted))));
             }
             CallStateProj::Bounded {
                 mut future,
@@ -362,7 +364,7 @@ where
                         let body = future.hand_over(body);
                         let told = told.clone();
                         let body =
-                            GrpcBody::gated(body, budget, Side::Server, told, this.guard.take());
+                            GrpcBody::gated(body, budget, Side::Server, told, this.counted.take());
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
                     Err(_) => {
@@ -378,8 +380,8 @@ where
         // before the answer leaves; a deadline that passed is told above,
         // once.
         owner_tells(|| this.state.set(CallState::Answered(None)));
-        let guard = this.guard.take();
-        Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(guard))))
+        let counted = this.counted.take();
+        Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(counted))))
     }
 }
 
