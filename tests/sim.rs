@@ -79,6 +79,42 @@ async fn the_same_seed_gives_the_same_retry_after_sequence(sim: Sim) {
     }
 }
 
+/// The `Retry-After` values a client meets from a stuck host of the
+/// simulation's net, one call at a time with no retries.
+async fn net_retry_after_sequence(sim: &Sim) -> Vec<u64> {
+    let net = sim.net();
+    net.host(
+        "stuck.sim",
+        timebox::routes![stuck].into_router(&timebox::config::Config::default()),
+    );
+    // No breaker: it would open on these 503s and stop the calls.
+    let mut config = timebox::config::Config::default();
+    config.breaker.enabled = false;
+    let client = sim.client_with(&config);
+    let mut sequence = Vec::new();
+    for _ in 0..20 {
+        let response = client
+            .get("http://stuck.sim/stuck")
+            .retries(0)
+            .send()
+            .await
+            .expect("the host answers");
+        assert_eq!(response.status(), 503);
+        let value = response.headers()["retry-after"].to_str().unwrap();
+        sequence.push(value.parse().unwrap());
+    }
+    sequence
+}
+
+#[sim_test(seed = 9)]
+async fn the_same_seed_gives_the_same_retry_after_sequence_from_a_net_host(sim: Sim) {
+    let first = net_retry_after_sequence(&sim).await;
+    let second = net_retry_after_sequence(&Sim::new(9)).await;
+    assert_eq!(first, second);
+    assert!(first.iter().collect::<BTreeSet<_>>().len() > 1, "{first:?}");
+    assert_ne!(first, net_retry_after_sequence(&Sim::new(10)).await);
+}
+
 #[sim_test]
 async fn requests_through_the_app_take_virtual_time(sim: Sim) {
     let start = Instant::now();

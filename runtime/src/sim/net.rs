@@ -181,7 +181,10 @@ impl SimNet {
             let host = &pending.host;
             return Err(connect_error(format!("the request to {host} was dropped")));
         }
-        let request = request.map(Body::from);
+        let mut request = request.map(Body::from);
+        // The host's own random draws (its `Retry-After`s) are the
+        // simulation's too, as in `SimApp`.
+        request.extensions_mut().insert(self.entropy.clone());
         let Ok(response) = unscoped(router.call(request)).await;
         pending.settle(response.status().as_str());
         Ok(response.map(|body| ResponseBody::from_stream(body.into_data_stream())))
