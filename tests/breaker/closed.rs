@@ -81,3 +81,22 @@ async fn record_status_counts_server_errors_as_failures_and_the_rest_as_successe
     }
     assert_eq!(counts(&breaker), (11, 5, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn values_validate_refuses_neither_exhaust_memory_nor_open_on_successes() {
+    for threshold in [0.0, -1.0, f64::NAN] {
+        // A billion buckets would take gigabytes for each host.
+        let config = BreakerConfig {
+            window_buckets: u32::MAX,
+            failure_ratio_threshold: threshold,
+            slow_call_rate_threshold: threshold,
+            ..three_samples()
+        };
+        let breaker = CircuitBreaker::new(&config);
+        succeed(&breaker, 10);
+        assert_eq!(breaker.state(), BreakerState::Closed, "{threshold}");
+        // A window of failures alone still opens it.
+        let breaker = CircuitBreaker::new(&config);
+        opens_on_the_third_failure(&breaker);
+    }
+}

@@ -71,6 +71,17 @@ pub(super) enum Outcome {
 /// overflow the clock (about 30 years, tokio's own "far future").
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
+/// `ratio` as a threshold: one outside `(0.0, 1.0]` (or NaN), which
+/// `Config::validate` refuses, is 1.0, so a window of successes never opens
+/// the breaker.
+fn usable_ratio(ratio: f64) -> f64 {
+    if ratio > 0.0 && ratio <= 1.0 {
+        ratio
+    } else {
+        1.0
+    }
+}
+
 /// The configuration, with the degenerate values `Config::validate` refuses
 /// made harmless (a breaker must never panic or get stuck on them).
 #[derive(Debug)]
@@ -111,8 +122,8 @@ impl Machine {
     pub(super) fn new(config: &BreakerConfig, now: Instant) -> Self {
         Self {
             settings: Settings {
-                failure_ratio_threshold: config.failure_ratio_threshold,
-                slow_call_rate_threshold: config.slow_call_rate_threshold,
+                failure_ratio_threshold: usable_ratio(config.failure_ratio_threshold),
+                slow_call_rate_threshold: usable_ratio(config.slow_call_rate_threshold),
                 minimum_sample_count: u64::from(config.minimum_sample_count),
                 open: Duration::from_secs(config.open_secs).min(FAR_FUTURE),
                 half_open_trials: config.half_open_trials.max(1),

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::config::MOST_WINDOW_BUCKETS;
+
 /// The calls a [`CircuitBreaker`](super::CircuitBreaker) counts in its
 /// rolling window right now.
 ///
@@ -78,7 +80,9 @@ impl Window {
     /// A window of `window` split into `buckets` (at least one bucket, of at
     /// least one nanosecond, whatever the arguments).
     pub(super) fn new(window: Duration, buckets: u32, now: Instant) -> Self {
-        let buckets = buckets.max(1);
+        // More than `Config::validate` allows would only cost memory, per
+        // host: cut to the most it allows.
+        let buckets = buckets.clamp(1, MOST_WINDOW_BUCKETS);
         let bucket_len = (window / buckets).max(Duration::from_nanos(1));
         Self {
             origin: now,

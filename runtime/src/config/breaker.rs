@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::sections::secs_or_off;
 
+/// The most buckets a breaker's window may have: every host's breaker keeps
+/// all of them.
+pub(crate) const MOST_WINDOW_BUCKETS: u32 = 1000;
+
 /// `[breaker]`: when the per-host circuit breaker opens and how it recovers.
 ///
 /// Calls are counted in a rolling window of `window_secs` split into

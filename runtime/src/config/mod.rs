@@ -83,6 +83,7 @@ mod validate;
 pub use admission::{
     AdmissionConfig, Concurrency, ConcurrencyParseError, DeadlineCheck, HedgeConfig, QueueConfig,
 };
+pub(crate) use breaker::MOST_WINDOW_BUCKETS;
 pub use breaker::{BreakerConfig, CancelledCallOutcome};
 pub use budget::BudgetConfig;
 pub use error::ConfigError;

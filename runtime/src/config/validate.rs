@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::breaker::MOST_WINDOW_BUCKETS;
 use super::grpc::is_method_name;
 use super::{
     AdmissionConfig, BreakerConfig, BudgetConfig, ClientConfig, Config, ConfigError, GrpcConfig,
@@ -317,10 +318,6 @@ fn check_grpc_methods(grpc: &GrpcConfig, errors: &mut ConfigError) {
         }
     }
 }
-
-/// The most buckets a breaker's window may have: every host's breaker keeps
-/// all of them.
-const MOST_WINDOW_BUCKETS: u32 = 1000;
 
 /// The longest a connection bound, a heartbeat interval or a shutdown wait
 /// may be: beyond it "off" (or "never") is what is meant, and a timer that
