@@ -634,6 +634,37 @@ async fn a_reqwest_client_with_redirects_on_is_refused_by_the_middleware() {
     );
 }
 
+/// A middleware that answers itself, as a cache or a stub does.
+struct Answers;
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for Answers {
+    async fn handle(
+        &self,
+        _: reqwest::Request,
+        _: &mut http::Extensions,
+        _: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        Ok(http::Response::new("from the cache").into())
+    }
+}
+
+#[tokio::test]
+async fn a_response_a_later_middleware_makes_up_is_not_taken_for_a_redirect() {
+    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(Timebox::new(&config()))
+        .with(Answers)
+        .build();
+
+    // No server: the answer never leaves the middleware chain.
+    let response = ends(client.get("http://127.0.0.1:9/").send())
+        .await
+        .expect("the made-up answer comes back");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.text().await.unwrap(), "from the cache");
+}
+
 /// The error's `Display` and every `source()` after it.
 fn anyhow_chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
     let mut chain = vec![err.to_string()];

@@ -147,12 +147,18 @@ impl fmt::Display for RedirectsOn {
 
 impl std::error::Error for RedirectsOn {}
 
+/// The URL reqwest gives a `reqwest::Response` made from an
+/// `http::Response` without one.
+const MADE_UP_URL: &str = "http://no.url.provided.local/";
+
 /// `response`, unless reqwest followed a redirect from `requested` itself.
 pub(crate) fn refuse_redirected(
     requested: &url::Url,
     response: reqwest::Response,
 ) -> Result<reqwest::Response, TransportError> {
-    if response.url() == requested {
+    // A response a middleware made from an `http::Response` (a cache, a
+    // stub) has reqwest's placeholder URL: it came from no network at all.
+    if response.url() == requested || response.url().as_str() == MADE_UP_URL {
         return Ok(response);
     }
     Err(TransportError::Local(Box::new(RedirectsOn {
