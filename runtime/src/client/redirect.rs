@@ -1,7 +1,8 @@
 //! Following a redirect: where the next hop goes and what it carries.
 
 use http::header::{
-    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, LOCATION, PROXY_AUTHORIZATION,
+    AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, LOCATION,
+    PROXY_AUTHORIZATION, TRANSFER_ENCODING,
 };
 use http::{HeaderMap, Method, StatusCode};
 use url::Url;
@@ -82,7 +83,46 @@ pub(super) fn carry_headers(headers: &mut HeaderMap, from: &Url, hop: &Hop, had_
         }
     }
     if had_body && !hop.keeps_body {
-        headers.remove(CONTENT_TYPE);
-        headers.remove(CONTENT_LENGTH);
+        for name in [
+            CONTENT_TYPE,
+            CONTENT_LENGTH,
+            CONTENT_ENCODING,
+            TRANSFER_ENCODING,
+        ] {
+            headers.remove(name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
+    use http::{HeaderMap, HeaderValue, Method, StatusCode};
+    use url::Url;
+
+    use super::{carry_headers, next_hop};
+
+    #[test]
+    fn a_hop_without_the_body_drops_every_header_that_described_it() {
+        let url = Url::parse("http://a.test/upload").unwrap();
+        let mut answer = HeaderMap::new();
+        answer.insert(http::header::LOCATION, HeaderValue::from_static("/done"));
+        let hop = next_hop(StatusCode::SEE_OTHER, &answer, &url, &Method::POST).unwrap();
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            (CONTENT_TYPE, "application/json"),
+            (CONTENT_LENGTH, "12"),
+            (CONTENT_ENCODING, "gzip"),
+            (TRANSFER_ENCODING, "chunked"),
+            (http::header::ACCEPT, "*/*"),
+        ] {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
+
+        carry_headers(&mut headers, &url, &hop, true);
+
+        assert_eq!(hop.method, Method::GET);
+        let left: Vec<&str> = headers.keys().map(http::HeaderName::as_str).collect();
+        assert_eq!(left, ["accept"]);
     }
 }
