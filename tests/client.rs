@@ -650,6 +650,52 @@ async fn a_retry_an_open_breaker_would_refuse_returns_the_last_response(sim: Sim
 }
 
 #[sim_test]
+async fn a_retry_the_breaker_refuses_after_its_wait_is_told_as_skipped(sim: Sim) {
+    use timebox::observe::{Event, Recording, SkipReason};
+
+    let recorder = Recorder::new();
+    // Each 503 asks for a second's wait, in which the breaker opens.
+    sim.net().host(
+        "up",
+        recording(&recorder, |_| async {
+            (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")])
+        }),
+    );
+    let recording_events = Recording::new();
+    let client = sim.client_with(&breaker_config(2, 60).observed_by(recording_events.clone()));
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move { client.get("http://up/").retries(1).send().await }
+    });
+    sleep(MS(100)).await;
+    assert_eq!(recorder.count(), 1);
+    // A second failure opens the breaker while the first call waits.
+    let other = client.get("http://up/").retries(0).send().await.unwrap();
+    assert_eq!(other.status(), 503);
+
+    let err = waiting.await.unwrap().expect_err("the retry is refused");
+    assert!(
+        matches!(err, ClientError::CircuitBreakerOpen { .. }),
+        "{err:?}"
+    );
+    assert_eq!(recorder.count(), 2);
+    let skipped = recording_events
+        .events()
+        .into_iter()
+        .filter(|event| {
+            matches!(
+                event,
+                Event::RetrySkipped {
+                    reason: SkipReason::BreakerOpen,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(skipped, 1);
+}
+
+#[sim_test]
 async fn a_client_built_with_a_transport_sends_through_it(sim: Sim) {
     let recorder = Recorder::new();
     sim.net().host("up", echo(&recorder));

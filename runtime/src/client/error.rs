@@ -26,6 +26,13 @@ pub enum ClientError {
     DeadlineExceeded(DeadlineExceeded),
     /// The host's circuit breaker is open: the call was not sent. Its
     /// `source()` is the breaker's [`Open`].
+    ///
+    /// A retry whose host's breaker is open when the retry is decided is
+    /// not made, and the last answer is the call's. One whose breaker opens
+    /// (or fills its half-open trials) while the retry waits ends the call
+    /// with this error: the last answer was let go for the retry, so that
+    /// its connection could serve it. Either way the retry is told as
+    /// skipped, for `breaker_open`.
     CircuitBreakerOpen {
         /// The host key (`host:port`).
         host: String,

@@ -7,10 +7,10 @@ use http::HeaderValue;
 use tokio::time::Instant;
 use tracing::Span;
 
-use crate::breaker::Permit;
+use crate::breaker::{Open, Permit};
 use crate::client::{span, Attempt, AttemptKind, ClientError};
 use crate::deadline::Deadline;
-use crate::observe::{CallOutcome, Event};
+use crate::observe::{CallOutcome, Event, SkipReason};
 
 use super::call::Call;
 use super::request::Body;
@@ -88,21 +88,16 @@ impl<B: Body> Call<B> {
         {
             return Err(ClientError::deadline());
         }
-        let target = &self.target;
         let attempt = Attempt {
             number: self.sent + 1,
             kind: self.next_kind,
         };
-        self.span = span::attempt_span(&self.method, &target.uri, attempt);
-        let permit = match &target.breaker {
-            Some(breaker) => Some(breaker.try_acquire_at(now).map_err(|open| {
-                span::record_outcome(&self.span, CallOutcome::CircuitOpen, false);
-                self.span = Span::none();
-                ClientError::CircuitBreakerOpen {
-                    host: target.host.clone(),
-                    open,
-                }
-            })?),
+        self.span = span::attempt_span(&self.method, &self.target.uri, attempt);
+        let permit = match &self.target.breaker {
+            Some(breaker) => match breaker.try_acquire_at(now) {
+                Ok(permit) => Some(permit),
+                Err(open) => return Err(self.refused(attempt, open)),
+            },
             None => None,
         };
         // Sent once: the engine neither retries it nor follows a redirect
@@ -166,6 +161,24 @@ impl<B: Body> Call<B> {
             attempt_ends,
         };
         Ok((request, pending))
+    }
+
+    /// The error of `attempt`, which the host's breaker refused. A retry
+    /// the breaker refuses (it opened, or filled its half-open trials, while
+    /// the retry waited) is told as skipped; the refusal is the answer (B6).
+    fn refused(&mut self, attempt: Attempt, open: Open) -> ClientError {
+        span::record_outcome(&self.span, CallOutcome::CircuitOpen, false);
+        self.span = Span::none();
+        if attempt.kind == AttemptKind::Retry {
+            self.rules.observers.emit(|| Event::RetrySkipped {
+                host: self.label(),
+                reason: SkipReason::BreakerOpen,
+            });
+        }
+        ClientError::CircuitBreakerOpen {
+            host: self.target.host.clone(),
+            open,
+        }
     }
 
     /// How long the driver waits for the attempt `pending` before asking
