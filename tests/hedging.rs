@@ -226,12 +226,14 @@ async fn no_hedge_while_the_bucket_is_below_half(sim: Sim) {
 }
 
 #[sim_test]
-async fn a_hedge_the_breaker_refuses_costs_no_tokens(sim: Sim) {
+async fn a_hedge_the_breaker_refuses_costs_neither_tokens_nor_a_share(sim: Sim) {
     let host = Host::default();
-    // Two failures open the breaker; the next request is slow.
+    // Two failures open the breaker; every later request is slow.
     sim.net().host("up", host.two_failures_then_slow());
     let mut config = hedging(&sim, 20);
     config.http.client.max_retries = 0;
+    // A hedge for the third request, but not a second one for the fourth.
+    config.http.client.hedge.max_extra_load = 0.4;
     config.breaker.minimum_sample_count = 2;
     config.breaker.open_secs = 1;
     config.breaker.half_open_trials = 1;
@@ -255,6 +257,11 @@ async fn a_hedge_the_breaker_refuses_costs_no_tokens(sim: Sim) {
         Some("budget_tokens host=up:80 tokens=500"),
         "{tokens:#?}"
     );
+    // The breaker closed on that success. The fourth request is hedged: the
+    // refused hedge gave its place in the share back.
+    let hedged = client.get("http://up/").send().await.unwrap();
+    assert_eq!(hedged.status(), StatusCode::OK);
+    assert_eq!(host.attempts()[3..], [None, Some("2;hedge".to_owned())]);
 }
 
 #[sim_test]

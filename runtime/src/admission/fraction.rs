@@ -62,6 +62,16 @@ impl FractionCap {
         fits
     }
 
+    /// Gives back one taken place, of a request that did not take the path
+    /// after all: taken in the newest bucket, moments ago (one that has
+    /// since left the window gives nothing back).
+    #[cfg(feature = "client")]
+    pub(crate) fn give_back(&mut self, now: Instant) {
+        self.rotate(now);
+        let newest = &mut self.buckets[self.newest];
+        newest.taken = newest.taken.saturating_sub(1);
+    }
+
     fn rotate(&mut self, now: Instant) {
         let Some(current) = self.current else {
             self.current = Some(now);

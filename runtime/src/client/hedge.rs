@@ -118,9 +118,14 @@ impl Hedging {
         Ok(())
     }
 
-    /// What a hedge costs its host's retry bucket: `hedge_cost`.
-    pub(crate) fn cost(&self) -> u64 {
-        self.config.hedge_cost
+    /// Undoes what [`admit`](Self::admit) took for a hedge that was not
+    /// sent after all: its place in the host's share of hedged requests and
+    /// its tokens.
+    pub(crate) fn withdraw(&self, stats: &HostStats, budget: Option<&RetryBudget>) {
+        stats.hedged().give_back(Instant::now());
+        if let Some(budget) = budget {
+            budget.refund_hedge(self.config.hedge_cost);
+        }
     }
 }
 

@@ -209,10 +209,11 @@ impl<B: Body> Call<B> {
         let kind = std::mem::replace(&mut self.next_kind, AttemptKind::Hedge);
         let Ok((mut request, pending)) = self.start() else {
             // Not sent after all (the breaker refused it, or the deadline
-            // passed): it costs nothing.
+            // passed): it costs nothing, neither tokens nor a place in the
+            // host's share of hedged requests.
             self.next_kind = kind;
+            self.rules.hedging.withdraw(&stats, budget.as_ref());
             if let Some(budget) = &budget {
-                budget.refund_hedge(self.rules.hedging.cost());
                 self.tell_tokens(budget);
             }
             return None;
