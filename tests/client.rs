@@ -699,7 +699,7 @@ async fn a_retry_the_breaker_refuses_after_its_wait_is_told_as_skipped(sim: Sim)
 async fn a_client_built_with_a_transport_sends_through_it(sim: Sim) {
     let recorder = Recorder::new();
     sim.net().host("up", echo(&recorder));
-    let client = Client::builder(&Config::default())
+    let client = Client::builder()
         .transport(std::sync::Arc::new(sim.net()))
         .entropy(sim.entropy())
         .build();

@@ -67,7 +67,12 @@ struct ByClient(Client);
 
 impl Door for ByClient {
     fn new(config: &Config) -> Self {
-        Self(Client::builder(config).entropy(Entropy::seeded(7)).build())
+        Self(
+            Client::builder()
+                .config(config)
+                .entropy(Entropy::seeded(7))
+                .build(),
+        )
     }
 
     async fn get(

@@ -513,7 +513,7 @@ async fn an_existing_reqwest_client_without_redirects_is_used_and_timebox_follow
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let client = Client::builder(&Config::default()).reqwest(reqwest).build();
+    let client = Client::builder().reqwest(reqwest).build();
     let response = ends(client.get(format!("http://{addr}/from")).send())
         .await
         .unwrap();
@@ -525,7 +525,8 @@ async fn an_existing_reqwest_client_without_redirects_is_used_and_timebox_follow
 async fn a_refused_redirecting_client_is_no_failure_of_the_host() {
     let addr = serve(redirecting()).await;
     let recording = timebox::observe::Recording::new();
-    let client = Client::builder(&Config::default().observed_by(recording.clone()))
+    let client = Client::builder()
+        .config(&Config::default().observed_by(recording.clone()))
         .reqwest(reqwest::Client::new())
         .build();
     for _ in 0..3 {
@@ -551,9 +552,7 @@ async fn a_refused_redirecting_client_is_no_failure_of_the_host() {
 #[tokio::test]
 async fn a_reqwest_client_that_follows_redirects_itself_is_refused_at_the_first() {
     let addr = serve(redirecting()).await;
-    let client = Client::builder(&Config::default())
-        .reqwest(reqwest::Client::new())
-        .build();
+    let client = Client::builder().reqwest(reqwest::Client::new()).build();
     let err = ends(client.get(format!("http://{addr}/from")).send())
         .await
         .unwrap_err();

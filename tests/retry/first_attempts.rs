@@ -89,7 +89,7 @@ proptest! {
             script: Mutex::new(script.into()),
             ..Upstream::default()
         });
-        let client = Client::builder(&config)
+        let client = Client::builder().config(&config)
             .transport(upstream.clone())
             .entropy(Entropy::seeded(1))
             .build();

@@ -31,10 +31,11 @@ impl Client {
     /// When the TLS backend cannot be initialised (as `reqwest::Client::new`).
     #[must_use]
     pub fn new(config: &Config) -> Self {
-        Self::builder(config).build()
+        Self::builder().config(config).build()
     }
 
-    /// A builder starting from `config`, to choose the transport and the
+    /// A builder, to choose the configuration (the default one unless
+    /// [`ClientBuilder::config`] says otherwise), the transport and the
     /// random source.
     ///
     /// ```
@@ -42,14 +43,15 @@ impl Client {
     /// use timebox::config::Config;
     /// use timebox::entropy::Entropy;
     ///
-    /// let client = Client::builder(&Config::default())
+    /// let client = Client::builder()
+    ///     .config(&Config::default())
     ///     .entropy(Entropy::seeded(7))
     ///     .build();
     /// # let _ = client;
     /// ```
-    pub fn builder(config: &Config) -> ClientBuilder {
+    pub fn builder() -> ClientBuilder {
         ClientBuilder {
-            config: config.clone(),
+            config: Config::default(),
             transport: None,
             entropy: None,
         }
@@ -108,6 +110,12 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// Follows `config` instead of the default configuration.
+    pub fn config(mut self, config: &Config) -> Self {
+        self.config = config.clone();
+        self
+    }
+
     /// Sends through `transport` instead of the network (reqwest).
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = Some(transport);
@@ -132,7 +140,10 @@ impl ClientBuilder {
     ///     .redirect(reqwest::redirect::Policy::none())
     ///     .build()
     ///     .unwrap();
-    /// let client = Client::builder(&Config::default()).reqwest(reqwest).build();
+    /// let client = Client::builder()
+    ///     .config(&Config::default())
+    ///     .reqwest(reqwest)
+    ///     .build();
     /// # let _ = client;
     /// ```
     pub fn reqwest(self, client: reqwest::Client) -> Self {
