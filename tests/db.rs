@@ -167,3 +167,53 @@ async fn a_pool_error_is_not_a_deadline_error() {
     assert!(matches!(err, PoolWaitError::Pool(_)));
     assert!(!is_deadline_exceeded(&err));
 }
+
+/// A handler's own error type, which answers 500 for anything.
+#[derive(Debug)]
+struct AppError(PoolWaitError);
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the app failed")
+    }
+}
+
+impl std::error::Error for AppError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl axum::response::IntoResponse for AppError {
+    fn into_response(self) -> axum::response::Response {
+        http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    }
+}
+
+/// Waits at most 100 ms for a connection, well within the route's deadline.
+#[get("/impatient", timeout_ms = 5000)]
+async fn impatient(
+    axum::extract::State(pool): axum::extract::State<SqlitePool>,
+) -> Result<&'static str, AppError> {
+    let _conn = Deadline::after(Duration::from_millis(100))
+        .scope(acquire(&pool))
+        .await
+        .map_err(AppError)?;
+    Ok("connected")
+}
+
+#[tokio::test]
+async fn a_pool_wait_cut_short_in_a_handlers_error_answers_503_not_504() {
+    let pool = pool_of_one().await;
+    let _held = pool.acquire().await.unwrap();
+    let app = routes![impatient]
+        .into_router(&Config::default())
+        .with_state(pool.clone());
+    tokio::time::pause();
+    let response = send(&app, request("GET", "/impatient")).await;
+    // S11 over S6: the wait ran out, not the work; and over the error's
+    // own 500.
+    assert_eq!(response.status(), 503);
+    assert!(response.extensions().get::<DeadlineCancelled>().is_some());
+    assert!(response.headers().contains_key("retry-after"));
+}

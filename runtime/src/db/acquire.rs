@@ -79,13 +79,37 @@ impl IntoResponse for PoolWaitError {
     /// logged, not sent.
     fn into_response(self) -> Response {
         match self {
-            PoolWaitError::DeadlineExceeded(_) => {
-                problem::wait_cancelled("a database connection", &problem::fallback_entropy())
-            }
+            PoolWaitError::DeadlineExceeded(_) => cut_short_answer(),
             PoolWaitError::Pool(err) => {
                 tracing::error!(error = %err, "database error");
                 StatusCode::INTERNAL_SERVER_ERROR.into_response()
             }
         }
     }
+}
+
+/// The answer to a pool wait the deadline cut short (S11): `503` with
+/// `Retry-After` and [`DeadlineCancelled`](crate::server::DeadlineCancelled).
+pub(crate) fn cut_short_answer() -> Response {
+    problem::wait_cancelled("a database connection", &problem::fallback_entropy())
+}
+
+/// Whether `err`'s `source()` chain holds a pool wait the deadline cut short:
+/// the route macros answer it as S11 says, not as a deadline error (S6).
+pub(crate) fn holds_cut_short_wait(err: &(dyn Error + 'static)) -> bool {
+    let mut link = Some(err);
+    while let Some(err) = link {
+        if let Some(PoolWaitError::DeadlineExceeded(_)) = err.downcast_ref::<PoolWaitError>() {
+            return true;
+        }
+        // A `PgError`'s `source()` goes past the `PoolWaitError` it holds.
+        #[cfg(feature = "postgres")]
+        if let Some(super::pg::PgError::Pool(PoolWaitError::DeadlineExceeded(_))) =
+            err.downcast_ref::<super::pg::PgError>()
+        {
+            return true;
+        }
+        link = err.source();
+    }
+    false
 }

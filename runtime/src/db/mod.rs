@@ -46,4 +46,5 @@ mod extract;
 pub mod pg;
 
 pub use acquire::{acquire, PoolWaitError};
+pub(crate) use acquire::{cut_short_answer, holds_cut_short_wait};
 pub use extract::Conn;

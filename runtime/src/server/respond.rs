@@ -1,5 +1,6 @@
 //! A handler's deadline error becomes a 504, whatever its own
-//! `IntoResponse` says.
+//! `IntoResponse` says (S6); a pool wait the deadline cut short, a 503
+//! (S11).
 //!
 //! The route macros turn each handler's output into a response with
 //! `(&output).timebox_kind().respond(output)`. Method lookup finds
@@ -58,10 +59,22 @@ impl DeadlineAware {
     {
         match output {
             Ok(output) => output.into_response(),
-            Err(err) if is_deadline_exceeded(&err) => problem::deadline_error(),
+            Err(err) if is_deadline_exceeded(&err) => deadline_answer(&err),
             Err(err) => err.into_response(),
         }
     }
+}
+
+/// The answer to a handler's deadline error: 504 (S6), except for a pool
+/// wait the deadline cut short, which answers as S11 says (503).
+fn deadline_answer(err: &(dyn Error + 'static)) -> Response {
+    #[cfg(feature = "sqlx")]
+    if crate::db::holds_cut_short_wait(err) {
+        return crate::db::cut_short_answer();
+    }
+    #[cfg(not(feature = "sqlx"))]
+    let _ = err; // no pool waits without `sqlx`
+    problem::deadline_error()
 }
 
 impl Plain {
