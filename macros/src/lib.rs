@@ -50,10 +50,15 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `Routes::into_router(&config)` mounts it with the timebox layers.
 ///
 /// The path is a string literal that starts with `/`, in axum's syntax
-/// (`"/users/{id}"`). Keys, at most one of them:
+/// (`"/users/{id}"`). Keys, at most one of the first two:
 /// - `timeout_ms = N`: the route's deadline is `N` milliseconds (an integer
 ///   literal, at least 1), instead of `server.timeouts.request_timeout_ms`.
 /// - `timeout = "off"`: the route has no deadline.
+/// - `min_budget_ms = N`: the time the handler needs (at least 1, below the
+///   route's own `timeout_ms`; not with `timeout = "off"`). A request with
+///   less time left is refused before extraction when
+///   `server.admission.deadline_check` is `enforce` (A1); without the key the
+///   route learns its median from its successful requests.
 ///
 /// Without a key the route takes `server.timeouts.request_timeout_ms` (none
 /// when unset or 0). A `GET` deadline also covers `HEAD` on the same path.
@@ -96,9 +101,10 @@ pub fn get(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes an `async fn` the handler of `POST path`, with a route deadline.
 ///
-/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
-/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
-/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// Keys, at most one of the first two: `timeout_ms = N` (the route's
+/// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
+/// deadline); without either, `server.timeouts.request_timeout_ms`; and
+/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -118,9 +124,10 @@ pub fn post(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes an `async fn` the handler of `PUT path`, with a route deadline.
 ///
-/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
-/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
-/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// Keys, at most one of the first two: `timeout_ms = N` (the route's
+/// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
+/// deadline); without either, `server.timeouts.request_timeout_ms`; and
+/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -140,9 +147,10 @@ pub fn put(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes an `async fn` the handler of `DELETE path`, with a route deadline.
 ///
-/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
-/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
-/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// Keys, at most one of the first two: `timeout_ms = N` (the route's
+/// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
+/// deadline); without either, `server.timeouts.request_timeout_ms`; and
+/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -163,9 +171,10 @@ pub fn delete(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes an `async fn` the handler of `PATCH path`, with a route deadline.
 ///
-/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
-/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
-/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// Keys, at most one of the first two: `timeout_ms = N` (the route's
+/// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
+/// deadline); without either, `server.timeouts.request_timeout_ms`; and
+/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -185,9 +194,10 @@ pub fn patch(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes an `async fn` the handler of `HEAD path`, with a route deadline.
 ///
-/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
-/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
-/// either, `server.timeouts.request_timeout_ms`. A `#[get]` on the same path
+/// Keys, at most one of the first two: `timeout_ms = N` (the route's
+/// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
+/// deadline); without either, `server.timeouts.request_timeout_ms`; and
+/// `min_budget_ms = N`, the time the handler needs (A1). A `#[get]` on the same path
 /// already answers `HEAD` (with the `GET` deadline); use `#[head]` to answer
 /// it differently. See `get` for the rules and the responses.
 ///
@@ -207,9 +217,10 @@ pub fn head(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes an `async fn` the handler of `OPTIONS path`, with a route deadline.
 ///
-/// Keys, at most one of them: `timeout_ms = N` (the route's deadline, `N`
-/// milliseconds, at least 1) or `timeout = "off"` (no deadline); without
-/// either, `server.timeouts.request_timeout_ms`. The handler stays callable
+/// Keys, at most one of the first two: `timeout_ms = N` (the route's
+/// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
+/// deadline); without either, `server.timeouts.request_timeout_ms`; and
+/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///

@@ -7,7 +7,7 @@
 //! | `otel.name`, `http.request.method` | the method |
 //! | `otel.kind` | `client` |
 //! | `server.address`, `server.port` | the host and port |
-//! | `timebox.attempt.kind` | `first`, `retry` or `redirect` |
+//! | `timebox.attempt.kind` | `first`, `retry`, `redirect` or `hedge` |
 //! | `http.request.resend_count` | the requests sent before it, when above 0 |
 //! | `http.response.status_code` | the answer's status |
 //! | `error.type` | see below |

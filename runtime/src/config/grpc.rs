@@ -10,10 +10,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// `[server.grpc]`: the deadlines of gRPC calls, applied by
 /// `GrpcDeadlineLayer::server` (feature `grpc`).
 ///
-/// A call's deadline is the earliest of its `grpc-timeout` header, its
-/// `x-timebox-deadline-ms` header (when
-/// `server.timeouts.accept_deadline_header` is on), and the method's entry
-/// in `methods` or else `default_timeout_ms`.
+/// A call's deadline is the earliest of its `grpc-timeout` header, the
+/// inbound deadline headers the server trusts (when
+/// `server.timeouts.accept_deadline_header` is on: those of
+/// `server.timeouts.deadline_headers`, `x-timebox-deadline-ms` by default),
+/// and the method's entry in `methods` or else `default_timeout_ms`.
 ///
 /// ```toml
 /// [server.grpc]

@@ -7,8 +7,10 @@
 //! that timebox's HTTP client, route deadlines and database waits read.
 //!
 //! - **Server** ([`GrpcDeadlineLayer::server`]): a call's deadline is the
-//!   earliest of its `grpc-timeout`, its `x-timebox-deadline-ms` (when
-//!   `server.timeouts.accept_deadline_header` is on) and
+//!   earliest of its `grpc-timeout`, the deadline headers the HTTP server
+//!   trusts (when `server.timeouts.accept_deadline_header` is on: those of
+//!   `server.timeouts.deadline_headers`, `x-timebox-deadline-ms` by default)
+//!   and
 //!   [`[server.grpc]`](crate::config::GrpcConfig) (the method's entry, or
 //!   the default). The call runs poll-gated with that deadline current, its
 //!   response body included, so a handler's outbound calls get what is

@@ -156,7 +156,7 @@ impl Event {
 pub enum DeadlineSource {
     /// The route's own rule (a macro's `timeout_ms`, a `RouteDeadlineLayer`).
     Route,
-    /// The global default (`server.timeouts.global_timeout_ms`).
+    /// The global default (`server.timeouts.request_timeout_ms`).
     Global,
     /// A shorter deadline the caller sent in this header.
     Header(&'static str),

@@ -31,7 +31,8 @@
 //! # What a request goes through
 //!
 //! 1. [`ShutdownGate`], which [`serve()`] puts around the whole service: 503
-//!    once the server stops accepting, and the in-flight count.
+//!    once the server stops taking new requests (phase 1), and the
+//!    in-flight count.
 //! 2. Routing, then the route's deadline, when it has one: the route's
 //!    override, else the global `request_timeout_ms`, else none. It counts
 //!    from the first poll of the handler's future, before extraction; an

@@ -12,7 +12,7 @@ use crate::shutdown::Shutdown;
 /// A `GET` route that answers `200 ready` until `shutdown` is triggered and
 /// `503` (problem+json, with `Retry-After`) from then on: the first step
 /// of the sequence, so load balancers stop routing here before the server
-/// stops accepting.
+/// stops taking new requests.
 ///
 /// The 503's detail says which part of the sequence the server is in: during
 /// the pre-stop grace it still serves requests (that is what the grace is

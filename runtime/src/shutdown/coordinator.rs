@@ -21,8 +21,10 @@ use super::{DrainToken, InFlight, ShutdownToken};
 /// 1. readiness flips at once ([`is_ready`](Shutdown::is_ready) is false, the
 ///    readiness route answers 503), so load balancers stop sending traffic;
 /// 2. `prestop_grace_secs` pass while they notice;
-/// 3. phase 1: the [`ShutdownToken`] is cancelled, the server stops accepting,
-///    and requests that arrive on open connections get 503;
+/// 3. phase 1: the [`ShutdownToken`] is cancelled and the server takes no new
+///    requests: one that still arrives, on an open connection or a new one
+///    (`serve` keeps its listener open until phase 2, so that it is told 503
+///    with `Retry-After` rather than refused), gets 503;
 /// 4. requests in flight finish, until [`InFlight`] reaches zero or
 ///    `shutdown_timeout_secs` pass, whichever is first;
 /// 5. phase 2: the [`DrainToken`] is cancelled and remaining streams end;

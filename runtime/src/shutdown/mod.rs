@@ -1,8 +1,8 @@
 //! Graceful shutdown in two phases, and the count of requests in flight.
 //!
 //! A [`Shutdown`] coordinates two tokens. When it is triggered, the
-//! [`ShutdownToken`] is cancelled first (phase 1: stop accepting; requests
-//! that arrive on open connections are answered 503), and later the
+//! [`ShutdownToken`] is cancelled first (phase 1: no new requests; one that
+//! still arrives is answered 503), and later the
 //! [`DrainToken`] (phase 2: streams still running are told to end). Between
 //! the two, requests already admitted finish; [`InFlight`] counts them so the
 //! wait can end as soon as the last one does.

@@ -1,4 +1,4 @@
-//! The two tokens of a shutdown: stop accepting, then drain.
+//! The two tokens of a shutdown: take no new requests, then drain.
 
 use std::future::Future;
 
@@ -6,7 +6,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{InFlight, InFlightGuard};
 
-/// Cancelled when the server stops accepting new requests (phase 1).
+/// Cancelled when the server stops taking new requests (phase 1): from then
+/// on they are answered 503.
 ///
 /// Cheap to clone; every clone sees the same cancellation. Handlers can take
 /// it as an axum extractor to wind long work down early.
@@ -58,7 +59,7 @@ macro_rules! token_methods {
     };
 }
 
-token_methods!(ShutdownToken, "phase 1 (stop accepting)");
+token_methods!(ShutdownToken, "phase 1 (no new requests)");
 token_methods!(DrainToken, "phase 2 (drain)");
 
 impl DrainToken {
