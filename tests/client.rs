@@ -787,6 +787,33 @@ async fn one_attempt_timeout_covers_the_whole_redirect_chain(sim: Sim) {
 }
 
 #[sim_test]
+async fn a_redirect_that_comes_as_the_attempt_times_out_starts_no_hop(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        axum::Router::new().route(
+            "/first",
+            axum::routing::get(|| async {
+                sleep(SECS(1)).await;
+                axum::response::Redirect::temporary("http://next/")
+            }),
+        ),
+    );
+    sim.net().host("next", echo(&recorder));
+    let mut config = Config::default();
+    config.http.client.timeout_secs = 1;
+    let err = sim
+        .client_with(&config)
+        .get("http://up/first")
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Timeout), "{err}");
+    assert_eq!(recorder.count(), 0, "the next host heard nothing");
+}
+
+#[sim_test]
 async fn with_the_breaker_disabled_a_hundred_calls_to_an_always_500_host_all_reach_it(sim: Sim) {
     let recorder = Recorder::new();
     sim.net()

@@ -137,6 +137,12 @@ impl<B: Body> Call<B> {
         if hop.keeps_body && self.body.is_none() {
             return None;
         }
+        // C7: one attempt's timeout covers the chain. A redirect that came
+        // as it ran out starts no hop (whose host would be blamed for a
+        // timeout it never had a chance at): the attempt timed out.
+        if self.attempt_ends.is_some_and(Deadline::is_expired) {
+            return Some(self.retry_or_return(Err(ClientError::Timeout)));
+        }
         self.hops += 1;
         if self.hops > MAX_HOPS {
             return Some(Next::Return(Err(ClientError::TooManyRedirects)));
