@@ -22,7 +22,9 @@ use http_body_util::Full;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use timebox::client::middleware::{reqwest_builder, Timebox};
-use timebox::client::{Attempt, AttemptKind, Client, ClientError, ClientLayer, ClientService};
+use timebox::client::{
+    Attempt, AttemptKind, CallOptions, Client, ClientError, ClientLayer, ClientService,
+};
 use timebox::config::Config;
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::entropy::Entropy;
@@ -61,6 +63,15 @@ trait Door: Sized {
         url: String,
         headers: &[(&'static str, &'static str)],
     ) -> impl Future<Output = Result<StatusCode, Failure>>;
+
+    /// A POST of `body` to `url`, with `options`: the status, or why there
+    /// is none.
+    fn post(
+        &self,
+        url: String,
+        body: &'static str,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<StatusCode, Failure>>;
 }
 
 struct ByClient(Client);
@@ -89,6 +100,19 @@ impl Door for ByClient {
             Err(err) => Err(Failure::of(&err)),
         }
     }
+
+    async fn post(
+        &self,
+        url: String,
+        body: &'static str,
+        options: CallOptions,
+    ) -> Result<StatusCode, Failure> {
+        let request = self.0.post(url).body(body).options(options);
+        match request.send().await {
+            Ok(response) => Ok(response.status()),
+            Err(err) => Err(Failure::of(&err)),
+        }
+    }
 }
 
 struct ByMiddleware(reqwest_middleware::ClientWithMiddleware);
@@ -112,6 +136,19 @@ impl Door for ByMiddleware {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
+        match request.send().await {
+            Ok(response) => Ok(response.status()),
+            Err(err) => Err(middleware_failure(&err)),
+        }
+    }
+
+    async fn post(
+        &self,
+        url: String,
+        body: &'static str,
+        options: CallOptions,
+    ) -> Result<StatusCode, Failure> {
+        let request = self.0.post(url).body(body).with_extension(options);
         match request.send().await {
             Ok(response) => Ok(response.status()),
             Err(err) => Err(middleware_failure(&err)),
@@ -157,6 +194,22 @@ impl Door for ByLayer {
             Err(err) => Err(Failure::of(&err)),
         }
     }
+
+    async fn post(
+        &self,
+        url: String,
+        body: &'static str,
+        options: CallOptions,
+    ) -> Result<StatusCode, Failure> {
+        let mut request = http::Request::post(url)
+            .body(Full::from(body))
+            .expect("a valid request");
+        request.extensions_mut().insert(options);
+        match self.0.clone().oneshot(request).await {
+            Ok(response) => Ok(response.status()),
+            Err(err) => Err(Failure::of(&err)),
+        }
+    }
 }
 
 /// A configuration with short backoffs, so retries are quick.
@@ -167,6 +220,38 @@ fn config() -> Config {
 }
 
 // The table.
+
+/// C4: a POST is not retried unless the call opts in; then every attempt
+/// carries the same `Idempotency-Key`.
+async fn an_opted_in_post_is_retried_with_one_idempotency_key<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::SERVICE_UNAVAILABLE
+    }))
+    .await;
+    let door = D::new(&config());
+    let url = format!("http://{addr}/");
+
+    let plain = ends(door.post(url.clone(), "order", CallOptions::new())).await;
+    assert_eq!(plain, Ok(StatusCode::SERVICE_UNAVAILABLE));
+    assert_eq!(recorder.count(), 1, "a POST is not retried by default");
+
+    let options = CallOptions::new().retries(2).retry_non_idempotent();
+    let opted_in = ends(door.post(url, "order", options)).await;
+
+    assert_eq!(opted_in, Ok(StatusCode::SERVICE_UNAVAILABLE));
+    let keys: Vec<Option<String>> = recorder.hits()[1..]
+        .iter()
+        .map(|hit| {
+            hit.headers
+                .get("idempotency-key")
+                .map(|key| key.to_str().expect("ascii").to_owned())
+        })
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys[0].is_some(), "{keys:?}");
+    assert!(keys.iter().all(|key| *key == keys[0]), "{keys:?}");
+}
 
 /// C6: a retry whose wait (here the server's `Retry-After: 1`) does not fit
 /// the time left is not started: the 503 comes back at once.
@@ -388,6 +473,7 @@ macro_rules! doors {
 }
 
 doors!(
+    an_opted_in_post_is_retried_with_one_idempotency_key,
     a_retry_that_does_not_fit_is_not_started,
     transient_failures_are_retried_until_one_succeeds,
     the_hosts_budget_bounds_the_retries,

@@ -16,10 +16,10 @@ use crate::entropy::Entropy;
 use crate::retry::RetryBudgets;
 
 use super::call::{self, Sender};
-use super::engine::{self, Call, Options};
+use super::engine::{self, Call};
 use super::rules::Rules;
 use super::transport::TransportError;
-use super::{Attempt, BoxError, ClientError};
+use super::{Attempt, BoxError, CallOptions, ClientError};
 
 /// A tower layer that gives any HTTP client service the rules of
 /// [`Client`](super::Client): attempts within the deadline, retries that
@@ -47,6 +47,9 @@ use super::{Attempt, BoxError, ClientError};
 /// gate, to cut it there. Waiting for the inner service's readiness (a
 /// `Buffer` or a concurrency limit inside) is bounded by the deadline but
 /// counts neither against the host's breaker nor in the attempt's timeout.
+///
+/// A request asks for more retries, a retry of a POST or a hedge with a
+/// [`CallOptions`] in its extensions.
 ///
 /// ```
 /// use bytes::Bytes;
@@ -136,8 +139,13 @@ where
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
         // The call is made here, so it takes the deadline current where
         // `call` is, even if the future is polled elsewhere.
+        let options = request
+            .extensions()
+            .get::<CallOptions>()
+            .copied()
+            .unwrap_or_default();
         let request = engine::Request::from_http(request).map_body(Replay);
-        let call = match Call::new(Arc::clone(&self.rules), request, Options::default()) {
+        let call = match Call::new(Arc::clone(&self.rules), request, options) {
             Ok(call) => call,
             Err(err) => {
                 return ResponseFuture {

@@ -24,6 +24,10 @@
 //!   middleware then runs once per attempt and makes one span per attempt
 //!   (each attempt's [`Attempt`] is in the extensions).
 //!   Added before `Timebox`, it makes one span for the whole call.
+//! - **One call's options.** A call asks for more retries, a retry of a
+//!   POST or a hedge with a [`CallOptions`] in its
+//!   extensions: `client.post(url).with_extension(CallOptions::new()
+//!   .retry_non_idempotent())`.
 //! - **reqwest-retry.** Don't combine them: `Timebox` retries already, within
 //!   the deadline and the host's budget, and a second retrying layer
 //!   multiplies the attempts the budget exists to bound. Replace
@@ -66,10 +70,10 @@ use crate::entropy::Entropy;
 use crate::retry::RetryBudgets;
 
 use super::call::{self, Sender};
-use super::engine::{self, Answer, Call, Options};
+use super::engine::{self, Answer, Call};
 use super::rules::Rules;
 use super::transport::{refuse_redirected, TransportError};
-use super::{Attempt, ClientError};
+use super::{Attempt, CallOptions, ClientError};
 
 /// A `reqwest::ClientBuilder` with reqwest's redirects off, as
 /// [`Timebox`] needs them.
@@ -126,8 +130,8 @@ impl Middleware for Timebox {
         let mut call_request =
             engine::Request::to_url(method, url, headers, body).map_err(into_error)?;
         call_request.version = request.version();
-        let call = Call::new(Arc::clone(&self.rules), call_request, Options::default())
-            .map_err(into_error)?;
+        let options = extensions.get::<CallOptions>().copied().unwrap_or_default();
+        let call = Call::new(Arc::clone(&self.rules), call_request, options).map_err(into_error)?;
         let sender = ByNext {
             next,
             extensions: ChainExtensions::Callers(extensions),

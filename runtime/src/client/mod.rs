@@ -77,6 +77,7 @@ mod hedge;
 mod layer;
 #[cfg(feature = "reqwest-middleware")]
 pub mod middleware;
+mod options;
 mod redirect;
 mod request;
 mod response;
@@ -88,6 +89,7 @@ pub use crate::attempt::{Attempt, AttemptKind};
 pub use client::{Client, ClientBuilder};
 pub use error::{BoxError, ClientError};
 pub use layer::{ClientLayer, ClientService, ResponseFuture};
+pub use options::CallOptions;
 pub use request::RequestBuilder;
 pub use response::Response;
 pub use transport::{RedirectsOn, ResponseBody, Transport, TransportError, TransportFuture};

@@ -16,7 +16,7 @@ use crate::deadline::Deadline;
 use super::call::{self, Sender};
 use super::engine::{self, Call};
 use super::transport::{ResponseBody, Transport, TransportError};
-use super::{Attempt, Client, ClientError, Response};
+use super::{Attempt, CallOptions, Client, ClientError, Response};
 
 /// An outbound call being put together; [`send`](RequestBuilder::send) makes it.
 #[derive(Debug)]
@@ -27,9 +27,7 @@ pub struct RequestBuilder {
     pub(super) url: String,
     pub(super) headers: HeaderMap,
     pub(super) body: Bytes,
-    pub(super) retries: Option<u32>,
-    pub(super) retry_non_idempotent: bool,
-    pub(super) hedge: bool,
+    pub(super) options: CallOptions,
     pub(super) timeout: Option<Duration>,
     pub(super) error: Option<ClientError>,
 }
@@ -42,9 +40,7 @@ impl RequestBuilder {
             url,
             headers: HeaderMap::new(),
             body: Bytes::new(),
-            retries: None,
-            retry_non_idempotent: false,
-            hedge: false,
+            options: CallOptions::new(),
             timeout: None,
             error: None,
         }
@@ -159,7 +155,7 @@ impl RequestBuilder {
     /// `http.client.max_retries`. The deadline and the retry budget still
     /// bound them.
     pub fn retries(mut self, retries: u32) -> Self {
-        self.retries = Some(retries);
+        self.options = self.options.retries(retries);
         self
     }
 
@@ -168,7 +164,7 @@ impl RequestBuilder {
     /// caller's own, when set) so the server can tell a retry from a new
     /// request.
     pub fn retry_non_idempotent(mut self) -> Self {
-        self.retry_non_idempotent = true;
+        self.options = self.options.retry_non_idempotent();
         self
     }
 
@@ -188,7 +184,14 @@ impl RequestBuilder {
     /// # Ok(()) }
     /// ```
     pub fn hedge(mut self) -> Self {
-        self.hedge = true;
+        self.options = self.options.hedge();
+        self
+    }
+
+    /// Takes `options` as a whole, as the other doors of the client take
+    /// them (see [`CallOptions`]).
+    pub fn options(mut self, options: CallOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -220,9 +223,7 @@ impl RequestBuilder {
             url,
             headers,
             body,
-            retries,
-            retry_non_idempotent,
-            hedge,
+            options,
             // `send` applies it as a deadline scope around the call.
             timeout: _,
             error,
@@ -231,11 +232,6 @@ impl RequestBuilder {
             return Err(error);
         }
         let request = engine::Request::to_url(method, Url::parse(&url)?, headers, body)?;
-        let options = engine::Options {
-            retries,
-            retry_non_idempotent,
-            hedge,
-        };
         let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();
         let sender = ByTransport(&*client.transport);

@@ -9,7 +9,7 @@ use tracing::Span;
 use url::Url;
 
 use crate::client::rules::Rules;
-use crate::client::{span, Attempt, AttemptKind, ClientError};
+use crate::client::{span, Attempt, AttemptKind, CallOptions, ClientError};
 use crate::deadline::{Deadline, Format};
 use crate::observe::{an_owner_tells, CallOutcome, Event, Label, Stage};
 use crate::retry::{is_idempotent, RetryBudget};
@@ -17,7 +17,7 @@ use crate::retry::{is_idempotent, RetryBudget};
 use super::attempt::UnderWay;
 use super::charge::Charge;
 use super::pinned::{pinned_deadline, Pinned};
-use super::request::{Answer, Body, Options, Request};
+use super::request::{Answer, Body, Request};
 use super::target::Target;
 
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -80,7 +80,7 @@ impl<B: Body> Call<B> {
     pub(crate) fn new(
         rules: Arc<Rules>,
         request: Request<B>,
-        options: Options,
+        options: CallOptions,
     ) -> Result<Self, ClientError> {
         let Request {
             method,

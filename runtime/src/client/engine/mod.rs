@@ -41,4 +41,4 @@ mod target;
 pub(crate) use attempt::Pending;
 pub(crate) use call::Call;
 pub(crate) use decide::{Next, Outcome};
-pub(crate) use request::{Answer, Body, Options, Request};
+pub(crate) use request::{Answer, Body, Request};

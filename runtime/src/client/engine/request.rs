@@ -53,17 +53,6 @@ impl<T> Answer for http::Response<T> {
     }
 }
 
-/// What a call asks of the engine beyond the configuration.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Options {
-    /// At most this many retries, instead of `http.client.max_retries`.
-    pub(crate) retries: Option<u32>,
-    /// Retry even a method that is not idempotent.
-    pub(crate) retry_non_idempotent: bool,
-    /// Hedge this call, whatever `http.client.hedge.enabled` says.
-    pub(crate) hedge: bool,
-}
-
 /// A request as a door hands it to the engine.
 pub(crate) struct Request<B> {
     pub(crate) method: Method,

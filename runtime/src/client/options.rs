@@ -1,0 +1,66 @@
+//! [`CallOptions`]: what one call asks beyond the configuration.
+
+/// What one call asks of the client's rules beyond the configuration: more
+/// or fewer retries, a retry of a method that is not idempotent, a hedge.
+///
+/// [`RequestBuilder`](super::RequestBuilder) sets them with its methods of
+/// the same names. The doors that take a request someone else built read
+/// them from its extensions: [`ClientLayer`](super::ClientLayer) from the
+/// `http::Request`'s, the reqwest middleware
+/// ([`Timebox`](super::middleware::Timebox)) from the chain's (reqwest-middleware's
+/// `RequestBuilder::with_extension`). Without them a call follows the
+/// configuration.
+///
+/// ```
+/// use timebox::client::CallOptions;
+///
+/// // A POST the server deduplicates by its `Idempotency-Key`: safe to retry.
+/// let mut request = http::Request::post("http://orders.internal/")
+///     .body(String::from("{\"id\":7}"))
+///     .unwrap();
+/// request
+///     .extensions_mut()
+///     .insert(CallOptions::new().retries(2).retry_non_idempotent());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[must_use]
+pub struct CallOptions {
+    pub(crate) retries: Option<u32>,
+    pub(crate) retry_non_idempotent: bool,
+    pub(crate) hedge: bool,
+}
+
+impl CallOptions {
+    /// What the configuration says, nothing more.
+    pub const fn new() -> Self {
+        Self {
+            retries: None,
+            retry_non_idempotent: false,
+            hedge: false,
+        }
+    }
+
+    /// At most `retries` retries for this call, instead of
+    /// `http.client.max_retries`. The deadline and the retry budget still
+    /// bound them.
+    pub const fn retries(mut self, retries: u32) -> Self {
+        self.retries = Some(retries);
+        self
+    }
+
+    /// Retries this call even though its method is not idempotent (POST,
+    /// PATCH). Every attempt carries the same `Idempotency-Key` header (the
+    /// caller's own, when set) so the server can tell a retry from a new
+    /// request.
+    pub const fn retry_non_idempotent(mut self) -> Self {
+        self.retry_non_idempotent = true;
+        self
+    }
+
+    /// Hedges this call, whatever `http.client.hedge.enabled` says (A3):
+    /// see [`RequestBuilder::hedge`](super::RequestBuilder::hedge).
+    pub const fn hedge(mut self) -> Self {
+        self.hedge = true;
+        self
+    }
+}
