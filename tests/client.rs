@@ -269,6 +269,43 @@ async fn a_429_whose_retry_after_does_not_fit_returns_at_once_and_charges_nothin
     assert_eq!(text_of(response).await, "slow down");
 }
 
+/// How long a call waits before its one retry, after a 503 with
+/// `Retry-After: 3600` (then a 200), under `config`.
+async fn wait_after_an_hour_long_hint(sim: &Sim, host: &str, config: &Config) -> Duration {
+    let recorder = Recorder::new();
+    sim.net().host(
+        host,
+        recording(&recorder, |n| async move {
+            if n == 1 {
+                (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "3600")]).into_response()
+            } else {
+                StatusCode::OK.into_response()
+            }
+        }),
+    );
+    let start = Instant::now();
+    let response = sim
+        .client_with(config)
+        .get(format!("http://{host}/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(recorder.count(), 2);
+    start.elapsed()
+}
+
+#[sim_test]
+async fn a_retry_after_hint_waits_at_most_5_s_and_max_retry_after_secs(sim: Sim) {
+    // The backoff before the first retry is at most 100 ms (C5).
+    let waited = wait_after_an_hour_long_hint(&sim, "capped", &Config::default()).await;
+    assert!(waited >= SECS(5) && waited <= MS(5100), "{waited:?}");
+    let mut config = Config::default();
+    config.http.client.max_retry_after_secs = 2;
+    let waited = wait_after_an_hour_long_hint(&sim, "configured", &config).await;
+    assert!(waited >= SECS(2) && waited <= MS(2100), "{waited:?}");
+}
+
 async fn text_of(response: timebox::client::Response) -> String {
     response.text().await.unwrap()
 }
