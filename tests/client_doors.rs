@@ -253,6 +253,45 @@ async fn an_opted_in_post_is_retried_with_one_idempotency_key<D: Door>() {
     assert!(keys.iter().all(|key| *key == keys[0]), "{keys:?}");
 }
 
+/// O1: each door tells the same events of a call: its attempts, the retry
+/// it did not make and why, and its end.
+async fn the_calls_events_are_told<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::SERVICE_UNAVAILABLE
+    }))
+    .await;
+    let recording = timebox::observe::Recording::new();
+    let mut config = config();
+    config.http.client.max_retries = 1;
+    let door = D::new(&config.observed_by(recording.clone()));
+
+    let outcome = ends(door.get(format!("http://{addr}/"), &[])).await;
+
+    assert_eq!(outcome, Ok(StatusCode::SERVICE_UNAVAILABLE));
+    let host = format!("host={addr}");
+    let told: Vec<String> = support::observe::lines(&recording.events())
+        .into_iter()
+        .filter(|line| !line.starts_with("budget_tokens") && !line.starts_with("breaker_call"))
+        .map(|line| line.replace(&host, "host=H"))
+        .map(|line| match line.split_once(" duration=") {
+            Some((head, _)) => head.to_owned(),
+            None => line,
+        })
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "attempt_started host=H kind=first number=1",
+            "attempt_finished host=H kind=first number=1 outcome=5xx",
+            "attempt_started host=H kind=retry number=2",
+            "attempt_finished host=H kind=retry number=2 outcome=5xx",
+            "retry_skipped host=H reason=max_attempts",
+            "call_finished host=H outcome=5xx",
+        ]
+    );
+}
+
 /// C6: a retry whose wait (here the server's `Retry-After: 1`) does not fit
 /// the time left is not started: the 503 comes back at once.
 async fn a_retry_that_does_not_fit_is_not_started<D: Door>() {
@@ -473,6 +512,7 @@ macro_rules! doors {
 }
 
 doors!(
+    the_calls_events_are_told,
     an_opted_in_post_is_retried_with_one_idempotency_key,
     a_retry_that_does_not_fit_is_not_started,
     transient_failures_are_retried_until_one_succeeds,
