@@ -95,10 +95,9 @@ impl Door for ByClient {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        match request.send().await {
-            Ok(response) => Ok(response.status()),
-            Err(err) => Err(Failure::of(&err)),
-        }
+        let sent = request.send().await;
+        sent.map(|response| response.status())
+            .map_err(|err| Failure::of(&err))
     }
 
     async fn post(
@@ -108,10 +107,9 @@ impl Door for ByClient {
         options: CallOptions,
     ) -> Result<StatusCode, Failure> {
         let request = self.0.post(url).body(body).options(options);
-        match request.send().await {
-            Ok(response) => Ok(response.status()),
-            Err(err) => Err(Failure::of(&err)),
-        }
+        let sent = request.send().await;
+        sent.map(|response| response.status())
+            .map_err(|err| Failure::of(&err))
     }
 }
 
@@ -136,10 +134,9 @@ impl Door for ByMiddleware {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        match request.send().await {
-            Ok(response) => Ok(response.status()),
-            Err(err) => Err(middleware_failure(&err)),
-        }
+        let sent = request.send().await;
+        sent.map(|response| response.status())
+            .map_err(|err| middleware_failure(&err))
     }
 
     async fn post(
@@ -149,10 +146,9 @@ impl Door for ByMiddleware {
         options: CallOptions,
     ) -> Result<StatusCode, Failure> {
         let request = self.0.post(url).body(body).with_extension(options);
-        match request.send().await {
-            Ok(response) => Ok(response.status()),
-            Err(err) => Err(middleware_failure(&err)),
-        }
+        let sent = request.send().await;
+        sent.map(|response| response.status())
+            .map_err(|err| middleware_failure(&err))
     }
 }
 
@@ -189,10 +185,9 @@ impl Door for ByLayer {
             request = request.header(*name, *value);
         }
         let request = request.body(Full::default()).expect("a valid request");
-        match self.0.clone().oneshot(request).await {
-            Ok(response) => Ok(response.status()),
-            Err(err) => Err(Failure::of(&err)),
-        }
+        let sent = self.0.clone().oneshot(request).await;
+        sent.map(|response| response.status())
+            .map_err(|err| Failure::of(&err))
     }
 
     async fn post(
@@ -205,10 +200,9 @@ impl Door for ByLayer {
             .body(Full::from(body))
             .expect("a valid request");
         request.extensions_mut().insert(options);
-        match self.0.clone().oneshot(request).await {
-            Ok(response) => Ok(response.status()),
-            Err(err) => Err(Failure::of(&err)),
-        }
+        let sent = self.0.clone().oneshot(request).await;
+        sent.map(|response| response.status())
+            .map_err(|err| Failure::of(&err))
     }
 }
 
