@@ -848,6 +848,16 @@ async fn a_redirect_that_comes_as_the_attempt_times_out_starts_no_hop(sim: Sim) 
         .unwrap_err();
     assert!(matches!(err, ClientError::Timeout), "{err}");
     assert_eq!(recorder.count(), 0, "the next host heard nothing");
+    // Told as the timeout it was, not as the redirect's 307.
+    let outcomes: Vec<timebox::observe::CallOutcome> = sim
+        .observed()
+        .into_iter()
+        .filter_map(|event| match event {
+            timebox::observe::Event::AttemptFinished { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes, [timebox::observe::CallOutcome::Timeout]);
 }
 
 #[sim_test]

@@ -51,6 +51,7 @@ pub(crate) enum Next<R> {
 impl<B: Body> Call<B> {
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
+        let outcome = redirect_in_time(outcome, &pending, self.deadline);
         let observed = outcome.observed();
         self.budget_refused = false;
         if let (Outcome::Response(_), Some(stats)) = (&outcome, &self.target.stats) {
@@ -136,12 +137,6 @@ impl<B: Body> Call<B> {
         let hop = redirect::next_hop(response.status(), response.headers(), &from, &self.method)?;
         if hop.keeps_body && self.body.is_none() {
             return None;
-        }
-        // C7: one attempt's timeout covers the chain. A redirect that came
-        // as it ran out starts no hop (whose host would be blamed for a
-        // timeout it never had a chance at): the attempt timed out.
-        if self.attempt_ends.is_some_and(Deadline::is_expired) {
-            return Some(self.retry_or_return(Err(ClientError::Timeout)));
         }
         self.hops += 1;
         if self.hops > MAX_HOPS {
@@ -279,6 +274,30 @@ impl<B: Body> Call<B> {
             reason,
         });
         self.finish(result)
+    }
+}
+
+/// `outcome`, unless it is a redirect that came as the attempt's time ran
+/// out. One attempt's timeout covers the chain of hops (C7), so such a
+/// redirect starts no hop, whose host would meet a timeout it never had a
+/// chance at: the attempt timed out, or the deadline passed, as if the
+/// timer had been polled before the answer.
+fn redirect_in_time<R: Answer>(
+    outcome: Outcome<R>,
+    pending: &Pending,
+    deadline: Option<Deadline>,
+) -> Outcome<R> {
+    match &outcome {
+        Outcome::Response(response)
+            if redirect::is_redirect(response.status()) && pending.ends.is_expired() =>
+        {
+            if deadline.is_some_and(Deadline::is_expired) {
+                Outcome::DeadlineExceeded
+            } else {
+                Outcome::TimedOut
+            }
+        }
+        _ => outcome,
     }
 }
 
