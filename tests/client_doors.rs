@@ -106,7 +106,7 @@ impl Door for ByClient {
         body: &'static str,
         options: CallOptions,
     ) -> Result<StatusCode, Failure> {
-        let request = self.0.post(url).body(body).options(options);
+        let request = self.0.post(url).body(body).call_options(options);
         let sent = request.send().await;
         sent.map(|response| response.status())
             .map_err(|err| Failure::of(&err))

@@ -189,8 +189,10 @@ impl RequestBuilder {
     }
 
     /// Takes `options` as a whole, as the other doors of the client take
-    /// them (see [`CallOptions`]).
-    pub fn options(mut self, options: CallOptions) -> Self {
+    /// them (see [`CallOptions`]): they replace what
+    /// [`retries`](Self::retries), [`retry_non_idempotent`](Self::retry_non_idempotent)
+    /// and [`hedge`](Self::hedge) set before.
+    pub fn call_options(mut self, options: CallOptions) -> Self {
         self.options = options;
         self
     }
