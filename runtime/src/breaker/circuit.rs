@@ -65,7 +65,9 @@ impl CircuitBreaker {
     ///
     /// The configuration is not validated here ([`Config::validate`] does
     /// that); values it refuses are made harmless instead: no buckets means
-    /// one, no trials means one.
+    /// one and more than 1000 mean 1000, no trials means one, and a
+    /// threshold of 0 or below (or NaN) means 1.0 (every call of the window
+    /// failed, or was slow).
     ///
     /// [`Config::validate`]: crate::config::Config::validate
     #[must_use]

@@ -71,11 +71,11 @@ pub(super) enum Outcome {
 /// overflow the clock (about 30 years, tokio's own "far future").
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
-/// `ratio` as a threshold: one outside `(0.0, 1.0]` (or NaN), which
+/// `ratio` as a threshold: one of 0 or below (or NaN), which
 /// `Config::validate` refuses, is 1.0, so a window of successes never opens
-/// the breaker.
+/// the breaker. One above 1.0, refused too, stays: it never opens it.
 fn usable_ratio(ratio: f64) -> f64 {
-    if ratio > 0.0 && ratio <= 1.0 {
+    if ratio > 0.0 {
         ratio
     } else {
         1.0
