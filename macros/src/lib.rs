@@ -65,7 +65,8 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// When the deadline passes, the handler (extractors included) is dropped
 /// and the client gets `503 Service Unavailable` with `Retry-After`. A
 /// handler error whose `source()` chain holds a deadline error becomes
-/// `504 Gateway Timeout`.
+/// `504 Gateway Timeout`, except a pool wait the deadline cut short
+/// (`timebox::db`), which answers 503 with `Retry-After` (S11).
 ///
 /// The handler mounts on a router of every state its extractors accept: one
 /// with a `State<T>` argument on `Router<T>` (or any state `T` can be taken

@@ -7,9 +7,9 @@
 /// the same names. The doors that take a request someone else built read
 /// them from its extensions: [`ClientLayer`](super::ClientLayer) from the
 /// `http::Request`'s, the reqwest middleware
-/// ([`Timebox`](super::middleware::Timebox)) from the chain's (reqwest-middleware's
-/// `RequestBuilder::with_extension`). Without them a call follows the
-/// configuration.
+/// (`timebox::client::middleware::Timebox`, feature `reqwest-middleware`)
+/// from the chain's (reqwest-middleware's `RequestBuilder::with_extension`).
+/// Without them a call follows the configuration.
 ///
 /// ```
 /// use timebox::client::CallOptions;

@@ -52,7 +52,9 @@
 //! 5. A handler that returns an error whose `source()` chain holds a
 //!    [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) (it called
 //!    something that ran out of time) answers `504 Gateway Timeout` with
-//!    `DeadlineCancelled`, whatever the error's own `IntoResponse` says. Other
+//!    `DeadlineCancelled`, whatever the error's own `IntoResponse` says; a
+//!    pool wait the deadline cut short (`timebox::db`) answers 503 with
+//!    `Retry-After` instead (S11: the wait ran out, not the work). Other
 //!    errors are left alone.
 //!
 //! Only the time to the response head is bounded: a streaming body keeps

@@ -50,7 +50,7 @@ impl<T> PlainKind for &T {}
 
 impl DeadlineAware {
     /// The response: a deadline error anywhere in the error's `source()`
-    /// chain answers 504.
+    /// chain answers 504, a pool wait the deadline cut short 503.
     #[allow(clippy::unused_self)] // the receiver is the tag method lookup chose
     pub fn respond<T, E>(self, output: Result<T, E>) -> Response
     where

@@ -21,8 +21,9 @@
 //! service); each only converts its request and response, so the rules
 //! exist once.
 //!
-//! - [`request`]: what a door hands the engine (the request, its body and
-//!   options) and what it reads of an answer;
+//! - [`request`]: what a door hands the engine (the request and its body;
+//!   the call's [`CallOptions`](crate::client::CallOptions) beside them) and
+//!   what it reads of an answer;
 //! - [`call`]: the [`Call`], its state between attempts, and how it ends;
 //! - [`attempt`]: [`Call::start`], the next request and its [`Pending`]
 //!   attempt, and the hedge of a slow first one;
