@@ -7,8 +7,8 @@ use super::{Event, Observer};
 /// An observer that keeps every event it hears, in order.
 ///
 /// Clones share one record, so a test installs one clone and reads the
-/// other. `#[sim_test]` installs one for each run: see
-/// [`Sim::observed`](crate::sim::Sim::observed).
+/// other. `#[sim_test]` installs one for each run: see `Sim::observed`
+/// (feature `sim`).
 ///
 /// # Examples
 ///
