@@ -139,11 +139,7 @@ where
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
         // The call is made here, so it takes the deadline current where
         // `call` is, even if the future is polled elsewhere.
-        let options = request
-            .extensions()
-            .get::<CallOptions>()
-            .copied()
-            .unwrap_or_default();
+        let options = CallOptions::in_extensions(request.extensions());
         let request = engine::Request::from_http(request).map_body(Replay);
         let call = match Call::new(Arc::clone(&self.rules), request, options) {
             Ok(call) => call,

@@ -130,7 +130,7 @@ impl Middleware for Timebox {
         let mut call_request =
             engine::Request::to_url(method, url, headers, body).map_err(into_error)?;
         call_request.version = request.version();
-        let options = extensions.get::<CallOptions>().copied().unwrap_or_default();
+        let options = CallOptions::in_extensions(extensions);
         let call = Call::new(Arc::clone(&self.rules), call_request, options).map_err(into_error)?;
         let sender = ByNext {
             next,

@@ -31,6 +31,12 @@ pub struct CallOptions {
 }
 
 impl CallOptions {
+    /// The options a door found in a request's `extensions`; none there is
+    /// what the configuration says.
+    pub(crate) fn in_extensions(extensions: &http::Extensions) -> Self {
+        extensions.get::<Self>().copied().unwrap_or_default()
+    }
+
     /// What the configuration says, nothing more.
     pub const fn new() -> Self {
         Self {
