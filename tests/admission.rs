@@ -238,17 +238,46 @@ async fn a_routes_own_refusals_teach_the_limit_nothing(sim: Sim) {
         let response = app.request(get_with_deadline_header("/fixed", "10")).await;
         assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
     }
-    // Twenty at once, twice: each wave runs at once, in 40 ms.
+    two_waves_run_at_once(&app).await;
+}
+
+/// Twenty requests for `/work` at once, twice: with a limit that learnt
+/// nothing wrong, each wave runs at once, in 40 ms.
+async fn two_waves_run_at_once(app: &SimApp) {
     for wave in 0..2 {
         let start = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..20 {
-            tasks.push(spawned(&app, request("GET", "/work")).await);
+            tasks.push(spawned(app, request("GET", "/work")).await);
         }
         for task in tasks {
             assert_eq!(task.await.unwrap().status(), StatusCode::OK);
         }
         assert_eq!(Instant::now() - start, MS(40), "wave {wave}");
+    }
+}
+
+/// S4's answer to a deadline that passed before the request arrived did no
+/// work either, whether the route gives it (no global deadline) or the
+/// layer does: no sample, so a caller sending `0` cannot teach Vegas a
+/// latency of nothing and have it shed the real requests.
+#[sim_test]
+async fn a_deadline_passed_on_arrival_teaches_the_limit_nothing(sim: Sim) {
+    for global_ms in [None, Some(1000)] {
+        let mut config = config(&sim, DeadlineCheck::Off);
+        config.server.admission.concurrency = Concurrency::Vegas;
+        config.server.timeouts.request_timeout_ms = global_ms;
+        let router: Router = routes![work].into_router(&config);
+        let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+        for _ in 0..30 {
+            let response = app.request(get_with_deadline_header("/work", "0")).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "global {global_ms:?}"
+            );
+        }
+        two_waves_run_at_once(&app).await;
     }
 }
 

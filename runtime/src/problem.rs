@@ -87,14 +87,17 @@ pub(crate) fn deadline_too_short(time_left: Duration, estimate: Duration, from: 
         &detail,
     );
     set_shed(&mut response, ShedReason::DeadlineTooShort);
-    response.extensions_mut().insert(RefusedTooShort);
+    response.extensions_mut().insert(NoWork);
     response
 }
 
-/// Marks a response as A1's refusal: no work was done, so the concurrency
-/// limit takes no latency sample from it.
+/// Marks the answer of a request that did no work, so the concurrency
+/// limit takes no latency sample from it: A1's refusal, and S4's answer to a
+/// deadline that had passed when the request arrived. Either takes next to
+/// no time, and a limit fed those times would learn a latency of nothing
+/// (Vegas: a "no-load" latency that makes every real request look queued).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RefusedTooShort;
+pub(crate) struct NoWork;
 
 /// 503 of the readiness route during the pre-stop grace: the server still
 /// serves, but wants no new traffic from load balancers.

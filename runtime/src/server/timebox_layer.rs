@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Label, Observers, ShedReason, Stage};
-use crate::problem::{self, DeadlineCancelled, RefusedTooShort};
+use crate::problem::{self, DeadlineCancelled, NoWork};
 
 use super::context::RequestContext;
 use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName, State};
@@ -193,7 +193,11 @@ where
             }
         }
         let deadline = Deadline::after_start(start, budget);
-        let queue = settings.queue(Some(deadline.instant()), &route, &entropy);
+        // A deadline already passed is answered at once (S4): it waits for
+        // no slot, and holds none.
+        let queue = (!budget.is_zero())
+            .then(|| settings.queue(Some(deadline.instant()), &route, &entropy))
+            .flatten();
         let expiry = Expiry {
             method: req.method().clone(),
             route,
@@ -340,10 +344,9 @@ where
         let answer = ready!(answer);
         if let Some(mut permit) = this.permit.take() {
             match &answer {
-                // A route's own refusal (A1) did no work: no sample.
-                Answer::Inner(Ok(response))
-                    if response.extensions().get::<RefusedTooShort>().is_some() =>
-                {
+                // A route's own refusal (A1), or its answer to a deadline
+                // that had passed on arrival (S4), did no work: no sample.
+                Answer::Inner(Ok(response)) if response.extensions().get::<NoWork>().is_some() => {
                     permit.release_unsampled();
                 }
                 // A route's own timeout answer is timed-out work, as the

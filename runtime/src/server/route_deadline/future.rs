@@ -16,7 +16,7 @@ use crate::admission::DeadlineCheck;
 use crate::deadline::Gated;
 use crate::entropy::Entropy;
 use crate::observe::{noting, owner_tells, DeadlineSource, Event, Label, Observers, Stage};
-use crate::problem;
+use crate::problem::{self, NoWork};
 
 use super::{admit, Learn, RouteClaim};
 
@@ -254,6 +254,9 @@ where
         {
             expiry.tell_set();
         }
+        // Whether the inner future was there to run: not when the deadline
+        // had passed before the inner service was called (S4).
+        let mut worked = true;
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
@@ -282,7 +285,10 @@ where
                     }),
                 }
             }
-            StateProj::Expired(expiry) => expiry.take(),
+            StateProj::Expired(expiry) => {
+                worked = false;
+                expiry.take()
+            }
             StateProj::Refused(response) => {
                 let response = response
                     .take()
@@ -299,7 +305,11 @@ where
         let mut expiry = expiry.expect("route deadline future polled after completion");
         // A deadline that passed is one that was set: told in that order.
         expiry.tell_set();
-        Poll::Ready(Answer::Timeout(timeout_response(&expiry)))
+        let mut response = timeout_response(&expiry);
+        if !worked {
+            response.extensions_mut().insert(NoWork);
+        }
+        Poll::Ready(Answer::Timeout(response))
     }
 }
 
