@@ -286,6 +286,26 @@ async fn an_expired_deadline_sends_nothing() {
     assert_eq!(probe.calls(), 0, "nothing was sent");
 }
 
+/// I3: a deadline the caller set on the request that has already passed
+/// (`0` in either format the client reads) fails locally as well, and does
+/// not go out as a call with no deadline.
+#[tokio::test(start_paused = true)]
+async fn a_callers_own_deadline_of_zero_sends_nothing() {
+    let probe = Probe::default();
+    let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
+    for (name, value) in [("x-timebox-deadline-ms", "0"), ("grpc-timeout", "0m")] {
+        let mut request = Request::new(wait(0));
+        request.metadata_mut().insert(name, value.parse().unwrap());
+        let status = Deadline::after(MS(1000))
+            .scope(relay.wait(request))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::DeadlineExceeded, "{name}");
+        assert!(is_deadline_exceeded(&status), "{name}: {status:?}");
+    }
+    assert_eq!(probe.calls(), 0, "nothing was sent");
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_client_ends_the_call_at_the_callers_deadline() {
     let probe = Probe::default();

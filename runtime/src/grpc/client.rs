@@ -108,6 +108,13 @@ where
             Some((callers, format, value)) => (callers, Some((format, value))),
             None => (timeout::parse(&ours).unwrap_or(remaining), None),
         };
+        if sent.is_zero() {
+            // The caller's own deadline has passed: nothing is sent either.
+            self.settings.told.exceeded(Stage::Outbound);
+            return GrpcClientFuture {
+                state: CallState::Failed(Some(budget.exceeded())),
+            };
+        }
         read.write(sent, headers);
         if let Some((format, value)) = kept {
             headers.insert(format.name(), value);
