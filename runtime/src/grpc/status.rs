@@ -101,7 +101,7 @@ pub(crate) fn shutting_down(entropy: &Entropy) -> Status {
 /// takes (A1), naming both numbers; no pushback (the same call would be
 /// refused again).
 pub(crate) fn deadline_too_short(refused: &crate::admission::TooShort) -> Status {
-    Status::deadline_exceeded(format!(
+    deadline_status(format!(
         "the call has {} ms left, and this method takes {} ms ({}); it was not started",
         refused.time_left.as_millis(),
         refused.estimate.as_millis(),
@@ -158,7 +158,8 @@ mod tests {
 
     use tonic::Code;
 
-    use super::{shutting_down, Budget, Origin};
+    use super::{deadline_too_short, shutting_down, Budget, Origin};
+    use crate::admission::TooShort;
     use crate::deadline::is_deadline_exceeded;
     use crate::entropy::Entropy;
 
@@ -175,6 +176,18 @@ mod tests {
             "deadline of 300 ms from server.grpc.methods.\"/fleet.Relay/Forward\" exceeded"
         );
         assert!(is_deadline_exceeded(&status));
+    }
+
+    #[test]
+    fn a_refusal_as_too_short_carries_the_deadline_as_its_source() {
+        let status = deadline_too_short(&TooShort {
+            time_left: Duration::from_millis(10),
+            estimate: Duration::from_millis(40),
+            from: "its `min_budget_ms`",
+        });
+        assert_eq!(status.code(), Code::DeadlineExceeded);
+        assert!(status.message().contains("takes 40 ms"), "{status:?}");
+        assert!(is_deadline_exceeded(&status), "{status:?}");
     }
 
     #[test]
