@@ -135,7 +135,8 @@ pub(crate) struct TooShort {
 impl DeadlineCheck {
     /// Judges a request with `time_left` at `now` (the clock reading its
     /// door took when the request arrived) on the route `route` (named
-    /// `label` in events): `Some` when it is refused, `None` to serve it,
+    /// `label()` in events, made only for an event that is told): `Some`
+    /// when it is refused, `None` to serve it,
     /// told as `deadline_too_short_dark` when dark mode would have refused
     /// it. HTTP answers a refusal with 504, gRPC with `DEADLINE_EXCEEDED`.
     pub(crate) fn judge(
@@ -143,7 +144,7 @@ impl DeadlineCheck {
         time_left: Duration,
         now: Instant,
         route: &str,
-        label: Option<Label>,
+        label: impl FnOnce() -> Option<Label>,
         observers: &Observers,
     ) -> Option<TooShort> {
         let Verdict::TooShort {
@@ -162,7 +163,7 @@ impl DeadlineCheck {
         };
         observers.emit(|| Event::RequestShed {
             reason,
-            route: label,
+            route: label(),
         });
         if !enforced {
             return None;

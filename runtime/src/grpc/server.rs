@@ -219,7 +219,7 @@ where
                 budget.length,
                 start,
                 path,
-                told.route.clone(),
+                || told.route.clone(),
                 &told.observers,
             );
             if let Some(refused) = refused {

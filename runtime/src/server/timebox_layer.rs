@@ -19,7 +19,7 @@ use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal, RouteCh
 use crate::config::Config;
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
-use crate::observe::{DeadlineSource, Event, Label, Observers, ShedReason, Stage};
+use crate::observe::{DeadlineSource, Event, Observers, ShedReason, Stage};
 use crate::problem::{self, DeadlineCancelled, NoWork};
 
 use super::context::RequestContext;
@@ -238,7 +238,7 @@ impl Settings {
     ) -> Option<Queue> {
         self.limiter.as_ref().map(|limiter| Queue {
             acquire: limiter.acquire(deadline),
-            route: route.label(),
+            route: route.clone(),
             entropy: entropy.clone(),
             observers: self.observers.clone(),
         })
@@ -249,7 +249,8 @@ impl Settings {
 #[derive(Debug)]
 struct Queue {
     acquire: Acquire,
-    route: Option<Label>,
+    /// Named in the shed event; its label is made only if one is told.
+    route: RouteName,
     entropy: Entropy,
     observers: Observers,
 }
@@ -306,7 +307,7 @@ where
                 Err(Refusal::Overloaded) => {
                     queue.observers.emit(|| Event::RequestShed {
                         reason: ShedReason::Overloaded,
-                        route: queue.route,
+                        route: queue.route.label(),
                     });
                     return Poll::Ready(Ok(problem::overloaded(&queue.entropy)));
                 }

@@ -22,7 +22,7 @@ pub(crate) fn admit(
     route: &RouteName,
     observers: &Observers,
 ) -> Option<Response> {
-    let refused = check.judge(time_left, now, route.as_str(), route.label(), observers)?;
+    let refused = check.judge(time_left, now, route.as_str(), || route.label(), observers)?;
     Some(problem::deadline_too_short(
         refused.time_left,
         refused.estimate,

@@ -100,7 +100,7 @@ impl Expiry {
 }
 
 /// The route a request was routed to, for the timeout log line.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum RouteName {
     /// Mounted by `Routes::into_router`, which knows the path.
     Mounted(Label),

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use futures_core::Stream;
 use tokio::sync::mpsc;
 
-use crate::observe::Observers;
+use crate::observe::{Label, Observers};
 use crate::registry::{CancelReason, RemoteCleanup, RequestGuard};
 use crate::shutdown::DrainToken;
 use crate::watchdog::{Watchdog, WatchdogExt, WatchdogHandle, Watched};
@@ -139,7 +139,7 @@ where
     pub fn observed(mut self, observers: &Observers, route: &'static str) -> Self {
         self.told = Told {
             observers: observers.clone(),
-            route: Some(route.into()),
+            route: Some(Label::from_static(route)),
         };
         self
     }
