@@ -244,7 +244,8 @@ pub enum CallOutcome {
 
 impl CallOutcome {
     /// The `outcome` attribute: the status class (`"2xx"`..`"5xx"`) or
-    /// the failure's name.
+    /// the failure's name. A status outside 100–599, which HTTP does not
+    /// define (the `http` crate accepts up to 999), is `"error"`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -253,7 +254,8 @@ impl CallOutcome {
                 200..=299 => "2xx",
                 300..=399 => "3xx",
                 400..=499 => "4xx",
-                _ => "5xx",
+                500..=599 => "5xx",
+                _ => "error",
             },
             Self::Timeout => "timeout",
             Self::DeadlineExceeded => "deadline_exceeded",
@@ -400,5 +402,20 @@ impl ShedReason {
             Self::DeadlineTooShortDark => "deadline_too_short_dark",
             Self::Overloaded => "overloaded",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallOutcome;
+
+    #[test]
+    fn a_status_names_its_class_and_one_http_does_not_define_is_an_error() {
+        let outcomes =
+            [100, 204, 302, 404, 599, 600, 999].map(|status| CallOutcome::Status(status).as_str());
+        assert_eq!(
+            outcomes,
+            ["1xx", "2xx", "3xx", "4xx", "5xx", "error", "error"]
+        );
     }
 }
