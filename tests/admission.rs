@@ -54,6 +54,12 @@ async fn warm_up(app: &SimApp) {
     }
 }
 
+/// The last `n` events told, oldest first.
+fn last(sim: &Sim, n: usize) -> Vec<String> {
+    let lines = lines(&sim.observed());
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
 fn sheds(sim: &Sim) -> Vec<String> {
     lines(&sim.observed())
         .into_iter()
@@ -69,6 +75,14 @@ async fn a_10ms_budget_against_a_40ms_median_is_refused_with_504_when_enforced(s
     let response = app.request(get_with_deadline_header("/work", "10")).await;
     assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
     assert_eq!(Instant::now(), before, "refused before the handler ran");
+    // O1: the refused request's deadline was set, and told so first.
+    assert_eq!(
+        last(&sim, 2),
+        [
+            "deadline_set source=x-timebox-deadline-ms budget=10ms route=/work",
+            "request_shed reason=deadline_too_short route=/work",
+        ]
+    );
     assert!(response.headers().get("retry-after").is_none());
     assert_eq!(response.headers()["x-timebox-shed"], "deadline_too_short");
     let body: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
@@ -400,6 +414,14 @@ async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim
     assert_eq!(
         sheds(&sim),
         ["request_shed reason=deadline_too_short route=/plain"]
+    );
+    // O1: the refused request's deadline was set, and told so first.
+    assert_eq!(
+        last(&sim, 2),
+        [
+            "deadline_set source=x-timebox-deadline-ms budget=10ms route=/plain",
+            "request_shed reason=deadline_too_short route=/plain",
+        ]
     );
     // A deadline that has already passed is S4's 503, as on a route with a
     // rule of its own, not a refusal for being too short.

@@ -18,7 +18,10 @@ use super::Label;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
-    /// A request got its deadline at entry.
+    /// A request got its deadline at entry: told for every request with a
+    /// deadline, including one then refused as too short (A1, told before
+    /// its `RequestShed`) or answered at once because its deadline had
+    /// passed (S4).
     DeadlineSet {
         /// Where the deadline came from.
         source: DeadlineSource,

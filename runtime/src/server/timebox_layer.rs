@@ -187,6 +187,16 @@ where
         let judged = plain
             .as_ref()
             .filter(|plain| !budget.is_zero() && plain.is_plain());
+        if judged.is_some() {
+            // A plain route's deadline is the global one: told now, so that
+            // a request the check refuses was told set as well (O1), before
+            // the check's verdict, as gRPC tells it.
+            settings.observers.emit(|| Event::DeadlineSet {
+                source: source.clone(),
+                budget,
+                route: route.label(),
+            });
+        }
         if let Some(check) = judged {
             if let Some(refusal) = admit(&check.check, budget, start, &route, &settings.observers) {
                 return TimeboxFuture::new(State::refused(refusal), None, None, None);
@@ -206,9 +216,10 @@ where
             start: Some(start),
             entropy: Some(entropy),
             observers: settings.observers.clone(),
-            // Told at the first poll, unless a route rule takes over.
+            // Told at the first poll, unless a route rule takes over, or
+            // told already.
             tell_at_first_poll: claim.is_none(),
-            told: false,
+            told: judged.is_some(),
             check: None,
             learn: Learn::from_check(plain.as_ref().map(|plain| Arc::clone(&plain.check))),
             stage: Stage::Handler,

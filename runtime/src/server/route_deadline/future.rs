@@ -239,6 +239,15 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Answer<F::Output>> {
+        // Told before the check's verdict: a refused request's deadline
+        // was set too (O1).
+        if let Some(expiry) = self
+            .as_mut()
+            .expiry()
+            .filter(|expiry| expiry.tell_at_first_poll)
+        {
+            expiry.tell_set();
+        }
         let reading = match self.as_mut().judge() {
             Judged::Unchecked => None,
             Judged::Admitted(now) => Some(now),
@@ -247,13 +256,6 @@ where
                 return Poll::Ready(Answer::Refused(response));
             }
         };
-        if let Some(expiry) = self
-            .as_mut()
-            .expiry()
-            .filter(|expiry| expiry.tell_at_first_poll)
-        {
-            expiry.tell_set();
-        }
         // Whether the inner future was there to run: not when the deadline
         // had passed before the inner service was called (S4).
         let mut worked = true;
