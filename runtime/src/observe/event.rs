@@ -18,10 +18,12 @@ use super::Label;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
-    /// A request got its deadline at entry: told for every request with a
-    /// deadline, including one then refused as too short (A1, told before
-    /// its `RequestShed`) or answered at once because its deadline had
-    /// passed (S4).
+    /// A request got its deadline at entry: told for a request served, for
+    /// one refused as too short (A1, before its `RequestShed`) and for one
+    /// answered at once because its deadline had passed (S4). A request
+    /// the concurrency limit's queue sheds (A2) before its route ran is
+    /// told only when the layer already knew the route has no rule of its
+    /// own: whose deadline it had is learnt when the route runs.
     DeadlineSet {
         /// Where the deadline came from.
         source: DeadlineSource,
