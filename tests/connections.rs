@@ -46,6 +46,42 @@ async fn big() -> Vec<u8> {
     vec![b'x'; BIG]
 }
 
+/// Streams "first" at once and "last" 600 ms later: its head goes out
+/// long before its body ends.
+#[get("/stream", timeout = "off")]
+async fn stream() -> axum::body::Body {
+    let chunks = futures_util::stream::unfold(0, |step| async move {
+        match step {
+            0 => Some((Ok::<_, io::Error>(Bytes::from_static(b"first")), 1)),
+            1 => {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                Some((Ok(Bytes::from_static(b"last")), 2))
+            }
+            _ => None,
+        }
+    });
+    axum::body::Body::from_stream(chunks)
+}
+
+/// Keeps a request in flight for 5 s, and with it phase 1 of a shutdown.
+#[get("/hold", timeout = "off")]
+async fn hold() -> &'static str {
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    "held"
+}
+
+/// Agrees to switch to the `echo` protocol, 300 ms after it is asked.
+#[get("/upgrade", timeout = "off")]
+async fn upgrade() -> axum::response::Response {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    axum::response::Response::builder()
+        .status(http::StatusCode::SWITCHING_PROTOCOLS)
+        .header("connection", "upgrade")
+        .header("upgrade", "echo")
+        .body(axum::body::Body::empty())
+        .expect("a valid 101")
+}
+
 fn config(header_read_ms: u64, keep_alive_secs: u64) -> Config {
     let mut config = Config::default();
     config.server.header_read_timeout_ms = header_read_ms;
@@ -66,7 +102,7 @@ async fn start(config: &Config) -> Server {
         .expect("loopback binds");
     let addr = listener.local_addr().expect("a local address");
     let shutdown = Shutdown::new(config);
-    let app: Router = routes![hello, slow, big].into_router(config);
+    let app: Router = routes![hello, slow, big, stream, hold, upgrade].into_router(config);
     let served = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
     Server {
         addr,
@@ -295,6 +331,94 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
         .expect("a response head")
         + 4;
     assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
+}
+
+/// The idle bound counts from when the last response was written, not
+/// from when hyper let it go (once its body was queued): a client that
+/// reads a large answer slowly gets all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
+    let server = start(&config(30_000, 1)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut read = vec![0u8; 64 * 1024];
+    stream
+        .read_exact(&mut read)
+        .await
+        .expect("the answer starts");
+    // Past the idle bound, with most of the answer still to write.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    tokio::time::timeout(
+        Duration::from_secs(1) + 2 * ROOM,
+        stream.read_to_end(&mut read),
+    )
+    .await
+    .expect("the connection closes after the idle bound, once the answer is written")
+    .expect("the answer arrives whole, then the connection closes");
+    let head_end = read
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head")
+        + 4;
+    assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
+}
+
+/// An HTTP/1 connection serving a response whose head went out before
+/// phase 1 (so without `Connection: close`) closes when that response
+/// ends, not when the server is done: here another request holds phase 1
+/// open for 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_phase_one_a_response_that_began_before_it_closes_its_connection_when_done() {
+    let server = start(&config(30_000, 75)).await;
+    let mut holder = connect(server.addr).await;
+    holder
+        .write_all(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut streaming = connect(server.addr).await;
+    streaming
+        .write_all(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.shutdown.trigger();
+    let mut read = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !read.ends_with(b"0\r\n\r\n") {
+        let n = streaming.read(&mut buf).await.expect("the stream is read");
+        assert!(n > 0, "closed before the stream ended: {read:?}");
+        read.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&read);
+    assert!(
+        !text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    assert!(text.contains("last"), "{text}");
+    closed_within(&mut streaming, ROOM).await;
+}
+
+/// A `101` answered during phase 1, to a request that came before it,
+/// keeps its `Connection: upgrade`: a `close` there would break the
+/// handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_phase_one_a_101_keeps_its_connection_upgrade() {
+    let server = start(&config(30_000, 75)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(
+            b"GET /upgrade HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.shutdown.trigger();
+    let response = read_response(&mut stream).await.expect("the 101");
+    assert_eq!(response.status, 101);
+    assert_eq!(response.header("connection"), Some("upgrade"));
 }
 
 /// A connection opened while phase 1 holds the server open (a request in

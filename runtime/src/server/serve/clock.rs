@@ -29,6 +29,8 @@ pub(super) struct ConnectionClock {
     bounds: ConnectionBounds,
     /// Told at the first HTTP/2 request.
     http2_seen: Notify,
+    /// Told when the last request ends, once someone waits for that.
+    became_idle: Notify,
 }
 
 #[derive(Debug)]
@@ -38,6 +40,14 @@ struct State {
     /// of any stream, not the start of a head, and only the idle bound
     /// applies.
     http2: bool,
+    /// Whether [`idle`](ConnectionClock::idle) waits for the end of the
+    /// requests.
+    idle_wanted: bool,
+    /// Whether the socket would not take more bytes at the last write:
+    /// what a response left in hyper's buffers is still going out, so the
+    /// connection is not idle, whatever its requests say (hyper lets a
+    /// response go once its body is queued, not written).
+    writing: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -78,9 +88,12 @@ impl ConnectionClock {
                     started: false,
                 },
                 http2: false,
+                idle_wanted: false,
+                writing: false,
             }),
             bounds,
             http2_seen: Notify::new(),
+            became_idle: Notify::new(),
         })
     }
 
@@ -109,6 +122,17 @@ impl ConnectionClock {
                 ..
             } => *next_head = Some(Instant::now()),
             Activity::Busy { .. } => {}
+        }
+    }
+
+    /// The socket stopped taking bytes (`blocked`), or took them again. A
+    /// connection idle between requests counts its idle time from the end
+    /// of its last write.
+    pub(super) fn on_write(&self, blocked: bool) {
+        let mut state = self.lock();
+        state.writing = blocked;
+        if let Activity::Idle { since } = &mut state.activity {
+            *since = Instant::now();
         }
     }
 
@@ -158,9 +182,15 @@ impl ConnectionClock {
                     since,
                     started: true,
                 },
-                (0 | 1, _) => Activity::Idle {
-                    since: Instant::now(),
-                },
+                (0 | 1, _) => {
+                    if state.idle_wanted {
+                        // A permit is kept if the driver is not waiting yet.
+                        self.became_idle.notify_one();
+                    }
+                    Activity::Idle {
+                        since: Instant::now(),
+                    }
+                }
                 (more, _) => Activity::Busy {
                     requests: more - 1,
                     bodiless,
@@ -170,12 +200,35 @@ impl ConnectionClock {
         }
     }
 
-    /// Whether closing the connection now loses nothing: it is between
-    /// requests. A new connection is not: its client may already have sent
-    /// a request we have not read yet, and a client does not resend a
-    /// request that a fresh connection lost.
-    pub(super) fn is_idle(&self) -> bool {
+    /// Whether the connection is between requests.
+    #[cfg(test)]
+    fn is_idle(&self) -> bool {
         matches!(self.lock().activity, Activity::Idle { .. })
+    }
+
+    /// Resolves once the connection is between requests, when closing it
+    /// loses nothing: at once if it is, else when its requests end (what
+    /// its last response left to write may still be going out; a graceful
+    /// close writes it). A new connection is not between requests: its
+    /// client may already have sent a request we have not read yet, and a
+    /// client does not resend a request that a fresh connection lost.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Safe to drop and call again: the notice of a request's end is kept
+    /// until a call takes it, and the state is checked first. Only a
+    /// connection some call has waited on tells it, so others pay nothing.
+    pub(super) async fn idle(&self) {
+        loop {
+            {
+                let mut state = self.lock();
+                if matches!(state.activity, Activity::Idle { .. }) {
+                    return;
+                }
+                state.idle_wanted = true;
+            }
+            self.became_idle.notified().await;
+        }
     }
 
     /// Resolves once the connection is known to speak HTTP/2: at once if
@@ -194,11 +247,17 @@ impl ConnectionClock {
 
     /// When the bound that applies now passes, if one does.
     fn deadline(&self) -> Option<(Instant, Expired)> {
-        let (since, expired) = match self.lock().activity {
+        let (activity, writing) = {
+            let state = self.lock();
+            (state.activity, state.writing)
+        };
+        let (since, expired) = match activity {
             Activity::Head { since, .. } => {
                 let bound = self.bounds.header_read?;
                 (since, Expired::Head(bound))
             }
+            // Still writing: busy, not idle.
+            Activity::Idle { .. } if writing => return None,
             Activity::Idle { since } => {
                 let bound = self.bounds.keep_alive?;
                 (since, Expired::Idle(bound))
@@ -294,6 +353,37 @@ mod tests {
             Expired::Idle(Duration::from_secs(10))
         );
         assert_eq!(start.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_connection_still_writing_waits_the_idle_bound_from_the_last_write() {
+        let clock = ConnectionClock::new(BOUNDS);
+        drop(clock.on_request(Version::HTTP_11, true));
+        clock.on_write(true); // the client reads slowly
+        let expired = tokio::time::timeout(Duration::from_secs(3600), clock.expired()).await;
+        assert!(expired.is_err(), "not idle while its answer goes out");
+        clock.on_write(false);
+        let start = Instant::now();
+        assert_eq!(
+            clock.expired().await,
+            Expired::Idle(Duration::from_secs(10))
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_for_idle_ends_when_the_last_request_does() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let first = clock.on_request(Version::HTTP_11, true);
+        let second = clock.on_request(Version::HTTP_11, true);
+        let mut waiting = tokio_test::task::spawn(clock.idle());
+        assert!(waiting.poll().is_pending());
+        drop(first);
+        assert!(waiting.poll().is_pending(), "one request is still served");
+        drop(second);
+        assert!(waiting.is_woken());
+        assert!(waiting.poll().is_ready());
+        assert!(tokio_test::task::spawn(clock.idle()).poll().is_ready());
     }
 
     #[tokio::test(start_paused = true)]

@@ -134,14 +134,18 @@ impl Connection {
                 () = stop.cancelled() => return,
                 () = phase1.cancelled(), if !phase1_seen => {
                     phase1_seen = true;
-                    if clock.is_idle() && !goaway_sent {
-                        tracing::debug!("closing an idle connection: the server is shutting down");
-                        // Gracefully, not by dropping it: hyper lets a
-                        // response go once its body is queued, and what it
-                        // queued is written out first.
-                        goaway_sent = true;
-                        connection.as_mut().graceful_shutdown();
-                    }
+                }
+                // From phase 1, a connection between requests closes: at
+                // once if it is, else when the response it serves ends
+                // (one whose head went before phase 1, without
+                // `Connection: close`: a stream, a long download).
+                () = clock.idle(), if phase1_seen && !goaway_sent => {
+                    tracing::debug!("closing an idle connection: the server is shutting down");
+                    // Gracefully, not by dropping it: hyper lets a
+                    // response go once its body is queued, and what it
+                    // queued is written out first.
+                    goaway_sent = true;
+                    connection.as_mut().graceful_shutdown();
                 }
                 () = clock.http2(), if phase1_seen && !goaway_sent => {
                     goaway_sent = true;

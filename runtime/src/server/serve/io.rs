@@ -1,5 +1,5 @@
 //! [`ClockedIo`]: a socket that tells its connection's clock when bytes
-//! arrive.
+//! arrive, and when it stops taking bytes to send.
 
 use std::io;
 use std::pin::Pin;
@@ -11,20 +11,39 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::clock::ConnectionClock;
 
-/// `io`, reporting every read that brought bytes to `clock`: that is how
-/// the clock sees a request head begin.
+/// `io`, reporting every read that brought bytes to `clock` (that is how
+/// the clock sees a request head begin), and every change between a socket
+/// that takes the bytes written and one that does not (that is how it sees
+/// a response still going out after hyper let it go).
 #[pin_project]
 #[derive(Debug)]
 pub(super) struct ClockedIo<T> {
     #[pin]
     io: T,
     clock: Arc<ConnectionClock>,
+    /// Whether the last write or flush was left pending. Only a change is
+    /// told, so a socket that keeps up costs the clock nothing.
+    write_blocked: bool,
 }
 
 impl<T> ClockedIo<T> {
     pub(super) fn new(io: T, clock: Arc<ConnectionClock>) -> Self {
-        Self { io, clock }
+        Self {
+            io,
+            clock,
+            write_blocked: false,
+        }
     }
+}
+
+/// Tells `clock` when a write's outcome changes whether the socket is
+/// blocked.
+fn note_write<T>(clock: &ConnectionClock, blocked: &mut bool, polled: Poll<T>) -> Poll<T> {
+    if polled.is_pending() != *blocked {
+        *blocked = polled.is_pending();
+        clock.on_write(*blocked);
+    }
+    polled
 }
 
 impl<T: AsyncRead> AsyncRead for ClockedIo<T> {
@@ -49,11 +68,13 @@ impl<T: AsyncWrite> AsyncWrite for ClockedIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.project().io.poll_write(cx, buf)
+        let this = self.project();
+        note_write(this.clock, this.write_blocked, this.io.poll_write(cx, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.project().io.poll_flush(cx)
+        let this = self.project();
+        note_write(this.clock, this.write_blocked, this.io.poll_flush(cx))
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -65,7 +86,12 @@ impl<T: AsyncWrite> AsyncWrite for ClockedIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.project().io.poll_write_vectored(cx, bufs)
+        let this = self.project();
+        note_write(
+            this.clock,
+            this.write_blocked,
+            this.io.poll_write_vectored(cx, bufs),
+        )
     }
 
     fn is_write_vectored(&self) -> bool {

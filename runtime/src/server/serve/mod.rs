@@ -34,24 +34,27 @@ use connection::Connections;
 ///
 /// `serve` drives hyper's HTTP/1 and HTTP/2 server (through hyper-util, on
 /// tokio's timer) itself rather than through `axum::serve`, so that no
-/// client can hold a connection for as long as it likes:
+/// client can hold a connection by sending nothing, half a head, or nothing
+/// more between requests:
 ///
 /// | what the client does | what bounds it | config key (default) |
 /// |---|---|---|
 /// | connects and sends nothing, or half a request head | the header bound, from the accept | `server.header_read_timeout_ms` (30000) |
 /// | starts a later head on a keep-alive connection and stalls | the header bound, from its first byte | `server.header_read_timeout_ms` |
-/// | keeps a connection open between requests | the idle bound | `server.keep_alive_timeout_secs` (75) |
+/// | keeps a connection open between requests | the idle bound, from when its last response was written | `server.keep_alive_timeout_secs` (75) |
 /// | trickles a request body | the route's deadline (extractors run under it); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
-/// | reads the response slowly | the route's deadline up to the response head; a streaming body has its own watchdog | |
+/// | reads the response slowly, or stops reading it | the route's deadline up to the response head; after it, nothing in `serve` (there is no write bound; an [`SseStream`](crate::server::sse::SseStream) has its own watchdog) | |
 ///
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
-/// From phase 1 of the shutdown every HTTP/1 response carries
+/// From phase 1 of the shutdown every HTTP/1 response but a `101` carries
 /// `Connection: close` and every HTTP/2 connection gets a GOAWAY (one
 /// opened during phase 1 too, once its first request shows it is HTTP/2),
 /// so keep-alive clients move to another instance. Connections idle
 /// between requests at that moment close as soon as what their last
-/// response left in the buffers is written. A new connection that
+/// response left in the buffers is written, and HTTP/1 connections serving
+/// a request close after its response, also one whose head went out before
+/// phase 1 (a long download, a stream). A new connection that
 /// has not sent a request yet stays open for it: its client may have sent
 /// one already, and would not resend what a fresh connection lost.
 ///

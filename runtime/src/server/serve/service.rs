@@ -9,7 +9,7 @@ use std::task::{ready, Context, Poll};
 use axum::body::Body;
 use axum::response::Response;
 use http::header::CONNECTION;
-use http::{HeaderValue, Request, Version};
+use http::{HeaderValue, Request, StatusCode, Version};
 use http_body::Body as _;
 use hyper::body::Incoming;
 use pin_project::pin_project;
@@ -83,7 +83,10 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let Ok(mut response) = ready!(this.future.poll(cx));
-        if this.close.as_ref().is_some_and(ShutdownToken::is_cancelled) {
+        // A `101` keeps its `Connection: upgrade`: the socket leaves `serve`
+        // with it (see `serve`'s docs on upgrades).
+        let upgrade = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+        if !upgrade && this.close.as_ref().is_some_and(ShutdownToken::is_cancelled) {
             // hyper closes an HTTP/1 connection after a response that says so.
             response
                 .headers_mut()
