@@ -408,6 +408,64 @@ async fn a_client_that_stops_reading_does_not_hold_up_a_shutdowns_cleanup() {
     drop(body);
 }
 
+/// The response ends with `[DONE]`: a client reading to the end of the
+/// body does not wait for the remote cleanup that follows it.
+#[tokio::test(start_paused = true)]
+async fn a_shutdowns_response_ends_with_done_not_after_the_cleanup() {
+    let log = Log::default();
+    let (_tx, events) = fed();
+    let shutdown = Shutdown::new(&Config::default());
+    let stream = guarded(events, Watchdog::new(), &log)
+        .drain(shutdown.drain_token())
+        .remote_cleanup(|_| {
+            RemoteCleanup::new().notice("stuck tool", std::future::pending::<()>())
+        });
+    let body = served(stream).await;
+    let start = Instant::now();
+    let reader = tokio::spawn(async move {
+        let frames = frames(body).await;
+        (frames, start.elapsed())
+    });
+    sleep(SECS(1)).await;
+    shutdown.force();
+    let (frames, ended_at) = reader.await.unwrap();
+    assert_eq!(
+        frames.last().unwrap(),
+        &(SECS(1), "data: [DONE]\n\n".to_owned())
+    );
+    assert_eq!(ended_at, SECS(1), "the body ended with [DONE]");
+    sleep(SECS(10)).await;
+    assert_eq!(log.entries(), ["cancel", "done", "remote_cleanup"]);
+}
+
+/// A `[DONE]` a client that stopped reading could not be given holds up
+/// the remote cleanup once, for the hand-over bound (500 ms), not twice.
+#[tokio::test(start_paused = true)]
+async fn a_client_that_stops_reading_holds_up_a_shutdowns_cleanup_half_a_second() {
+    let log = Log::default();
+    let (tx, events) = fed();
+    let shutdown = Shutdown::new(&Config::default());
+    let start = Instant::now();
+    let notices = log.clone();
+    let stream = guarded(events, Watchdog::new(), &log)
+        .drain(shutdown.drain_token())
+        .remote_cleanup(move |_| {
+            RemoteCleanup::new().notice("tool", async move {
+                notices.push(format!("tool notified at {:?}", start.elapsed()));
+            })
+        });
+    let body = served(stream).await;
+    tx.send(Event::default().data("token")).await.unwrap();
+    sleep(SECS(1)).await;
+    shutdown.force();
+    sleep(SECS(2)).await;
+    assert_eq!(
+        log.entries(),
+        ["cancel", "done", "tool notified at 1.5s", "remote_cleanup"]
+    );
+    drop(body);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_completed_stream_cut_off_by_the_drain_still_ends_in_order() {
     let log = Log::default();

@@ -202,7 +202,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
         if let Ending::Timeout(timeout) = &ending {
             told.timed_out(timeout);
         }
-        end(ending, guard, hooks, &told, &tx, drain.as_ref()).await;
+        end(ending, guard, hooks, &told, tx, drain.as_ref()).await;
     }
 }
 
@@ -250,7 +250,7 @@ async fn end(
     guard: Option<RequestGuard>,
     hooks: Hooks,
     told: &Told,
-    tx: &mpsc::Sender<Event>,
+    tx: mpsc::Sender<Event>,
     drain: Option<&DrainToken>,
 ) {
     let Hooks {
@@ -293,11 +293,11 @@ async fn end(
             // has ended and is not polled again.
             let mut open = true;
             if let Some(event) = final_event {
-                open = send_unless(tx, event, cut.as_mut()).await;
+                open = send_unless(&tx, event, cut.as_mut()).await;
                 observe(Step::Final);
             }
             if open {
-                send_unless(tx, done(), cut.as_mut()).await;
+                send_unless(&tx, done(), cut.as_mut()).await;
             }
             observe(Step::Done);
             return;
@@ -315,6 +315,9 @@ async fn end(
     };
     told.cancelled(reason);
     observe(Step::Cancel(reason));
+    // The response's end: the body ends once its last event is taken,
+    // when the sender is dropped after `[DONE]`.
+    let mut tx = Some(tx);
     // The one table of R3's order, step by step.
     for &step in reason.end_steps() {
         match step {
@@ -345,16 +348,23 @@ async fn end(
                     }
                     (_, CancelReason::Disconnect | CancelReason::Shutdown) => continue,
                 };
-                send_bounded(tx, event).await;
+                if let Some(tx) = &tx {
+                    send_bounded(tx, event).await;
+                }
             }
             EndStep::Done => {
-                send_bounded(tx, done()).await;
-                if !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
+                let Some(tx) = tx.take() else { continue };
+                let queued = send_bounded(&tx, done()).await;
+                if queued && !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
                     // Steps follow `[DONE]` (a shutdown's remote cleanup):
                     // let the response take it first, so the client has it
-                    // before any tool hears of the cancellation.
+                    // before any tool hears of the cancellation. A `[DONE]`
+                    // that could not be queued is not waited for twice.
                     let _ = tokio::time::timeout(HANDOVER_BOUND, tx.reserve()).await;
                 }
+                // The body ends with `[DONE]`, not after the steps that
+                // follow it.
+                drop(tx);
             }
         }
         observe(step.into());
