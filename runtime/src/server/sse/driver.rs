@@ -29,11 +29,15 @@ pub enum Step {
     RemoteCleanup,
     /// Pooled connections were evicted.
     Evict,
-    /// The error event naming the cause was written.
+    /// The error event naming the cause was handed to the response, or
+    /// could not be (the client was gone, or took nothing within the bound
+    /// the ending allows): the step is over either way.
     ErrorEvent,
-    /// The final event of a completed stream was written.
+    /// The final event of a completed stream was handed to the response,
+    /// or could not be, as for `ErrorEvent`.
     Final,
-    /// `[DONE]` was written.
+    /// `[DONE]` was handed to the response, or could not be, as for
+    /// `ErrorEvent`.
     Done,
 }
 
