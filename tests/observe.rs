@@ -147,6 +147,27 @@ async fn a_stream_that_goes_quiet_times_out_for_inactivity() {
     );
 }
 
+/// W2, O1: the time to the first item counts from the stream's start (its
+/// watchdog's), as the first-item timer does, not from when its response
+/// began to be sent.
+#[tokio::test(start_paused = true)]
+async fn the_time_to_the_first_item_counts_from_the_streams_start() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let events = futures_util::stream::once(async { SseEvent::default().data("first") });
+    let stream = SseStream::new(events, Watchdog::new().first_item(SECS(10)))
+        .heartbeat(None)
+        .observed(&config.observers, "/chat");
+    // The handler takes 2 s more before it answers with the stream.
+    sleep(SECS(2)).await;
+    let body = stream.into_response().into_body().collect().await.unwrap();
+    assert!(!body.to_bytes().is_empty());
+    assert_eq!(
+        lines(&recording.events())[0],
+        "stream_first_item route=/chat after=2000ms"
+    );
+}
+
 fn shutdown_config(recording: &Recording) -> Config {
     let mut config = Config::default().observed_by(recording.clone());
     config.server.prestop_grace_secs = 2;

@@ -92,6 +92,10 @@ impl Timers {
     /// items had to: within one inactivity window from now, and not past
     /// the total bound; `None` when the watchdog has neither.
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
+    pub(super) const fn started(&self) -> Instant {
+        self.started
+    }
+
     pub(super) fn after_end_deadline(&self) -> Option<Instant> {
         let window = self
             .watchdog

@@ -128,6 +128,13 @@ impl<S> Watched<S> {
         self.timers.after_end_deadline()
     }
 
+    /// When the watchdog began to watch the stream: the start its
+    /// first-item and total timers count from.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
+    pub(crate) fn started(&self) -> Instant {
+        self.timers.started()
+    }
+
     /// A reference to the inner stream.
     pub fn get_ref(&self) -> &S {
         &self.stream

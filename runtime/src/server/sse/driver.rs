@@ -151,7 +151,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             tx,
             in_flight: _counted,
         } = self;
-        let started = Instant::now();
+        let started = watched.started();
         let mut first = true;
         let mut watched = pin!(watched);
         let drained = async {
