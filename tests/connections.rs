@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::Empty;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use timebox::config::Config;
-use timebox::shutdown::Shutdown;
+use timebox::shutdown::{Shutdown, ShutdownToken};
 use timebox::{get, routes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -70,10 +70,10 @@ async fn hold() -> &'static str {
     "held"
 }
 
-/// Agrees to switch to the `echo` protocol, 300 ms after it is asked.
+/// Agrees to switch to the `echo` protocol once phase 1 has begun.
 #[get("/upgrade", timeout = "off")]
-async fn upgrade() -> axum::response::Response {
-    tokio::time::sleep(Duration::from_millis(300)).await;
+async fn upgrade(phase1: ShutdownToken) -> axum::response::Response {
+    phase1.cancelled().await;
     axum::response::Response::builder()
         .status(http::StatusCode::SWITCHING_PROTOCOLS)
         .header("connection", "upgrade")
@@ -333,9 +333,9 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
     assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
 }
 
-/// The idle bound counts from when the last response was written, not
-/// from when hyper let it go (once its body was queued): a client that
-/// reads a large answer slowly gets all of it.
+/// The idle bound counts from the last bytes written, not from when hyper
+/// let the response go (once its body was queued): a client that reads a
+/// large answer slowly, for longer than the bound, gets all of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
     let server = start(&config(30_000, 1)).await;
@@ -344,13 +344,19 @@ async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
         .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .unwrap();
-    let mut read = vec![0u8; 64 * 1024];
-    stream
-        .read_exact(&mut read)
-        .await
-        .expect("the answer starts");
-    // Past the idle bound, with most of the answer still to write.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut read = Vec::new();
+    let mut chunk = vec![0u8; 128 * 1024];
+    // 128 KiB every 20 ms for 3 s: past the idle bound, reading all along
+    // (fast enough that the server's socket, whose buffers hold megabytes,
+    // takes more bytes well within each second).
+    for _ in 0..150 {
+        stream
+            .read_exact(&mut chunk)
+            .await
+            .expect("the answer keeps coming");
+        read.extend_from_slice(&chunk);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     tokio::time::timeout(
         Duration::from_secs(1) + 2 * ROOM,
         stream.read_to_end(&mut read),
@@ -364,6 +370,33 @@ async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
         .expect("a response head")
         + 4;
     assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
+}
+
+/// A client that stops reading an answer holds its connection no longer
+/// than the idle bound from the last bytes that went out: the rest of the
+/// answer is dropped with the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_closed_one_idle_bound_after_the_last_bytes() {
+    let server = start(&config(30_000, 1)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut read = vec![0u8; 64 * 1024];
+    stream
+        .read_exact(&mut read)
+        .await
+        .expect("the answer starts");
+    tokio::time::sleep(Duration::from_secs(1) + 2 * ROOM).await;
+    // What the kernel's buffers held still arrives, then the end.
+    let rest = tokio::time::timeout(ROOM, stream.read_to_end(&mut read)).await;
+    assert!(rest.is_ok(), "the server kept the connection open");
+    assert!(
+        read.len() < BIG,
+        "the whole answer went out: {}",
+        read.len()
+    );
 }
 
 /// An HTTP/1 connection serving a response whose head went out before

@@ -11,18 +11,20 @@ use tokio::time::Instant;
 use crate::shutdown::ConnectionBounds;
 
 /// The state of one connection, shared by its socket (which reports bytes
-/// read), its service (which reports requests starting and ending) and the
-/// task that drives it (which closes it when a bound passes).
+/// read, and writes that go out after a stall), its service (which reports
+/// requests starting and ending) and the task that drives it (which closes
+/// it when a bound passes).
 ///
-/// The driver is never woken by a change of state, so a request costs its
+/// The driver is not woken by a change of state, so a request costs its
 /// connection no extra wake-up: it checks the state when its timer fires
 /// and re-arms the timer at the bound of the state it finds, but never
 /// later than the shortest bound from now. Any state entered later has a
 /// deadline at least that far off, so no bound is ever missed, and a
 /// connection's driver wakes at most once per shortest bound besides its
-/// own deadline. The one change it can wait for is the connection's first
-/// HTTP/2 request ([`http2`](Self::http2)), which shutdown needs to send a
-/// GOAWAY; it is told once per connection.
+/// own deadline. Two changes can be waited for, both by a shutdown: the
+/// connection's first HTTP/2 request ([`http2`](Self::http2)), to send a
+/// GOAWAY, told once per connection; and the end of its requests
+/// ([`idle`](Self::idle)), to close it, told only once a wait began.
 #[derive(Debug)]
 pub(super) struct ConnectionClock {
     state: Mutex<State>,
@@ -43,11 +45,6 @@ struct State {
     /// Whether [`idle`](ConnectionClock::idle) waits for the end of the
     /// requests.
     idle_wanted: bool,
-    /// Whether the socket would not take more bytes at the last write:
-    /// what a response left in hyper's buffers is still going out, so the
-    /// connection is not idle, whatever its requests say (hyper lets a
-    /// response go once its body is queued, not written).
-    writing: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -89,7 +86,6 @@ impl ConnectionClock {
                 },
                 http2: false,
                 idle_wanted: false,
-                writing: false,
             }),
             bounds,
             http2_seen: Notify::new(),
@@ -125,13 +121,15 @@ impl ConnectionClock {
         }
     }
 
-    /// The socket stopped taking bytes (`blocked`), or took them again. A
-    /// connection idle between requests counts its idle time from the end
-    /// of its last write.
-    pub(super) fn on_write(&self, blocked: bool) {
-        let mut state = self.lock();
-        state.writing = blocked;
-        if let Activity::Idle { since } = &mut state.activity {
+    /// Bytes went out: the socket took them after it had stopped taking
+    /// any, or stopped taking them right after the last it took. hyper lets
+    /// a response go once its body is queued, not written, so a connection
+    /// idle between requests may still be sending its last answer: its idle
+    /// time counts from the last of these, and a client reading a large
+    /// answer slowly is not cut off, while one that stopped reading is
+    /// closed one idle bound later.
+    pub(super) fn on_write_progress(&self) {
+        if let Activity::Idle { since } = &mut self.lock().activity {
             *since = Instant::now();
         }
     }
@@ -247,17 +245,11 @@ impl ConnectionClock {
 
     /// When the bound that applies now passes, if one does.
     fn deadline(&self) -> Option<(Instant, Expired)> {
-        let (activity, writing) = {
-            let state = self.lock();
-            (state.activity, state.writing)
-        };
-        let (since, expired) = match activity {
+        let (since, expired) = match self.lock().activity {
             Activity::Head { since, .. } => {
                 let bound = self.bounds.header_read?;
                 (since, Expired::Head(bound))
             }
-            // Still writing: busy, not idle.
-            Activity::Idle { .. } if writing => return None,
             Activity::Idle { since } => {
                 let bound = self.bounds.keep_alive?;
                 (since, Expired::Idle(bound))
@@ -356,14 +348,20 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_idle_connection_still_writing_waits_the_idle_bound_from_the_last_write() {
+    async fn an_idle_connection_still_writing_counts_the_idle_bound_from_the_last_write() {
         let clock = ConnectionClock::new(BOUNDS);
         drop(clock.on_request(Version::HTTP_11, true));
-        clock.on_write(true); // the client reads slowly
-        let expired = tokio::time::timeout(Duration::from_secs(3600), clock.expired()).await;
+        // The client reads the rest of the answer slowly: bytes go out every
+        // 9 s, for longer than the idle bound.
+        for _ in 0..5 {
+            tokio::time::advance(Duration::from_secs(9)).await;
+            clock.on_write_progress();
+        }
+        let expired = tokio::time::timeout(Duration::from_secs(9), clock.expired()).await;
         assert!(expired.is_err(), "not idle while its answer goes out");
-        clock.on_write(false);
+        // Then it stops reading: one idle bound after the last bytes.
         let start = Instant::now();
+        clock.on_write_progress();
         assert_eq!(
             clock.expired().await,
             Expired::Idle(Duration::from_secs(10))

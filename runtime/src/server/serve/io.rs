@@ -14,7 +14,8 @@ use super::clock::ConnectionClock;
 /// `io`, reporting every read that brought bytes to `clock` (that is how
 /// the clock sees a request head begin), and every change between a socket
 /// that takes the bytes written and one that does not (that is how it sees
-/// a response still going out after hyper let it go).
+/// a response still going out after hyper let it go: each change means
+/// bytes went out just now).
 #[pin_project]
 #[derive(Debug)]
 pub(super) struct ClockedIo<T> {
@@ -41,7 +42,7 @@ impl<T> ClockedIo<T> {
 fn note_write<T>(clock: &ConnectionClock, blocked: &mut bool, polled: Poll<T>) -> Poll<T> {
     if polled.is_pending() != *blocked {
         *blocked = polled.is_pending();
-        clock.on_write(*blocked);
+        clock.on_write_progress();
     }
     polled
 }

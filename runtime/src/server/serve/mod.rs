@@ -35,15 +35,16 @@ use connection::Connections;
 /// `serve` drives hyper's HTTP/1 and HTTP/2 server (through hyper-util, on
 /// tokio's timer) itself rather than through `axum::serve`, so that no
 /// client can hold a connection by sending nothing, half a head, or nothing
-/// more between requests:
+/// more between requests (nor by reading nothing of a response hyper has
+/// whole):
 ///
 /// | what the client does | what bounds it | config key (default) |
 /// |---|---|---|
 /// | connects and sends nothing, or half a request head | the header bound, from the accept | `server.header_read_timeout_ms` (30000) |
 /// | starts a later head on a keep-alive connection and stalls | the header bound, from its first byte | `server.header_read_timeout_ms` |
-/// | keeps a connection open between requests | the idle bound, from when its last response was written | `server.keep_alive_timeout_secs` (75) |
+/// | keeps a connection open between requests | the idle bound, from the last bytes of its last response | `server.keep_alive_timeout_secs` (75) |
 /// | trickles a request body | the route's deadline (extractors run under it); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
-/// | reads the response slowly, or stops reading it | the route's deadline up to the response head; after it, nothing in `serve` (there is no write bound; an [`SseStream`](crate::server::sse::SseStream) has its own watchdog) | |
+/// | reads the response slowly, or stops reading it | the route's deadline up to the response head; once hyper has queued the whole body, the idle bound from the last bytes that went out; while the body still streams, nothing in `serve` (there is no write bound; an [`SseStream`](crate::server::sse::SseStream) has its own watchdog) | `server.keep_alive_timeout_secs` |
 ///
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
