@@ -302,6 +302,10 @@ async fn a_callers_own_deadline_of_zero_sends_nothing() {
             .unwrap_err();
         assert_eq!(status.code(), Code::DeadlineExceeded, "{name}");
         assert!(is_deadline_exceeded(&status), "{name}: {status:?}");
+        assert_eq!(
+            status.message(),
+            format!("deadline of 0 ms from the {name} header exceeded")
+        );
     }
     assert_eq!(probe.calls(), 0, "nothing was sent");
 }

@@ -109,10 +109,18 @@ where
             None => (timeout::parse(&ours).unwrap_or(remaining), None),
         };
         if sent.is_zero() {
-            // The caller's own deadline has passed: nothing is sent either.
+            // The deadline the caller set on the request has passed:
+            // nothing is sent either, and the status names that header.
             self.settings.told.exceeded(Stage::Outbound);
+            let exceeded = match &kept {
+                Some((format, _)) => Budget {
+                    length: sent,
+                    origin: Origin::Header(*format),
+                },
+                None => budget,
+            };
             return GrpcClientFuture {
-                state: CallState::Failed(Some(budget.exceeded())),
+                state: CallState::Failed(Some(exceeded.exceeded())),
             };
         }
         read.write(sent, headers);
