@@ -136,7 +136,8 @@ impl DeadlineCheck {
     /// Judges a request with `time_left` at `now` (the clock reading its
     /// door took when the request arrived) on the route `route` (named
     /// `label()` in events, made only for an event that is told): `Some`
-    /// when it is refused, `None` to serve it,
+    /// when it is refused (after `before_refusal` ran, and then the
+    /// refusal was told), `None` to serve it,
     /// told as `deadline_too_short_dark` when dark mode would have refused
     /// it. HTTP answers a refusal with 504, gRPC with `DEADLINE_EXCEEDED`.
     pub(crate) fn judge(
@@ -146,6 +147,7 @@ impl DeadlineCheck {
         route: &str,
         label: impl FnOnce() -> Option<Label>,
         observers: &Observers,
+        before_refusal: impl FnOnce(),
     ) -> Option<TooShort> {
         let Verdict::TooShort {
             time_left,
@@ -157,6 +159,7 @@ impl DeadlineCheck {
             return None;
         };
         let reason = if enforced {
+            before_refusal();
             ShedReason::DeadlineTooShort
         } else {
             ShedReason::DeadlineTooShortDark

@@ -221,6 +221,7 @@ where
                 path,
                 || told.route.clone(),
                 &told.observers,
+                || {},
             );
             if let Some(refused) = refused {
                 return GrpcServerFuture::answered(status::deadline_too_short(&refused), counted);

@@ -20,10 +20,10 @@ use super::Label;
 pub enum Event {
     /// A request got its deadline at entry: told for a request served, for
     /// one refused as too short (A1, before its `RequestShed`) and for one
-    /// answered at once because its deadline had passed (S4). A request
-    /// the concurrency limit's queue sheds (A2) before its route ran is
-    /// told only when the layer already knew the route has no rule of its
-    /// own: whose deadline it had is learnt when the route runs.
+    /// answered at once because its deadline had passed (S4). Not for one
+    /// the concurrency limit's queue sheds (A2) before its route ran: under
+    /// a `TimeboxLayer`, whose deadline a request has (the layer's or its
+    /// route's own) is learnt when the route runs.
     DeadlineSet {
         /// Where the deadline came from.
         source: DeadlineSource,

@@ -187,18 +187,27 @@ where
         let judged = plain
             .as_ref()
             .filter(|plain| !budget.is_zero() && plain.is_plain());
-        if judged.is_some() {
-            // A plain route's deadline is the global one: told now, so that
-            // a request the check refuses was told set as well (O1), before
-            // the check's verdict, as gRPC tells it.
-            settings.observers.emit(|| Event::DeadlineSet {
-                source: source.clone(),
-                budget,
-                route: route.label(),
-            });
-        }
         if let Some(check) = judged {
-            if let Some(refusal) = admit(&check.check, budget, start, &route, &settings.observers) {
+            // A plain route's deadline is the global one: a request the
+            // check refuses is told it was set (O1), before the refusal, as
+            // gRPC and the route rules tell it. One it serves is told once
+            // its route has shown whose deadline it has (below).
+            let tell_set = || {
+                settings.observers.emit(|| Event::DeadlineSet {
+                    source: source.clone(),
+                    budget,
+                    route: route.label(),
+                });
+            };
+            let refused = admit(
+                &check.check,
+                budget,
+                start,
+                &route,
+                &settings.observers,
+                tell_set,
+            );
+            if let Some(refusal) = refused {
                 return TimeboxFuture::new(State::refused(refusal), None, None, None);
             }
         }
@@ -216,10 +225,9 @@ where
             start: Some(start),
             entropy: Some(entropy),
             observers: settings.observers.clone(),
-            // Told at the first poll, unless a route rule takes over, or
-            // told already.
+            // Told at the first poll, unless a route rule takes over.
             tell_at_first_poll: claim.is_none(),
-            told: judged.is_some(),
+            told: false,
             check: None,
             learn: Learn::from_check(plain.as_ref().map(|plain| Arc::clone(&plain.check))),
             stage: Stage::Handler,

@@ -14,15 +14,24 @@ use crate::problem;
 use super::future::RouteName;
 
 /// Judges a request with `time_left` at `now` on its route: `Some` with the
-/// 504 to answer when the check refuses it (see [`DeadlineCheck::judge`]).
+/// 504 to answer when the check refuses it (see [`DeadlineCheck::judge`];
+/// `before_refusal` runs first, for a caller with more to tell).
 pub(crate) fn admit(
     check: &DeadlineCheck,
     time_left: Duration,
     now: Instant,
     route: &RouteName,
     observers: &Observers,
+    before_refusal: impl FnOnce(),
 ) -> Option<Response> {
-    let refused = check.judge(time_left, now, route.as_str(), || route.label(), observers)?;
+    let refused = check.judge(
+        time_left,
+        now,
+        route.as_str(),
+        || route.label(),
+        observers,
+        before_refusal,
+    )?;
     Some(problem::deadline_too_short(
         refused.time_left,
         refused.estimate,

@@ -340,7 +340,16 @@ impl<F> State<F> {
         };
         let now = Instant::now();
         let time_left = future.time_left(now);
-        if let Some(refusal) = admit(&check, time_left, now, &expiry.route, &expiry.observers) {
+        // Its deadline was told at this first poll, before the verdict.
+        let refused = admit(
+            &check,
+            time_left,
+            now,
+            &expiry.route,
+            &expiry.observers,
+            || {},
+        );
+        if let Some(refusal) = refused {
             return Judged::Refused(refusal);
         }
         expiry.learn = Learn::from_check(Some(check));
