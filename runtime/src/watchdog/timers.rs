@@ -88,14 +88,16 @@ impl Timers {
         self.activity.item(Instant::now());
     }
 
-    /// When what a stream sends after its clean end must have gone, as its
-    /// items had to: within one inactivity window from now, and not past
-    /// the total bound; `None` when the watchdog has neither.
+    /// When the watch began: the start of the first-item and total timers.
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
     pub(super) const fn started(&self) -> Instant {
         self.started
     }
 
+    /// When what a stream sends after its clean end must have gone, as its
+    /// items had to: within one inactivity window from now, and not past
+    /// the total bound; `None` when the watchdog has neither.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
     pub(super) fn after_end_deadline(&self) -> Option<Instant> {
         let window = self
             .watchdog
