@@ -151,6 +151,26 @@ fn h2_get(addr: SocketAddr, path: &str) -> http::Request<Empty<Bytes>> {
         .expect("a valid request")
 }
 
+/// A connection to `addr` that asked for `/big`.
+async fn get_big(addr: SocketAddr) -> TcpStream {
+    let mut stream = connect(addr).await;
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("the head is sent");
+    stream
+}
+
+/// Asserts that `read` holds a response head and the whole of `/big`.
+fn assert_whole_big(read: &[u8]) {
+    let head_end = read
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head")
+        + 4;
+    assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
+}
+
 async fn get_hello(stream: &mut TcpStream) -> RawResponse {
     stream.write_all(FULL_HEAD).await.expect("the head is sent");
     read_response(stream).await.expect("a whole response")
@@ -309,11 +329,7 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_phase_one_a_response_still_being_written_is_written_whole() {
     let server = start(&config(30_000, 75)).await;
-    let mut stream = connect(server.addr).await;
-    stream
-        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    let mut stream = get_big(server.addr).await;
     let mut read = vec![0u8; 64 * 1024];
     stream
         .read_exact(&mut read)
@@ -325,12 +341,7 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
         .await
         .expect("the connection closes once the answer is written")
         .expect("the answer arrives whole, then the connection closes");
-    let head_end = read
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head")
-        + 4;
-    assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
+    assert_whole_big(&read);
 }
 
 /// The idle bound counts from the last bytes written, not from when hyper
@@ -339,11 +350,7 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
     let server = start(&config(30_000, 1)).await;
-    let mut stream = connect(server.addr).await;
-    stream
-        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    let mut stream = get_big(server.addr).await;
     let mut read = Vec::new();
     let mut chunk = vec![0u8; 128 * 1024];
     // 128 KiB every 20 ms for 3 s: past the idle bound, reading all along
@@ -364,12 +371,7 @@ async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
     .await
     .expect("the connection closes after the idle bound, once the answer is written")
     .expect("the answer arrives whole, then the connection closes");
-    let head_end = read
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head")
-        + 4;
-    assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
+    assert_whole_big(&read);
 }
 
 /// A client that stops reading an answer holds its connection no longer
@@ -378,11 +380,7 @@ async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_closed_one_idle_bound_after_the_last_bytes() {
     let server = start(&config(30_000, 1)).await;
-    let mut stream = connect(server.addr).await;
-    stream
-        .write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
+    let mut stream = get_big(server.addr).await;
     let mut read = vec![0u8; 64 * 1024];
     stream
         .read_exact(&mut read)
