@@ -295,6 +295,37 @@ async fn a_deadline_passed_on_arrival_teaches_the_limit_nothing(sim: Sim) {
     }
 }
 
+/// A path whose GET has a rule of its own and whose POST is a plain axum
+/// handler: the layer's check learns the path is plain from the POST, and
+/// the GET that follows is still told its deadline once, by its rule.
+#[sim_test]
+async fn a_request_whose_route_rule_takes_over_is_told_its_deadline_once(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Dark);
+    config.server.timeouts.request_timeout_ms = Some(2000);
+    let router: Router = routes![work]
+        .into_router(&config)
+        .route("/work", axum::routing::post(|| async { "posted" }));
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    for method in ["POST", "POST", "GET"] {
+        assert_eq!(
+            app.request(request(method, "/work")).await.status(),
+            StatusCode::OK
+        );
+    }
+    let sets: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("deadline_set"))
+        .collect();
+    assert_eq!(
+        sets,
+        [
+            "deadline_set source=global budget=2000ms route=/work",
+            "deadline_set source=global budget=2000ms route=/work",
+            "deadline_set source=route budget=1000ms route=/work",
+        ]
+    );
+}
+
 /// Counts whether its body was read.
 #[post("/upload")]
 async fn upload(body: String) -> String {
