@@ -829,6 +829,24 @@ fn an_application_section_is_read_beside_the_config_and_not_an_unknown_key() {
     assert_eq!(app.workers, 0);
 }
 
+/// An application's section named like one of timebox's own tables would
+/// take that table out of every source, the profile's included, and leave
+/// the `Config` its defaults without a word.
+#[test]
+fn an_application_section_named_like_a_timebox_table_is_an_error_that_names_it() {
+    for section in ["server", "stream", "http", "breaker", "Server"] {
+        let err = Loader::new()
+            .profile(Profile::Prod)
+            .toml_str("[server]\nshutdown_timeout_secs = 40")
+            .load_with::<AppSection>(section)
+            .unwrap_err();
+        assert_eq!(keys(&err), [section]);
+        let text = err.to_string();
+        assert!(text.contains("timebox's own"), "{text}");
+        assert!(text.contains("section of another name"), "{text}");
+    }
+}
+
 #[test]
 fn errors_in_an_application_section_name_the_key_and_its_source_with_the_config_errors() {
     let err = Loader::new()

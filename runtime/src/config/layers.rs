@@ -69,6 +69,15 @@ impl Layer {
         }
     }
 
+    /// The name of this layer's top-level table that `key` names, ignoring
+    /// ASCII case (environment variables reach a table in any case).
+    pub(super) fn table_named(&self, key: &str) -> Option<&str> {
+        self.dict
+            .keys()
+            .find(|name| name.eq_ignore_ascii_case(key))
+            .map(String::as_str)
+    }
+
     /// This layer without its top-level `key`, and `key` alone as a layer
     /// of the same origin, if this layer has it.
     pub(super) fn split_off(mut self, key: &str) -> (Self, Option<Self>) {

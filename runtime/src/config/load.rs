@@ -177,11 +177,22 @@ impl Loader {
     /// # Errors
     ///
     /// As [`load`](Self::load), for both parts; the errors of both are
-    /// reported together.
+    /// reported together. A `section` named like one of timebox's own
+    /// tables (`server`, `stream`, `http`, `breaker`, in any case) is an
+    /// error: taking it out would leave the [`Config`] its defaults.
     pub fn load_with<T: DeserializeOwned>(
         &self,
         section: &str,
     ) -> Result<(Config, T), ConfigError> {
+        if let Some(own) = Layer::defaults(&Config::default(), None)?.table_named(section) {
+            return Err(ConfigError::new(
+                Some(section.to_owned()),
+                format!(
+                    "`{section}` is timebox's own `[{own}]` table: \
+                     give the application's settings a section of another name"
+                ),
+            ));
+        }
         let mut config = Figment::new();
         let mut own = Figment::new().merge(Layer::empty_table(section));
         for layer in self.layers()? {
