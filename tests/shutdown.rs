@@ -121,6 +121,30 @@ async fn a_second_trigger_skips_to_the_end_at_once() {
     assert!(shutdown.drain_token().is_cancelled());
 }
 
+/// G2: one signal is one trigger, however many times the shutdown was told
+/// to listen (two servers sharing it, each calling `listen_for_signals`):
+/// the request in flight gets its whole grace, not a forced end.
+#[cfg(unix)]
+#[tokio::test(start_paused = true)]
+async fn one_signal_to_a_shutdown_that_listens_twice_is_one_trigger() {
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    shutdown.listen_for_signals().unwrap();
+    shutdown.clone().listen_for_signals().unwrap();
+    let _stuck = shutdown.in_flight().enter();
+    let start = Instant::now();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &std::process::id().to_string()])
+        .status()
+        .expect("`kill` runs");
+    assert!(sent.success());
+    shutdown.wait_drained().await;
+    assert_eq!(
+        start.elapsed(),
+        SECS(40),
+        "the grace and the drain, in full"
+    );
+}
+
 // Phase 1 in front of an app: new requests get 503, admitted ones finish.
 
 #[get("/work", timeout = "off")]

@@ -1,6 +1,6 @@
 //! [`Shutdown`]: the coordinator of the two phases.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +77,9 @@ struct Shared {
     /// The phases told so far, one bit each: several callers may wait for
     /// the same shutdown (an HTTP and a gRPC server), the phase is told once.
     phases_told: AtomicU8,
+    /// Whether [`Shutdown::listen_for_signals`] has a listener running: one
+    /// per shutdown, so that one signal is one trigger.
+    listening: AtomicBool,
     #[cfg(feature = "server")]
     connections: ConnectionBounds,
 }
@@ -112,6 +115,7 @@ impl Shutdown {
                 drain_force: Duration::from_secs(server.drain_force_secs),
                 observers: config.observers.clone(),
                 phases_told: AtomicU8::new(0),
+                listening: AtomicBool::new(false),
                 #[cfg(feature = "server")]
                 connections: ConnectionBounds {
                     header_read: server.header_read_timeout(),
@@ -271,6 +275,11 @@ impl Shutdown {
     /// Triggers on SIGTERM and SIGINT (Ctrl-C), for the life of the process:
     /// the first signal starts the sequence, a second one skips to the end.
     ///
+    /// One listener serves the shutdown and all its clones: called again
+    /// (by a second server sharing this `Shutdown`, say), it does nothing,
+    /// so that one signal stays one trigger rather than two, which would
+    /// skip the sequence.
+    ///
     /// # Errors
     ///
     /// When the signal handlers cannot be installed.
@@ -281,6 +290,9 @@ impl Shutdown {
     #[track_caller]
     pub fn listen_for_signals(&self) -> std::io::Result<()> {
         let signals = Signals::new()?;
+        if self.shared.listening.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
         let shutdown = self.clone();
         tokio::spawn(async move {
             let mut signals = signals;
