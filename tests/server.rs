@@ -197,6 +197,29 @@ async fn an_accepted_header_shortens_the_route_deadline() {
     assert_eq!(start.elapsed(), MS(50));
 }
 
+/// S5's log line names the method, the route, the deadline and the time
+/// spent, and where the deadline came from: here a header that cut a 5 s
+/// route short, which the route alone would not explain.
+#[tokio::test(start_paused = true)]
+async fn the_timeouts_log_line_says_where_its_deadline_came_from() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let app = routes![h5000].into_router(&config_accepting_header(true));
+    let response = send(&app, get_with_deadline_header("/h5000", "50")).await;
+    assert_eq!(response.status(), 503);
+    let lines = logs.lines_with("request deadline exceeded");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    for field in [
+        "WARN",
+        "method=GET",
+        r#"route="/h5000""#,
+        "deadline_ms=50",
+        "elapsed_ms=50",
+        r#"source="x-timebox-deadline-ms""#,
+    ] {
+        assert!(lines[0].contains(field), "{field} in {lines:?}");
+    }
+}
+
 #[get("/zero", timeout_ms = 5000)]
 async fn zero() -> &'static str {
     ZERO_HITS.fetch_add(1, Ordering::SeqCst);

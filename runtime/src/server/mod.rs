@@ -48,7 +48,9 @@
 //!    `Retry-After` of 1, 2 or 3 seconds drawn from
 //!    [`Entropy`](crate::entropy::Entropy) (the simulation's under
 //!    `Sim::app`, else one OS-seeded source), and the [`DeadlineCancelled`]
-//!    extension. A `warn!` names the method, route, deadline and elapsed time.
+//!    extension. A `warn!` names the method, route, deadline, elapsed time
+//!    and where the deadline came from (`source`: the route, the global
+//!    deadline or the header).
 //! 5. A handler that returns an error whose `source()` chain holds a
 //!    [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) (it called
 //!    something that ran out of time) answers `504 Gateway Timeout` with

@@ -393,6 +393,7 @@ fn timeout_response(expiry: &Expiry) -> Response {
         stage = expiry.stage.as_str(),
         deadline_ms = expiry.budget.as_millis(),
         elapsed_ms = expiry.start.map_or(0, |start| start.elapsed().as_millis()),
+        source = expiry.source.as_str(),
         "request deadline exceeded",
     );
     let entropy = expiry
