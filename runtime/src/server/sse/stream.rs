@@ -55,6 +55,10 @@ where
     S: Stream<Item = Event> + Send + 'static,
 {
     /// `events` under `watchdog`, with heartbeats every 15 s.
+    ///
+    /// A stream takes `[stream]`'s settings from the parts it is given:
+    /// [`Watchdog::from_config`] reads the timers, and
+    /// `.heartbeat(config.stream.heartbeat())` the `heartbeat_secs`.
     pub fn new(events: S, watchdog: Watchdog) -> Self {
         Self {
             watched: events.watchdog(watchdog),
@@ -74,7 +78,9 @@ where
         self.watched.handle()
     }
 
-    /// Heartbeat comments every `interval` of silence; `None` for none.
+    /// Heartbeat comments every `interval` of silence; `None` (or zero) for
+    /// none. [`StreamConfig::heartbeat`](crate::config::StreamConfig::heartbeat)
+    /// gives `[stream] heartbeat_secs` in this form.
     #[must_use]
     pub fn heartbeat(mut self, interval: impl Into<Option<Duration>>) -> Self {
         self.heartbeat = interval.into().filter(|d| !d.is_zero());
