@@ -28,7 +28,8 @@ pub(crate) struct Pool {
     places: Arc<Semaphore>,
     /// Told when a session is given back to `idle`.
     returned: Notify,
-    /// Set by [`close`](Self::close): sessions given back are ended.
+    /// Set by [`close`](Self::close): sessions given back are ended, once
+    /// the notices just sent on them have had their time.
     closed: AtomicBool,
 }
 
@@ -105,10 +106,16 @@ impl Pool {
     }
 
     /// Keeps `session` for the next request, unless the pool is closed or
-    /// full or the session has closed.
+    /// full or the session has closed. One it does not keep is ended as an
+    /// evicted one is: after the notices just sent on it have had their
+    /// time.
     pub(crate) fn give_back(&self, session: Session) {
-        if self.closed.load(Ordering::Acquire) || session.is_closed() {
+        if session.is_closed() {
             session.end();
+            return;
+        }
+        if self.closed.load(Ordering::Acquire) {
+            end_after_linger(Arc::new(session));
             return;
         }
         let mut idle = self.lock();
@@ -118,7 +125,12 @@ impl Pool {
             self.returned.notify_one();
         } else {
             drop(idle);
-            session.end();
+            tracing::debug!(
+                server = self.name(),
+                max_idle = self.server.max_idle,
+                "no room among the idle MCP sessions; ending the one given back"
+            );
+            end_after_linger(Arc::new(session));
         }
     }
 
@@ -127,16 +139,7 @@ impl Pool {
     /// notices just sent on it ([`Session::linger`]).
     pub(crate) fn evict(&self, session: Arc<Session>, why: &str) {
         tracing::info!(server = self.name(), why, "evicted an MCP session");
-        let linger = session.linger();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) if !linger.is_zero() => {
-                runtime.spawn(async move {
-                    tokio::time::sleep(linger).await;
-                    session.end();
-                });
-            }
-            _ => session.end(),
-        }
+        end_after_linger(session);
     }
 
     /// Closes the pool: every idle session is closed, each waited for at
@@ -166,6 +169,21 @@ impl Pool {
     }
 }
 
+/// Ends `session` once the server has had its time to act on the notices
+/// just sent on it ([`Session::linger`]): at once when none was.
+fn end_after_linger(session: Arc<Session>) {
+    let linger = session.linger();
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) if !linger.is_zero() => {
+            runtime.spawn(async move {
+                tokio::time::sleep(linger).await;
+                session.end();
+            });
+        }
+        _ => session.end(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -174,12 +192,18 @@ mod tests {
     use timebox::client::Client;
     use timebox::config::Config;
 
+    use tokio::time::Instant;
+
     use super::Pool;
     use crate::settings::Server;
+    use crate::tools::session::NOTICE_LINGER;
     use crate::tools::TimeboxHttp;
 
     fn pool(max_sessions: usize) -> Arc<Pool> {
-        let server = Server::builtin_for_tests(max_sessions);
+        pool_of(Server::builtin_for_tests(max_sessions))
+    }
+
+    fn pool_of(server: Server) -> Arc<Pool> {
         let http = TimeboxHttp::new(Client::new(&Config::default()));
         Arc::new(Pool::new(server, http))
     }
@@ -214,6 +238,23 @@ mod tests {
         let waiting = waiting_take(&pool).await;
         pool.evict(Arc::new(first), "a test");
         waiting.await.unwrap();
+    }
+
+    /// A session the pool keeps no room for, given back just after a
+    /// cancellation notice went out on it, stays open (and holds its
+    /// place) for the notice's linger, as an evicted one does: closing it
+    /// at once would leave the cancelled call running on the server.
+    #[tokio::test(start_paused = true)]
+    async fn a_session_given_back_just_after_a_notice_lingers_before_it_ends() {
+        let mut server = Server::builtin_for_tests(1);
+        server.max_idle = 0;
+        let pool = pool_of(server);
+        let session = pool.take().await.expect("a session");
+        session.noticed_now();
+        let given_back = Instant::now();
+        pool.give_back(session);
+        let _next = pool.take().await.expect("a session once the first ends");
+        assert_eq!(given_back.elapsed(), NOTICE_LINGER);
     }
 
     #[tokio::test(start_paused = true)]

@@ -213,6 +213,12 @@ impl Session {
         self.service.cancellation_token().cancel();
     }
 
+    /// Records a cancellation notice sent on the session just now.
+    #[cfg(test)]
+    pub(crate) fn noticed_now(&self) {
+        self.noticed.mark();
+    }
+
     /// How long the session should stay open for the notices just sent on
     /// it to be acted on: zero when none was sent in the last
     /// [`NOTICE_LINGER`].
