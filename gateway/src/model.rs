@@ -132,7 +132,7 @@ impl Run {
                             let _ = write!(said, "The slow task says: {text}. ");
                         }
                         Err(err @ ToolError::Server { .. }) => {
-                            let _ = self.out.send(Output::Failed(err.to_string())).await;
+                            let _ = self.out.send(Output::Failed(err.for_client())).await;
                             return;
                         }
                         Err(err) => {

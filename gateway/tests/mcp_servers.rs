@@ -518,6 +518,16 @@ async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named(
         "a failed answer does not end as a finished one: {body}"
     );
     assert!(body.contains("[DONE]"), "{body}");
+    // The next call finds no session and cannot open one: the server is
+    // named, and where it lives (a URL may hold credentials) stays in the
+    // log.
+    let again = complete(&client, &gateway.base, "scripted-tool-1s@py").await;
+    assert!(again.contains("MCP server `py`"), "{again}");
+    let authority = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    assert!(!again.contains(authority), "{again}");
     assert!(
         tokio::task::block_in_place(
             || gateway.wait_for_log(&["ERROR", "server=\"py\""], Duration::from_secs(1))

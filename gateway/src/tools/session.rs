@@ -114,6 +114,18 @@ impl ToolError {
             reason: reason.to_string(),
         }
     }
+
+    /// What a client is told: the server by its configured name, and not
+    /// where it lives (a URL may hold credentials, a command line secrets)
+    /// nor what it said. The whole error goes to the log.
+    pub(crate) fn for_client(&self) -> String {
+        match self {
+            Self::Server { server, .. } => {
+                format!("MCP server `{server}` failed the tool call; the gateway's log says why")
+            }
+            other => other.to_string(),
+        }
+    }
 }
 
 /// What `err` says, without the SDK's name for the transport's type.
