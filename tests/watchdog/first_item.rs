@@ -241,3 +241,18 @@ async fn total_is_never_suspended() {
         ]
     );
 }
+
+/// W4, before the first item: a suspension that comes after the first-item
+/// window ran out, before anything polled the stream to see it, does not
+/// take the timeout back.
+#[tokio::test(start_paused = true)]
+async fn a_suspension_after_the_first_item_window_ran_out_unseen_does_not_undo_it() {
+    let mut watched = stream::pending::<u32>().watchdog(first_90s_inactivity_30s());
+    let handle = watched.handle();
+    tokio::time::advance(secs(91)).await;
+    let _suspension = handle.suspend();
+    assert_eq!(
+        next_timeout(&mut watched).await,
+        (FirstItem, Duration::ZERO)
+    );
+}

@@ -117,3 +117,80 @@ async fn a_zero_inactivity_window_never_fires_whatever_is_called() {
         [(secs(0), ok(1)), (secs(5000), ok(2)), (secs(10_000), End)]
     );
 }
+
+/// W4: a touch, or a suspension, that comes after the window ran out but
+/// before anything polled the stream to see it (its consumer busy, or woken
+/// and not yet run) does not take the timeout back.
+#[tokio::test(start_paused = true)]
+async fn a_touch_or_a_suspension_after_the_window_ran_out_unseen_does_not_undo_it() {
+    for suspend in [false, true] {
+        let mut watched = stream::iter([1])
+            .chain(stream::pending())
+            .watchdog(inactivity_30s());
+        let handle = watched.handle();
+        assert_eq!(watched.next().await.map(|item| item.is_ok()), Some(true));
+        tokio::time::advance(secs(31)).await;
+        let _suspension = if suspend {
+            Some(handle.suspend())
+        } else {
+            handle.touch();
+            None
+        };
+        assert_eq!(
+            next_timeout(&mut watched).await,
+            (Inactivity, Duration::ZERO),
+            "suspend: {suspend}"
+        );
+    }
+}
+
+/// A stream whose second poll takes `stall` of real time and, at its end,
+/// touches its own watchdog before yielding: the touch finds the window
+/// run out although the poll began within it.
+struct TouchesLate {
+    handle: Option<WatchdogHandle>,
+    stall: Duration,
+    polls: u32,
+}
+
+impl Stream for TouchesLate {
+    type Item = u32;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<u32>> {
+        self.polls += 1;
+        match self.polls {
+            1 => Poll::Ready(Some(1)),
+            2 => {
+                std::thread::sleep(self.stall);
+                if let Some(handle) = &self.handle {
+                    handle.touch();
+                }
+                Poll::Ready(Some(2))
+            }
+            _ => Poll::Pending,
+        }
+    }
+}
+
+/// W3 after W4's latch: an item the stream yields starts a new window even
+/// when a touch during the poll that made it found the old one run out, so
+/// a suspension afterwards holds the timer as it should. On the real clock:
+/// the race needs time to pass inside one poll, which a paused clock cannot
+/// do; the bounds are short and only a wrong timeout could end the wait.
+#[tokio::test]
+async fn an_item_after_a_touch_that_found_the_window_run_out_starts_a_new_one() {
+    let window = Duration::from_millis(20);
+    let inner = TouchesLate {
+        handle: None,
+        stall: window + Duration::from_millis(10),
+        polls: 0,
+    };
+    let mut watched = inner.watchdog(Watchdog::new().inactivity(window));
+    let handle = watched.handle();
+    watched.get_mut().handle = Some(handle.clone());
+    assert_eq!(watched.next().await.map(|item| item.is_ok()), Some(true));
+    assert_eq!(watched.next().await.map(|item| item.is_ok()), Some(true));
+    let _tool_call = handle.suspend();
+    let held = tokio::time::timeout(window * 3, watched.next()).await;
+    assert!(held.is_err(), "the suspension holds the timer: {held:?}");
+}

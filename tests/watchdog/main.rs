@@ -122,6 +122,20 @@ async fn record(
     }
 }
 
+/// The timeout the next poll of `watched` yields, and how long that took
+/// (a timeout already due comes at once).
+async fn next_timeout<T: std::fmt::Debug>(
+    watched: &mut (impl Stream<Item = Result<T, StreamTimeout>> + Unpin),
+) -> (TimeoutKind, Duration) {
+    let looked = Instant::now();
+    let timeout = tokio::time::timeout(secs(3600), watched.next())
+        .await
+        .expect("a timeout within the hour")
+        .expect("the stream yields it")
+        .expect_err("a timeout, not an item");
+    (timeout.kind(), looked.elapsed())
+}
+
 fn inactivity_30s() -> Watchdog {
     Watchdog::new().inactivity(secs(30))
 }

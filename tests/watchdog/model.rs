@@ -27,6 +27,9 @@ pub(super) enum Look {
     /// `poll_timed_out`: a producer whose send is blocked asks only whether
     /// a timer fired.
     TimedOut,
+    /// Nothing looks: the consumer is busy elsewhere, so a window may run
+    /// out with nobody polling to see it.
+    Away,
 }
 
 /// The watchdog's rules, written out plainly, in milliseconds since the
@@ -41,6 +44,10 @@ pub(super) struct Model {
     since: u64,
     seen_item: bool,
     suspensions: usize,
+    /// Whether a touch or a suspension came after the silence window had
+    /// run out: the timeout stands (W4: the timers do not wait for the
+    /// consumer).
+    lapsed: bool,
     queued: std::collections::VecDeque<u32>,
 }
 
@@ -60,14 +67,16 @@ impl Model {
             since: 0,
             seen_item: false,
             suspensions: 0,
+            lapsed: false,
             queued: std::collections::VecDeque::new(),
         }
     }
 
-    /// The timer that has fired by now, with its window.
-    pub(super) fn timed_out(&self) -> Option<(TimeoutKind, u64)> {
-        // W3: a suspension holds the silence timer, never the total one.
-        let silence = if self.suspensions > 0 {
+    /// The silence timer armed now: its deadline, kind and window.
+    fn silence(&self) -> Option<(u64, TimeoutKind, u64)> {
+        // W3: a suspension holds the silence timer, never the total one,
+        // and not one that ran out before it began.
+        if self.suspensions > 0 && !self.lapsed {
             None
         } else if self.seen_item {
             self.inactivity
@@ -76,7 +85,23 @@ impl Model {
             // W2: the first-item window until the first item.
             self.first_item
                 .map(|window| (self.since + window, FirstItem, window))
-        };
+        }
+    }
+
+    /// Whether the silence window has run out by now (once it has, it
+    /// stays so).
+    fn lapse(&mut self) -> bool {
+        if !self.lapsed {
+            self.lapsed = self
+                .silence()
+                .is_some_and(|(deadline, _, _)| self.now >= deadline);
+        }
+        self.lapsed
+    }
+
+    /// The timer that has fired by now, with its window.
+    pub(super) fn timed_out(&self) -> Option<(TimeoutKind, u64)> {
+        let silence = self.silence();
         let total = self.total.map(|limit| (limit, Total, limit));
         // On a tie the silence timer is named: a stall is the more telling
         // cause.
@@ -93,18 +118,27 @@ impl Model {
     pub(super) fn item(&mut self) {
         self.since = self.now;
         self.seen_item = true;
+        self.lapsed = false;
     }
 
     pub(super) fn touch(&mut self) {
-        // W3: touches do nothing while suspended, nor before the first item.
-        if self.suspensions == 0 && self.seen_item {
+        // W3: touches do nothing while suspended, nor before the first item;
+        // W4: nor once the window has run out.
+        if self.suspensions == 0 && self.seen_item && !self.lapse() {
             self.since = self.now;
         }
     }
 
+    pub(super) fn suspend(&mut self) {
+        if self.suspensions == 0 {
+            self.lapse();
+        }
+        self.suspensions += 1;
+    }
+
     pub(super) fn resume(&mut self) {
         self.suspensions -= 1;
-        if self.suspensions == 0 {
+        if self.suspensions == 0 && !self.lapsed {
             self.since = self.now;
         }
     }
@@ -122,7 +156,11 @@ pub(super) fn step() -> impl Strategy<Value = (Op, Look)> {
         1 => any::<usize>().prop_map(Op::Resume),
         5 => (0u64..=25).prop_map(Op::Advance),
     ];
-    let look = prop_oneof![3 => Just(Look::Next), 1 => Just(Look::TimedOut)];
+    let look = prop_oneof![
+        3 => Just(Look::Next),
+        1 => Just(Look::TimedOut),
+        1 => Just(Look::Away),
+    ];
     (op, look)
 }
 
@@ -161,7 +199,7 @@ pub(super) fn run_against_model(
                 }
                 Op::Suspend => {
                     kept.push(handle.suspend());
-                    model.suspensions += 1;
+                    model.suspend();
                 }
                 Op::Resume(index) => {
                     if !kept.is_empty() {
@@ -177,6 +215,7 @@ pub(super) fn run_against_model(
 
             let expected = model.timed_out();
             let timeout = match look {
+                Look::Away => continue,
                 Look::TimedOut => match Pin::new(&mut watched).poll_timed_out(&mut cx) {
                     Poll::Ready(timeout) => Some(timeout),
                     Poll::Pending => None,

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -67,7 +68,9 @@ impl WatchdogHandle {
     ///
     /// Does nothing while a [`Suspension`] is alive, and nothing before the
     /// stream's first item: the inactivity timer is not armed yet, and only
-    /// an outcome of the stream itself ends the first-item wait.
+    /// an outcome of the stream itself ends the first-item wait. Nor does it
+    /// take back a window that has already run out: the stream yields that
+    /// timeout at its next poll, however late.
     pub fn touch(&self) {
         self.activity.touch(Instant::now());
     }
@@ -80,10 +83,11 @@ impl WatchdogHandle {
     /// starts. A suspension taken before the first item (a tool call made
     /// before any output) holds the first-item timer the same way, and a
     /// full first-item window starts when it ends. The total timer is never
-    /// suspended.
+    /// suspended, and a suspension taken after the window has run out
+    /// holds nothing: the stream yields that timeout at its next poll.
     #[must_use = "the suspension ends as soon as the guard is dropped"]
     pub fn suspend(&self) -> Suspension {
-        self.activity.suspend();
+        self.activity.suspend(Instant::now());
         Suspension {
             activity: Arc::clone(&self.activity),
         }
@@ -117,6 +121,9 @@ impl Drop for Suspension {
 #[derive(Debug)]
 pub(super) struct Activity {
     state: Mutex<State>,
+    /// The silence windows: until the first item, then after it.
+    first_item: Option<Duration>,
+    inactivity: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -131,17 +138,31 @@ struct State {
     /// The task that last polled the stream's timers, woken when the last
     /// suspension ends: the stream has no silence timer armed until then.
     waker: Option<Waker>,
+    /// Set when a touch or a suspension came after the silence window had
+    /// run out but before the stream was polled to see it: the timeout
+    /// stands (W4: the timers do not wait for the consumer), and nothing
+    /// moves or holds the window any more.
+    lapsed: bool,
 }
 
 impl Activity {
-    pub(super) fn new(start: Instant) -> Self {
+    /// The state of a stream started at `start`, with the given silence
+    /// windows (`None`: off).
+    pub(super) fn new(
+        start: Instant,
+        first_item: Option<Duration>,
+        inactivity: Option<Duration>,
+    ) -> Self {
         Self {
             state: Mutex::new(State {
                 since: start,
                 seen_item: false,
                 suspensions: 0,
                 waker: None,
+                lapsed: false,
             }),
+            first_item,
+            inactivity,
         }
     }
 
@@ -156,11 +177,14 @@ impl Activity {
         let mut state = self.lock();
         state.since = now;
         state.seen_item = true;
+        // The stream was polled before its window ran out (a touch may
+        // have found it run out while that poll ran): a new window starts.
+        state.lapsed = false;
     }
 
     fn touch(&self, now: Instant) {
         let mut state = self.lock();
-        if state.suspensions == 0 && state.seen_item {
+        if state.suspensions == 0 && state.seen_item && !self.lapse(&mut state, now) {
             // No wake-up: a touch only moves the deadline later, and the
             // stream's timer, still set for the earlier instant, wakes it
             // then to re-arm (the lazy re-arm of tokio's own timeouts).
@@ -168,8 +192,12 @@ impl Activity {
         }
     }
 
-    fn suspend(&self) {
-        self.lock().suspensions += 1;
+    fn suspend(&self, now: Instant) {
+        let mut state = self.lock();
+        if state.suspensions == 0 {
+            self.lapse(&mut state, now);
+        }
+        state.suspensions += 1;
     }
 
     fn resume(&self, now: Instant) {
@@ -179,7 +207,9 @@ impl Activity {
             if state.suspensions > 0 {
                 return;
             }
-            state.since = now;
+            if !state.lapsed {
+                state.since = now;
+            }
             state.waker.take()
         };
         if let Some(waker) = waker {
@@ -187,11 +217,28 @@ impl Activity {
         }
     }
 
+    /// Whether the silence window that runs now had run out at `now`
+    /// (latched: once it has, it stays so). Called unsuspended only.
+    fn lapse(&self, state: &mut State, now: Instant) -> bool {
+        if !state.lapsed {
+            let window = if state.seen_item {
+                self.inactivity
+            } else {
+                self.first_item
+            };
+            state.lapsed = window
+                .and_then(|window| state.since.checked_add(window))
+                .is_some_and(|deadline| now >= deadline);
+        }
+        state.lapsed
+    }
+
     /// Where the silence window runs from and whether the first item has
-    /// arrived; `None` while suspended.
+    /// arrived; `None` while suspended, unless the window ran out before
+    /// the suspension began.
     pub(super) fn silence(&self) -> Option<(Instant, bool)> {
         let state = self.lock();
-        (state.suspensions == 0).then_some((state.since, state.seen_item))
+        (state.suspensions == 0 || state.lapsed).then_some((state.since, state.seen_item))
     }
 
     /// Wakes `waker` when the last suspension ends.

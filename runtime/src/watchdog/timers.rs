@@ -52,7 +52,11 @@ impl Timers {
         Self {
             watchdog,
             started,
-            activity: Arc::new(Activity::new(started)),
+            activity: Arc::new(Activity::new(
+                started,
+                watchdog.first_item_timeout(),
+                watchdog.inactivity_timeout(),
+            )),
             sleep: None,
             fired: None,
             ended: false,
