@@ -68,18 +68,25 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
     } else {
         quote!(, __TimeboxExtractors: 'static)
     };
+    // The expansion's own variables take the hygiene of the handler's name,
+    // which the tokens that use them carry (so errors point at the user's
+    // code): a name that came through a `macro_rules!` argument has another
+    // hygiene than the attribute, and would not see variables made with
+    // the attribute's.
+    let future = syn::Ident::new("future", name.span());
     let output_span = match &sig.output {
-        ReturnType::Type(_, ty) => ty.span(),
+        ReturnType::Type(_, ty) => name.span().located_at(ty.span()),
         ReturnType::Default => name.span(),
     };
+    let output = syn::Ident::new("output", output_span);
     let respond = quote_spanned! {output_span=>
-        (&output).timebox_kind().respond(output)
+        (&#output).timebox_kind().respond(#output)
     };
 
     // axum serves handlers whose future is `Send`; say so at the handler's
     // name, with rustc's account of what is held across which `.await`.
     let assert_send = quote_spanned! {name.span()=>
-        ::timebox::__private::server::assert_send(&future);
+        ::timebox::__private::server::assert_send(&#future);
     };
 
     // An argument that is not an extractor fails here: point at the
@@ -127,9 +134,9 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
                     // Taken as a value, as in axum's `get(handler)`, so
                     // clippy's `unused_async` treats it as a handler.
                     let handler = #name;
-                    let future = handler(#(#arg_names),*);
+                    let #future = handler(#(#arg_names),*);
                     #assert_send
-                    let output = future.await;
+                    let #output = #future.await;
                     #respond
                 }
                 #register
