@@ -7,6 +7,8 @@ use syn::parse::ParseStream;
 use syn::punctuated::Punctuated;
 use syn::{LitStr, Token};
 
+use crate::expr::value_of;
+
 mod kw {
     syn::custom_keyword!(timeout_ms);
     syn::custom_keyword!(timeout);
@@ -51,6 +53,15 @@ impl Key {
             Key::TimeoutMs => "timeout_ms",
             Key::Timeout => "timeout",
             Key::MinBudgetMs => "min_budget_ms",
+        }
+    }
+
+    /// The key with a value, as an error shows it.
+    fn example(self) -> &'static str {
+        match self {
+            Key::TimeoutMs => "timeout_ms = 5000",
+            Key::Timeout => "timeout = \"off\"",
+            Key::MinBudgetMs => "min_budget_ms = 50",
         }
     }
 }
@@ -104,8 +115,7 @@ fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
     } else {
         return Err(lookahead.error());
     };
-    input.parse::<Token![=]>()?;
-    let value = input.parse()?;
+    let value = value_of(input, key.name(), key_span, key.example())?;
     Ok(Entry {
         key,
         key_span,

@@ -4,7 +4,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{LitInt, Token};
 
-use crate::expr::ungroup;
+use crate::expr::{ungroup, value_of};
 
 mod kw {
     syn::custom_keyword!(seed);
@@ -29,6 +29,14 @@ impl Key {
         match self {
             Key::Seed => "seed",
             Key::Seeds => "seeds",
+        }
+    }
+
+    /// The key with a value, as an error shows it.
+    fn example(self) -> &'static str {
+        match self {
+            Key::Seed => "seed = 42",
+            Key::Seeds => "seeds = 100",
         }
     }
 }
@@ -63,8 +71,7 @@ impl Parse for Entry {
         } else {
             return Err(lookahead.error());
         };
-        input.parse::<Token![=]>()?;
-        let value = input.parse()?;
+        let value = value_of(input, key.name(), key_span, key.example())?;
         Ok(Self {
             key,
             key_span,
