@@ -6,19 +6,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderValue};
+use axum::body::Body;
+use axum::routing::get;
+use axum::Router;
+use http::{HeaderMap, HeaderValue, Request};
 use timebox::config::Config;
 use timebox::deadline::header::{self, DEADLINE_HEADER};
 use timebox::deadline::{bounded, Deadline};
 use timebox::entropy::Entropy;
+use timebox::server::TimeboxLayer;
 use tokio::time::Instant;
+use tower_service::Service;
 
 use crate::table::{Row, Section};
 
 pub(crate) async fn section() -> Section {
     let mut rows = scope_rows().await;
     rows.extend(header_rows());
-    rows.extend(config_and_entropy_rows());
+    rows.extend(config_and_entropy_rows().await);
     Section {
         title: "Deadlines",
         intro: &[
@@ -175,7 +180,7 @@ fn header_rows() -> Vec<Row> {
     rows
 }
 
-fn config_and_entropy_rows() -> Vec<Row> {
+async fn config_and_entropy_rows() -> Vec<Row> {
     let mut rows = Vec::new();
     let config = Config::default();
     rows.push(Row::new(
@@ -187,19 +192,47 @@ fn config_and_entropy_rows() -> Vec<Row> {
             .request_timeout()
             .map_or("none".to_owned(), |d| format!("{} ms", d.as_millis())),
     ));
-    let draws = |seed| {
-        let entropy = Entropy::seeded(seed);
-        (0..8)
-            .map(|_| entropy.uniform(1..=3).to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+    let (first, second) = (retry_afters(42).await, retry_afters(42).await);
+    let alike = "alike, each 503 with 1..=3 s";
+    let seen = if first == second && first.iter().all(|s| matches!(s, Some(1..=3))) {
+        alike.to_owned()
+    } else {
+        format!("{first:?} and {second:?}")
     };
     rows.push(Row::new(
-        "same seed, same Retry-After draws",
-        draws(42),
-        draws(42),
+        "two apps seeded alike: 8 Retry-Afters each",
+        alike,
+        seen,
     ));
     rows
+}
+
+/// The `Retry-After` seconds of eight requests that an app whose random
+/// source is seeded with `seed` cuts short at its 10 ms deadline; `None`
+/// for an answer that is not a 503 with a `Retry-After` in seconds.
+async fn retry_afters(seed: u64) -> Vec<Option<u64>> {
+    let mut config = Config::default();
+    config.server.timeouts.request_timeout_ms = Some(10);
+    let slow = || tokio::time::sleep(Duration::from_secs(1));
+    let app = Router::new()
+        .route("/slow", get(slow))
+        .layer(TimeboxLayer::new(&config).entropy(Entropy::seeded(seed)));
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        let Ok(request) = Request::get("/slow").body(Body::empty()) else {
+            seen.push(None);
+            continue;
+        };
+        let Ok(response) = app.clone().call(request).await;
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|secs| secs.parse().ok())
+            .filter(|_| response.status() == 503);
+        seen.push(retry_after);
+    }
+    seen
 }
 
 fn remaining_ms() -> String {
