@@ -275,6 +275,35 @@ fn seeds_printed(stdout: &str) -> Vec<u64> {
         .collect()
 }
 
+/// The attribute's forms that the macro's pass fixtures only parse
+/// (trybuild builds them without `--test`, which drops the `#[test]` the
+/// macro emits before it is type-checked), compiled and run here; a test
+/// that returns a result and one that must panic are above.
+mod as_written {
+    use super::*;
+
+    #[sim_test(seed = 0x2a)]
+    async fn a_hex_seed(sim: Sim) {
+        assert_eq!(sim.seed(), 42);
+    }
+
+    #[sim_test(seed = 18_446_744_073_709_551_615u64)]
+    async fn the_largest_seed_with_a_u64_suffix(sim: Sim) {
+        assert_eq!(sim.seed(), u64::MAX);
+    }
+
+    macro_rules! seeded {
+        ($name:ident, $seed:literal) => {
+            #[sim_test(seed = $seed)]
+            async fn $name(sim: Sim) {
+                assert_eq!(sim.seed(), $seed);
+            }
+        };
+    }
+
+    seeded!(a_seed_and_a_name_through_macro_rules, 7);
+}
+
 /// Tests that fail or hang on purpose. They are `#[ignore]`d so a normal run
 /// skips them; the tests above run them one at a time as child processes.
 mod fixtures {

@@ -1,7 +1,9 @@
 //! The compile-time behaviour of timebox's macros: what each accepts, and the
 //! error it gives for each mistake. Re-bless with `TRYBUILD=overwrite`.
 
-/// `#[sim_test]`.
+/// `#[sim_test]`. Its pass fixtures only show that a form is accepted (the
+/// `#[test]` it emits is compiled out of a fixture built without `--test`);
+/// `tests/sim.rs` compiles and runs the same forms.
 #[test]
 fn sim_test_fixtures() {
     let t = trybuild::TestCases::new();

@@ -1,5 +1,7 @@
 // trybuild builds this as a binary, without `--test`, so the `#[test]` the
-// macro emits (and with it every use of these imports) is compiled out.
+// macro emits (and with it every use of these imports) is compiled out: this
+// fixture checks that the attribute is accepted, and `tests/sim.rs` runs the
+// same forms as tests.
 #![allow(unused_imports)]
 
 use timebox::sim::Sim;
