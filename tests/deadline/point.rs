@@ -34,6 +34,16 @@ async fn a_deadline_after_duration_max_does_not_panic_and_is_far_away() {
     assert!(deadline > Deadline::after(Duration::from_secs(86_400 * 365)));
 }
 
+/// D1: the saturation is monotone: a timeout the clock could still add
+/// (146 billion years) gives no later deadline than `Duration::MAX`, and none
+/// earlier than a shorter timeout.
+#[tokio::test(start_paused = true)]
+async fn a_longer_timeout_never_gives_an_earlier_deadline() {
+    let huge = Duration::from_secs(u64::MAX / 4);
+    assert!(Deadline::after(Duration::MAX) >= Deadline::after(huge));
+    assert!(Deadline::after(huge) >= Deadline::after(Duration::from_secs(86_400 * 365 * 29)));
+}
+
 #[tokio::test(start_paused = true)]
 async fn work_under_a_duration_max_deadline_runs_to_the_end() {
     let start = Instant::now();

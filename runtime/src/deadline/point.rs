@@ -40,8 +40,9 @@ pub struct Deadline {
 impl Deadline {
     /// The deadline `timeout` from now.
     ///
-    /// A timeout too large to add to the clock (`Duration::MAX`, say) saturates
-    /// to a deadline about 30 years away instead of panicking.
+    /// A timeout longer than about 30 years (`Duration::MAX`, say) saturates
+    /// to a deadline 30 years away instead of panicking, so a longer timeout
+    /// never gives an earlier deadline.
     #[must_use]
     pub fn after(timeout: Duration) -> Self {
         Self::after_start(Instant::now(), timeout)
@@ -50,7 +51,7 @@ impl Deadline {
     /// The deadline `timeout` after `start`, saturating like [`Deadline::after`].
     pub(crate) fn after_start(start: Instant, timeout: Duration) -> Self {
         let instant = start
-            .checked_add(timeout)
+            .checked_add(timeout.min(FAR_FUTURE))
             .unwrap_or_else(|| start + FAR_FUTURE);
         Self { instant }
     }
