@@ -187,7 +187,7 @@ where
                 call.lose(hedge, &outcome);
                 return (pending, first.await);
             }
-            call.abandon(pending);
+            call.outrun(pending);
             (hedge, outcome)
         }
     }

@@ -130,7 +130,8 @@ impl Hedging {
 }
 
 impl HostStats {
-    /// Adds the latency of an answer from the host.
+    /// Adds a latency sample of the host: an answer's, or the time a first
+    /// attempt had taken when a hedge's answer beat it (a lower bound).
     pub(crate) fn record(&self, latency: Duration) {
         self.latency
             .lock()

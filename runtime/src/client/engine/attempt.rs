@@ -230,6 +230,18 @@ impl<B: Body> Call<B> {
         Some((request, pending))
     }
 
+    /// Abandons `pending`, a first attempt that a hedge's answer beat. Its
+    /// time so far goes into the host's latencies (A3's p95): a lower bound
+    /// of its latency, and already past the p95 that hedged it, so the
+    /// estimate keeps the slow tail that hedges cut short instead of
+    /// sinking to the winners' times.
+    pub(crate) fn outrun(&mut self, pending: Pending) {
+        if let Some(stats) = &self.target.stats {
+            stats.record(pending.started.elapsed());
+        }
+        self.abandon(pending);
+    }
+
     /// Drops `pending`, the attempt that lost a hedge race: told as
     /// cancelled, and so counted by the host's breaker (B6).
     pub(crate) fn abandon(&mut self, pending: Pending) {
