@@ -145,6 +145,41 @@ async fn a_route_min_budget_refuses_from_the_first_request(sim: Sim) {
     assert_eq!(response.status(), StatusCode::OK);
 }
 
+/// Needs 50 ms and inherits the global deadline, which the macro cannot see.
+#[get("/inherits", min_budget_ms = 50)]
+async fn inherits() -> &'static str {
+    "done"
+}
+
+/// A1: a `min_budget_ms` that the deadline a route inherits cannot cover is
+/// said at startup, naming both keys: the route's check would find every
+/// request too short. A deadline that covers it says nothing.
+#[test]
+fn a_min_budget_its_inherited_deadline_cannot_cover_is_warned_about_at_startup() {
+    for (global_ms, warned) in [(30, true), (50, true), (1000, false)] {
+        let (logs, _guard) = support::logs::Logs::capture();
+        let mut config = Config::default();
+        config.server.timeouts.request_timeout_ms = Some(global_ms);
+        let _router: Router = routes![inherits].into_router(&config);
+        let lines = logs.lines_with("min_budget_ms");
+        if !warned {
+            assert_eq!(lines, Vec::<String>::new(), "global {global_ms} ms");
+            continue;
+        }
+        assert_eq!(lines.len(), 1, "global {global_ms} ms: {lines:?}");
+        for field in [
+            "WARN",
+            "method=GET",
+            r#"route="/inherits""#,
+            "min_budget_ms=50",
+            &format!("deadline_ms={global_ms}"),
+            "`server.timeouts.request_timeout_ms`",
+        ] {
+            assert!(lines[0].contains(field), "{field} in {lines:?}");
+        }
+    }
+}
+
 #[sim_test]
 async fn the_reject_cap_holds_at_a_fifth_over_ten_seconds(sim: Sim) {
     let app = app(&sim, &config(&sim, DeadlineCheck::Enforce));

@@ -167,6 +167,9 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// plus 5 s), and an `error!` naming every key when `config` does not
     /// validate: the routes are still mounted, as `config` says. Call
     /// [`Config::validate`] at startup to stop on an invalid configuration.
+    /// Also a `warn!` for each route whose `min_budget_ms` is not below the
+    /// deadline it resolves to (the global one, which the macros cannot
+    /// see): its deadline check would find every request too short.
     ///
     /// # Panics
     ///
@@ -195,6 +198,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
         for route in self.routes {
             let budget = route.timeout.resolve(global);
+            warn_if_too_short(&route, budget);
             // A route that is `off` while others inherit a global deadline
             // still says so, to an outer `TimeboxLayer` (see its docs); with
             // no deadline anywhere a route is mounted as it is.
@@ -224,4 +228,27 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         }
         router
     }
+}
+
+/// Says at startup that `route`'s deadline check (A1) would refuse every
+/// request: its `min_budget_ms` is not below the deadline it resolves to.
+fn warn_if_too_short<S>(route: &Route<S>, budget: Option<Duration>) {
+    let (Some(budget), Some(min_budget)) = (budget, route.min_budget) else {
+        return;
+    };
+    if min_budget < budget {
+        return;
+    }
+    let from = match route.timeout {
+        RouteTimeout::Inherit => "`server.timeouts.request_timeout_ms`",
+        RouteTimeout::Override(_) | RouteTimeout::Off => "its `timeout_ms`",
+    };
+    tracing::warn!(
+        method = %route.method,
+        route = route.path,
+        min_budget_ms = min_budget.as_millis(),
+        deadline_ms = budget.as_millis(),
+        "the route's `min_budget_ms` is not below its deadline, from {from}: \
+         its deadline check finds every request too short",
+    );
 }
