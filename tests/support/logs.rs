@@ -25,6 +25,17 @@ impl Logs {
         (logs, guard)
     }
 
+    /// The one line that contains `needle`, checked to hold every one of
+    /// `fields` (`key=value` as the log writes it).
+    pub fn one_line_with(&self, needle: &str, fields: &[&str]) -> String {
+        let lines = self.lines_with(needle);
+        assert_eq!(lines.len(), 1, "one line with {needle:?}: {lines:?}");
+        for field in fields {
+            assert!(lines[0].contains(field), "{field} in {lines:?}");
+        }
+        lines[0].clone()
+    }
+
     /// The lines that contain `needle`.
     pub fn lines_with(&self, needle: &str) -> Vec<String> {
         let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
