@@ -253,3 +253,30 @@ impl Activity {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::Activity;
+
+    /// W3 after W4's latch: an item the stream yields starts a new window
+    /// even when a touch during the poll that made it (on another thread)
+    /// found the old one run out, so a suspension afterwards holds the
+    /// timer as it should. The clock readings are given, as the race has
+    /// them: the gate passed before the deadline, the touch came after it.
+    #[test]
+    fn an_item_after_a_touch_that_found_the_window_run_out_starts_a_new_one() {
+        let window = Duration::from_secs(30);
+        let start = Instant::now();
+        let activity = Activity::new(start, None, Some(window));
+        activity.item(start);
+        let late = start + window + Duration::from_secs(1);
+        activity.touch(late);
+        activity.item(late);
+        activity.suspend(late);
+        assert_eq!(activity.silence(), None, "the suspension holds the timer");
+    }
+}
