@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::TimeoutKind;
+
 /// A handle to a [`Watched`](super::Watched) stream's silence timers, for
 /// progress the stream itself does not show.
 ///
@@ -217,28 +219,39 @@ impl Activity {
         }
     }
 
+    /// The silence window that runs in `state`: where it runs from, how
+    /// long it is and the timeout it gives (W2: the first-item window until
+    /// the first item, then the inactivity window); `None` when it is off.
+    fn window(&self, state: &State) -> Option<(Instant, Duration, TimeoutKind)> {
+        let (window, kind) = if state.seen_item {
+            (self.inactivity?, TimeoutKind::Inactivity)
+        } else {
+            (self.first_item?, TimeoutKind::FirstItem)
+        };
+        Some((state.since, window, kind))
+    }
+
     /// Whether the silence window that runs now had run out at `now`
     /// (latched: once it has, it stays so). Called unsuspended only.
     fn lapse(&self, state: &mut State, now: Instant) -> bool {
         if !state.lapsed {
-            let window = if state.seen_item {
-                self.inactivity
-            } else {
-                self.first_item
-            };
-            state.lapsed = window
-                .and_then(|window| state.since.checked_add(window))
+            state.lapsed = self
+                .window(state)
+                .and_then(|(since, window, _)| since.checked_add(window))
                 .is_some_and(|deadline| now >= deadline);
         }
         state.lapsed
     }
 
-    /// Where the silence window runs from and whether the first item has
-    /// arrived; `None` while suspended, unless the window ran out before
-    /// the suspension began.
-    pub(super) fn silence(&self) -> Option<(Instant, bool)> {
+    /// The silence window armed now (see [`window`](Self::window)); `None`
+    /// while suspended, unless the window ran out before the suspension
+    /// began.
+    pub(super) fn silence(&self) -> Option<(Instant, Duration, TimeoutKind)> {
         let state = self.lock();
-        (state.suspensions == 0 || state.lapsed).then_some((state.since, state.seen_item))
+        if state.suspensions > 0 && !state.lapsed {
+            return None;
+        }
+        self.window(&state)
     }
 
     /// Wakes `waker` when the last suspension ends.

@@ -172,15 +172,10 @@ impl Timers {
     /// the silence timer (first item or inactivity) is named rather than
     /// total: a stall is the more telling cause.
     fn next_deadline(&self) -> Option<(Instant, StreamTimeout)> {
-        let silence = self.activity.silence().and_then(|(since, seen_item)| {
-            if seen_item {
-                let window = self.watchdog.inactivity_timeout()?;
-                arm(since, window, TimeoutKind::Inactivity)
-            } else {
-                let window = self.watchdog.first_item_timeout()?;
-                arm(since, window, TimeoutKind::FirstItem)
-            }
-        });
+        let silence = self
+            .activity
+            .silence()
+            .and_then(|(since, window, kind)| arm(since, window, kind));
         let total = self
             .watchdog
             .total_timeout()
