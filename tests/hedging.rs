@@ -10,6 +10,7 @@ use axum::extract::Request;
 use axum::routing::any;
 use axum::Router;
 use http::StatusCode;
+use timebox::client::Client;
 use timebox::config::Config;
 use timebox::deadline::Deadline;
 use timebox::sim::Sim;
@@ -324,12 +325,8 @@ async fn without_a_fixed_delay_the_hedge_waits_for_the_hosts_p95(sim: Sim) {
             _ => 10,
         }),
     );
-    let mut config = sim.config();
-    config.http.client.hedge.max_extra_load = 1.0;
-    let client = sim.client_with(&config);
-    for _ in 0..100 {
-        client.get("http://up/").hedge().send().await.unwrap();
-    }
+    let client = uncapped_hedging(&sim);
+    hedged_gets(&client, 100).await;
     assert!(
         host.attempts().iter().all(Option::is_none),
         "no estimate, no hedge"
@@ -337,6 +334,21 @@ async fn without_a_fixed_delay_the_hedge_waits_for_the_hosts_p95(sim: Sim) {
     let start = Instant::now();
     client.get("http://up/").hedge().send().await.unwrap();
     assert_eq!(Instant::now() - start, MS(60), "hedged at the 50 ms p95");
+}
+
+/// A client whose requests may all be hedged (no cap on the share), with
+/// the delay at the host's p95.
+fn uncapped_hedging(sim: &Sim) -> Client {
+    let mut config = sim.config();
+    config.http.client.hedge.max_extra_load = 1.0;
+    sim.client_with(&config)
+}
+
+/// `n` GETs of `http://up/`, one after another, each allowed a hedge.
+async fn hedged_gets(client: &Client, n: usize) {
+    for _ in 0..n {
+        client.get("http://up/").hedge().send().await.unwrap();
+    }
 }
 
 /// A host whose `n`th first attempt (from 0) takes `latency(n)`, and whose
@@ -377,12 +389,8 @@ async fn the_hedge_delay_keeps_the_slow_attempts_that_hedges_beat(sim: Sim) {
             _ => 10,
         }),
     );
-    let mut config = sim.config();
-    config.http.client.hedge.max_extra_load = 1.0;
-    let client = sim.client_with(&config);
-    for _ in 0..200 {
-        client.get("http://up/").hedge().send().await.unwrap();
-    }
+    let client = uncapped_hedging(&sim);
+    hedged_gets(&client, 200).await;
     // The 201st takes 1 s: hedged at the p95, still 50 ms.
     let start = Instant::now();
     client.get("http://up/").hedge().send().await.unwrap();
