@@ -265,6 +265,45 @@ async fn a_hedge_the_breaker_refuses_costs_neither_tokens_nor_a_share(sim: Sim) 
     assert_eq!(host.attempts()[3..], [None, Some("2;hedge".to_owned())]);
 }
 
+/// A hedging config whose host tables hold one host.
+fn one_host(sim: &Sim) -> Config {
+    let mut config = hedging(sim, 20);
+    config.http.client.retry_budget.max_hosts = 1;
+    config
+}
+
+#[sim_test]
+async fn a_host_the_budget_table_refused_is_not_hedged(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(first_slow));
+    sim.net().host("known", Host::default().router(|_| 10));
+    let client = sim.client_with(&one_host(&sim));
+    // A POST, never hedged, takes the one bucket but no hedging stats.
+    client.post("http://known/").send().await.unwrap();
+    let slow = client.get("http://up/").send().await.unwrap();
+    assert_eq!(slow.status(), StatusCode::OK);
+    assert_eq!(host.attempts(), [None], "no bucket, no hedge");
+    assert_eq!(client.budgets().unbudgeted_hosts(), 1);
+}
+
+#[sim_test]
+async fn hosts_the_budget_table_refused_leave_the_hedging_stats_to_hosts_it_took(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(first_slow));
+    sim.net().host("other", Host::default().router(|_| 10));
+    let client = sim.client_with(&one_host(&sim));
+    // `up` takes the one bucket before any call.
+    assert!(client
+        .budgets()
+        .for_uri(&"http://up/".parse().unwrap())
+        .is_some());
+    // A call that may hedge, to a host with no bucket.
+    client.get("http://other/").send().await.unwrap();
+    let slow = client.get("http://up/").send().await.unwrap();
+    assert_eq!(slow.status(), StatusCode::OK);
+    assert_eq!(host.attempts(), [None, Some("2;hedge".to_owned())]);
+}
+
 #[sim_test]
 async fn no_hedge_once_the_time_left_no_longer_covers_the_median(sim: Sim) {
     let host = Host::default();

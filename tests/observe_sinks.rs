@@ -321,6 +321,36 @@ async fn hosts_past_max_hosts_get_no_breaker(sim: Sim) {
     assert_eq!(opened, 16);
 }
 
+#[sim_test]
+async fn a_host_the_budget_table_refused_gets_no_breaker_though_the_breakers_have_room(sim: Sim) {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.http.client.retry_budget.max_hosts = 1;
+    config.http.client.max_retries = 0;
+    config.breaker.minimum_sample_count = 1;
+    let client = sim.client_with(&config);
+    // A lookup takes the one bucket, and makes no breaker.
+    assert!(client
+        .budgets()
+        .for_uri(&"http://known/".parse().unwrap())
+        .is_some());
+    // `unknown` is not on the simulated network: its call fails to
+    // connect, which would open a breaker.
+    let _ = client.get("http://unknown/").send().await;
+    let breakers: Vec<Event> = recording
+        .events()
+        .into_iter()
+        .filter(|event| {
+            matches!(
+                event,
+                Event::BreakerTransition { .. } | Event::BreakerCall { .. }
+            )
+        })
+        .collect();
+    assert!(breakers.is_empty(), "{breakers:?}");
+    assert_eq!(client.budgets().unbudgeted_hosts(), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn raw_paths_never_appear_as_routes() {
     let recording = Recording::new();

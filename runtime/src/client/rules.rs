@@ -51,7 +51,9 @@ impl Rules {
 
     /// The circuit breaker of `host` (a `host:port` key), made on first use;
     /// `None` with `breaker.enabled = false`, and for hosts first seen after
-    /// `max_hosts` others (as they get no retry budget).
+    /// `max_hosts` others. The engine asks only for hosts that have a retry
+    /// budget (any host, when budgets are off), so a host past `max_hosts`
+    /// of the budget table gets no breaker either.
     pub(crate) fn breaker(&self, host: &str) -> Option<CircuitBreaker> {
         if !self.breaker_config.enabled {
             return None;

@@ -45,7 +45,8 @@ pub struct BudgetConfig {
     /// Most hosts that get a bucket; hosts first seen after that have no
     /// budget, and a client gives them no circuit breaker and no hedging
     /// stats either, so no stream of new host names grows its tables.
-    /// Default 1024.
+    /// With budgets off it still caps the hosts that get a breaker and
+    /// hedging stats. Default 1024.
     pub max_hosts: usize,
 }
 

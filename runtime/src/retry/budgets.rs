@@ -79,7 +79,9 @@ impl RetryBudgets {
     }
 
     /// The bucket of the host `uri` points at, made on first use; `None` when
-    /// the host has no budget (see the type's docs for when).
+    /// the host has no budget (see the type's docs for when). A lookup takes
+    /// a place in the table as a call does: the client gives a breaker and
+    /// hedging stats only to hosts that have a bucket.
     #[must_use]
     pub fn for_uri(&self, uri: &Uri) -> Option<RetryBudget> {
         self.for_host(&host_key(uri)?)
@@ -96,6 +98,12 @@ impl RetryBudgets {
             shared.refuse(key);
         }
         budget
+    }
+
+    /// Whether hosts get buckets at all (`retry_budget.enabled`).
+    #[cfg(feature = "client")]
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.shared.is_some()
     }
 
     /// The number of hosts that have a bucket (at most `max_hosts`).
@@ -134,7 +142,7 @@ impl Shared {
             tracing::warn!(
                 max_hosts = self.max_hosts,
                 host = key,
-                "retry budget table is full: hosts first seen from now on retry without a budget"
+                "retry budget table is full: hosts first seen from now on retry without a budget, a circuit breaker or hedging"
             );
         }
     }

@@ -44,14 +44,22 @@ impl Target {
                 "the request's uri `{uri}` has no host, or no port and no http(s) scheme"
             ))
         })?;
+        let budget = rules.budgets.for_host(&host);
+        // The host tables hold the same hosts: one refused a bucket (past
+        // `max_hosts`) gets no breaker and no hedging stats either, and a
+        // table filled by other calls (hedging or not) refuses no host the
+        // budget table took.
+        let tracked = budget.is_some() || !rules.budgets.is_enabled();
         Ok(Self {
             label: rules
                 .observers
                 .is_listening()
                 .then(|| rules.labels.of(&host)),
-            breaker: rules.breaker(&host),
-            budget: rules.budgets.for_host(&host),
-            stats: hedging.then(|| rules.hedging.stats(&host)).flatten(),
+            breaker: tracked.then(|| rules.breaker(&host)).flatten(),
+            budget,
+            stats: (hedging && tracked)
+                .then(|| rules.hedging.stats(&host))
+                .flatten(),
             uri,
             url,
             host,
