@@ -53,6 +53,13 @@ fn hosts(sim: &Sim) {
             .route("/text", get(|| async { "not json" }))
             .route("/hang", get(|| async { pending::<&str>().await }))
             .route(
+                "/slow",
+                get(|| async {
+                    sleep(SECS(45)).await;
+                    "late"
+                }),
+            )
+            .route(
                 "/drip",
                 get(|| async {
                     let chunks = futures_util::stream::unfold(0_u32, |n| async move {
@@ -111,6 +118,40 @@ async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim
         seen.content_type.as_deref(),
         Some("application/x-www-form-urlencoded")
     );
+}
+
+/// A filter whose fields are all optional: `None` adds no pair.
+#[derive(Serialize)]
+struct Filter {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    page: Option<u32>,
+}
+
+#[sim_test]
+async fn a_query_with_no_pairs_leaves_the_url_as_it_was(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    let seen = seen_by_echo(
+        client
+            .get("http://echo/orders?source=app")
+            .query(&Filter { page: None }),
+    )
+    .await;
+    assert_eq!(seen.query.as_deref(), Some("source=app"));
+    let seen = seen_by_echo(
+        client
+            .get("http://echo/orders")
+            .query(&Filter { page: None }),
+    )
+    .await;
+    assert_eq!(seen.query, None);
+    let seen = seen_by_echo(
+        client
+            .get("http://echo/orders")
+            .query(&Filter { page: Some(3) }),
+    )
+    .await;
+    assert_eq!(seen.query.as_deref(), Some("page=3"));
 }
 
 #[sim_test]
@@ -191,6 +232,23 @@ async fn timeout_bounds_the_whole_call_and_only_shortens_the_deadline(sim: Sim) 
         MS(100),
         "the enclosing deadline is earlier"
     );
+}
+
+#[sim_test]
+async fn a_timeout_longer_than_timeout_secs_is_each_attempts_timeout_too(sim: Sim) {
+    hosts(&sim);
+    // `http.client.timeout_secs` is 30: an attempt of the 45 s endpoint
+    // would be cut there, and its retries too.
+    let start = Instant::now();
+    let response = sim
+        .client()
+        .get("http://other/slow")
+        .timeout(SECS(120))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(start.elapsed(), SECS(45), "one attempt, to the end");
 }
 
 #[sim_test]

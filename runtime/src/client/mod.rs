@@ -6,7 +6,8 @@
 //!
 //! - **Attempts.** At most `max_retries + 1` (3 + 1). Before each one, a
 //!   passed deadline ends the call with [`ClientError::DeadlineExceeded`]; each
-//!   attempt's timeout is `min(timeout_secs, time left)`, and it covers the
+//!   attempt's timeout is `min(timeout_secs, time left)` (a request's own
+//!   [`timeout`](RequestBuilder::timeout) replaces `timeout_secs`), and it covers the
 //!   attempt's whole chain of redirect hops (as reqwest's timeout does). A
 //!   timeout that
 //!   happened because the deadline passed is `DeadlineExceeded`; one with time

@@ -1,5 +1,7 @@
 //! [`CallOptions`]: what one call asks beyond the configuration.
 
+use std::time::Duration;
+
 /// What one call asks of the client's rules beyond the configuration: more
 /// or fewer retries, a retry of a method that is not idempotent, a hedge.
 ///
@@ -28,6 +30,10 @@ pub struct CallOptions {
     pub(crate) retries: Option<u32>,
     pub(crate) retry_non_idempotent: bool,
     pub(crate) hedge: bool,
+    /// Each attempt's timeout instead of `http.client.timeout_secs`: what
+    /// `RequestBuilder::timeout` asks, as reqwest's per-request timeout
+    /// replaces its client's.
+    pub(crate) attempt_timeout: Option<Duration>,
 }
 
 impl CallOptions {
@@ -43,6 +49,7 @@ impl CallOptions {
             retries: None,
             retry_non_idempotent: false,
             hedge: false,
+            attempt_timeout: None,
         }
     }
 

@@ -46,8 +46,9 @@ impl RequestBuilder {
         }
     }
 
-    /// Adds a header. A name or value that is not valid HTTP makes
-    /// [`send`](RequestBuilder::send) fail with an error that names it.
+    /// Adds a header. A value that is not valid HTTP makes
+    /// [`send`](RequestBuilder::send) fail with an error that names its
+    /// header; a name that is not valid HTTP, with one that says so.
     pub fn header<K, V>(mut self, name: K, value: V) -> Self
     where
         HeaderName: TryFrom<K>,
@@ -99,9 +100,12 @@ impl RequestBuilder {
     }
 
     /// Appends `query`, URL-encoded, to the URL's query string, as
-    /// reqwest's does (`&[("page", "2")]`, a map or a struct).
+    /// reqwest's does (`&[("page", "2")]`, a map or a struct); a query with
+    /// no pairs (a struct whose fields are all `None`) leaves the URL as it
+    /// was.
     pub fn query<T: Serialize + ?Sized>(mut self, query: &T) -> Self {
         let encoded = match serde_urlencoded::to_string(query) {
+            Ok(encoded) if encoded.is_empty() => return self,
             Ok(encoded) => encoded,
             Err(err) => {
                 self.fail(&format!("the query does not serialize: {err}"));
@@ -123,7 +127,8 @@ impl RequestBuilder {
     }
 
     /// Sets `Authorization: Bearer <token>`, marked sensitive (kept out of
-    /// debug output).
+    /// debug output). It replaces an `Authorization` header set before,
+    /// where reqwest's adds a second one beside it.
     pub fn bearer_auth<T: fmt::Display>(mut self, token: T) -> Self {
         match HeaderValue::try_from(format!("Bearer {token}")) {
             Ok(mut value) => {
@@ -137,8 +142,13 @@ impl RequestBuilder {
 
     /// Bounds the whole call, every attempt and the reading of the body
     /// included, to `timeout` from when it is sent, as reqwest's does for its
-    /// one attempt. It shortens the current deadline, never lengthens it;
-    /// `http.client.timeout_secs` still bounds each attempt.
+    /// one attempt. It shortens the current deadline, never lengthens it.
+    /// It is each attempt's timeout too, instead of
+    /// `http.client.timeout_secs`, as reqwest's replaces its client's: a
+    /// call given longer than that for a slow endpoint is not cut at
+    /// `timeout_secs` and retried. So an attempt that runs out of time has
+    /// used the call's: attempts that fail (a `503`, a refused connection)
+    /// are still retried within it, attempts that time out are not.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -226,13 +236,18 @@ impl RequestBuilder {
             headers,
             body,
             options,
-            // `send` applies it as a deadline scope around the call.
-            timeout: _,
+            // `send` applies it as a deadline scope around the call, and
+            // it is each attempt's timeout.
+            timeout,
             error,
         } = self;
         if let Some(error) = error {
             return Err(error);
         }
+        let options = CallOptions {
+            attempt_timeout: timeout,
+            ..options
+        };
         let request = engine::Request::to_url(method, Url::parse(&url)?, headers, body)?;
         let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();

@@ -117,7 +117,9 @@ impl<B: Body> Call<B> {
                 HeaderValue::from_str(&key).expect("hex is a valid header value"),
             );
         }
-        let attempt_timeout = Duration::from_secs(config.timeout_secs);
+        let attempt_timeout = options
+            .attempt_timeout
+            .unwrap_or_else(|| Duration::from_secs(config.timeout_secs));
         let target = Target::new(&rules, uri, url, may_hedge)?;
         Ok(Self {
             method,
