@@ -3,11 +3,8 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
-
 use http::StatusCode;
-use opentelemetry::trace::{SpanKind, TracerProvider as _};
+use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use timebox::deadline::Deadline;
@@ -53,18 +50,14 @@ fn text(span: &SpanData, key: &str) -> Option<String> {
 
 #[sim_test]
 async fn each_attempt_is_a_client_span_and_a_retry_counts_its_resends(sim: Sim) {
-    let hits = Arc::new(AtomicU32::new(0));
-    let seen = Arc::clone(&hits);
+    // `n` counts the host's requests, this one included.
     sim.net().host(
         "up",
-        recording(&Recorder::new(), move |_| {
-            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
-            async move {
-                if first {
-                    StatusCode::SERVICE_UNAVAILABLE
-                } else {
-                    StatusCode::OK
-                }
+        recording(&Recorder::new(), |n| async move {
+            if n == 1 {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
             }
         }),
     );
@@ -92,6 +85,7 @@ async fn each_attempt_is_a_client_span_and_a_retry_counts_its_resends(sim: Sim) 
         Some("503")
     );
     assert_eq!(text(first, "error.type").as_deref(), Some("503"));
+    assert!(matches!(first.status, Status::Error { .. }), "{first:#?}");
     assert_eq!(
         text(retry, "timebox.attempt.kind").as_deref(),
         Some("retry")
@@ -105,6 +99,55 @@ async fn each_attempt_is_a_client_span_and_a_retry_counts_its_resends(sim: Sim) 
         Some("200")
     );
     assert_eq!(attribute(retry, "error.type"), None);
+    assert_eq!(retry.status, Status::Unset);
+}
+
+#[sim_test]
+async fn a_4xx_answer_is_an_error_of_a_client_span(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| async { StatusCode::NOT_FOUND }),
+    );
+    let client = sim.client();
+    let spans = attempt_spans(async {
+        let response = client.get("http://up/missing").send().await.unwrap();
+        assert_eq!(response.status(), 404);
+    })
+    .await;
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    assert_eq!(text(&spans[0], "error.type").as_deref(), Some("404"));
+    assert!(matches!(spans[0].status, Status::Error { .. }));
+}
+
+#[sim_test]
+async fn the_loser_of_a_hedge_race_is_no_error(sim: Sim) {
+    // The first request is slow: the hedge, sent at 20 ms, wins.
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |n| async move {
+            if n == 1 {
+                tokio::time::sleep(SECS(1)).await;
+            }
+            StatusCode::OK
+        }),
+    );
+    let mut config = timebox::config::Config::default();
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(20);
+    config.http.client.hedge.max_extra_load = 1.0;
+    let client = sim.client_with(&config);
+    let spans = attempt_spans(async {
+        let response = client.get("http://up/").send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    })
+    .await;
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let loser = spans
+        .iter()
+        .find(|span| text(span, "timebox.attempt.kind").as_deref() == Some("first"))
+        .expect("the first attempt's span");
+    assert_eq!(text(loser, "error.type").as_deref(), Some("_OTHER"));
+    assert_eq!(loser.status, Status::Unset, "{loser:#?}");
 }
 
 #[sim_test]

@@ -11,12 +11,17 @@
 //! | `http.request.resend_count` | the requests sent before it, when above 0 |
 //! | `http.response.status_code` | the answer's status |
 //! | `error.type` | see below |
+//! | `otel.status_code` | `ERROR` when `error.type` is set |
 //!
 //! `error.type` is one of a closed list: `timeout` (the attempt's own
 //! timeout), `deadline_exceeded` (the call's deadline), `connect`,
 //! `circuit_open` (the breaker refused the attempt, which was not sent),
 //! `retry_budget_exhausted` (the attempt failed and the budget could not pay
-//! for a retry), the status code of a 5xx answer, or `_OTHER`.
+//! for a retry), the status code of a 4xx or 5xx answer (both are errors
+//! for a client span, where a server's leaves 4xx alone), or `_OTHER`. An
+//! attempt with an `error.type` has the span status `Error`, except one
+//! the client cancelled itself (the loser of a hedge race, an attempt of a
+//! call dropped): it did not fail, it was no longer wanted.
 
 use http::{Method, Uri};
 use tracing::field::Empty;
@@ -39,6 +44,7 @@ pub(super) fn attempt_span(method: &Method, uri: &Uri, attempt: Attempt) -> Span
         http.request.resend_count = Empty,
         http.response.status_code = Empty,
         "error.type" = Empty,
+        otel.status_code = Empty,
     );
     if attempt.number > 1 && !span.is_disabled() {
         span.record("http.request.resend_count", attempt.number - 1);
@@ -57,10 +63,13 @@ pub(super) fn record_outcome(span: &Span, outcome: CallOutcome, budget_refused: 
     }
     let error_type = match outcome {
         _ if budget_refused => Some("retry_budget_exhausted".to_owned()),
-        CallOutcome::Status(status) => (status >= 500).then(|| status.to_string()),
+        CallOutcome::Status(status) => (status >= 400).then(|| status.to_string()),
         other => other.error_type().map(str::to_owned),
     };
     if let Some(error_type) = error_type {
         span.record("error.type", error_type.as_str());
+        if outcome != CallOutcome::Cancelled {
+            span.record("otel.status_code", "ERROR");
+        }
     }
 }

@@ -201,8 +201,9 @@ pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Valu
 }
 
 impl CallOutcome {
-    /// The O4 `error.type` of a failed attempt or call, `None` for an
-    /// answer.
+    /// The O4 `error.type` of an attempt or call that ended without an
+    /// answer, `None` for an answer (an attempt's span gives a 4xx or 5xx
+    /// answer its status as `error.type`).
     #[must_use]
     pub const fn error_type(self) -> Option<&'static str> {
         match self {
