@@ -823,33 +823,37 @@ async fn one_attempt_timeout_covers_the_whole_redirect_chain(sim: Sim) {
     assert_eq!(start.elapsed(), SECS(1));
 }
 
-#[sim_test]
-async fn a_redirect_that_comes_as_the_attempt_times_out_starts_no_hop(sim: Sim) {
-    let recorder = Recorder::new();
+/// `up` answers `GET /first` with `answer` after 1 s, as an attempt timeout
+/// of 1 s runs out; the result of one such attempt, and the outcomes told.
+async fn one_attempt_answered_as_it_times_out<R>(
+    sim: &Sim,
+    answer: fn() -> R,
+) -> (
+    Result<timebox::client::Response, ClientError>,
+    Vec<timebox::observe::CallOutcome>,
+)
+where
+    R: IntoResponse + Send + 'static,
+{
     sim.net().host(
         "up",
         axum::Router::new().route(
             "/first",
-            axum::routing::get(|| async {
+            axum::routing::get(move || async move {
                 sleep(SECS(1)).await;
-                axum::response::Redirect::temporary("http://next/")
+                answer()
             }),
         ),
     );
-    sim.net().host("next", echo(&recorder));
     let mut config = Config::default();
     config.http.client.timeout_secs = 1;
-    let err = sim
+    let result = sim
         .client_with(&config)
         .get("http://up/first")
         .retries(0)
         .send()
-        .await
-        .unwrap_err();
-    assert!(matches!(err, ClientError::Timeout), "{err}");
-    assert_eq!(recorder.count(), 0, "the next host heard nothing");
-    // Told as the timeout it was, not as the redirect's 307.
-    let outcomes: Vec<timebox::observe::CallOutcome> = sim
+        .await;
+    let outcomes = sim
         .observed()
         .into_iter()
         .filter_map(|event| match event {
@@ -857,7 +861,45 @@ async fn a_redirect_that_comes_as_the_attempt_times_out_starts_no_hop(sim: Sim) 
             _ => None,
         })
         .collect();
+    (result, outcomes)
+}
+
+#[sim_test]
+async fn a_redirect_that_comes_as_the_attempt_times_out_starts_no_hop(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("next", echo(&recorder));
+    let (result, outcomes) = one_attempt_answered_as_it_times_out(&sim, || {
+        axum::response::Redirect::temporary("http://next/")
+    })
+    .await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, ClientError::Timeout), "{err}");
+    assert_eq!(recorder.count(), 0, "the next host heard nothing");
+    // Told as the timeout it was, not as the redirect's 307.
     assert_eq!(outcomes, [timebox::observe::CallOutcome::Timeout]);
+}
+
+#[sim_test]
+async fn a_redirect_that_starts_no_hop_is_an_answer_even_as_the_attempt_times_out(sim: Sim) {
+    // No `Location`: nothing to follow.
+    let (result, outcomes) = one_attempt_answered_as_it_times_out(&sim, || StatusCode::FOUND).await;
+    assert_eq!(result.unwrap().status(), StatusCode::FOUND);
+    assert_eq!(outcomes, [timebox::observe::CallOutcome::Status(302)]);
+}
+
+#[sim_test]
+async fn a_location_no_request_can_be_sent_to_is_the_answer(sim: Sim) {
+    sim.net().host(
+        "up",
+        axum::Router::new().route(
+            "/",
+            // The URL standard takes `{` in a host; an HTTP request's URI
+            // does not.
+            axum::routing::get(|| async { (StatusCode::FOUND, [("location", "http://a{b/")]) }),
+        ),
+    );
+    let response = sim.client().get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::FOUND);
 }
 
 #[sim_test]

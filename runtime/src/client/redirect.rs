@@ -4,7 +4,7 @@ use http::header::{
     AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, LOCATION,
     PROXY_AUTHORIZATION, TRANSFER_ENCODING,
 };
-use http::{HeaderMap, Method, StatusCode};
+use http::{HeaderMap, Method, StatusCode, Uri};
 use url::Url;
 
 /// At most this many redirects are followed; one more is an error.
@@ -13,7 +13,11 @@ pub(super) const MAX_HOPS: u32 = 10;
 /// The next hop of a request.
 #[derive(Debug)]
 pub(super) struct Hop {
+    /// Where the request went: the redirect's own URL.
+    pub(super) from: Url,
     pub(super) url: Url,
+    /// `url` as the request's URI.
+    pub(super) uri: Uri,
     pub(super) method: Method,
     /// Whether the hop resends the body (307, 308); otherwise it goes
     /// without one.
@@ -33,12 +37,15 @@ pub(super) fn is_redirect(status: StatusCode) -> bool {
     )
 }
 
-/// Where a redirect response sends the request, or `None` when it is not a
-/// redirect the client follows (another status, or no parseable `Location`).
+/// Where a redirect response to a request for `from` sends it, or `None`
+/// when it is not a redirect the client follows: another status, or no
+/// `Location` that names an http(s) URL a request can be sent to (the
+/// URL standard takes some hosts, such as `a{b`, that an HTTP request's
+/// URI cannot carry).
 pub(super) fn next_hop(
     status: StatusCode,
     headers: &HeaderMap,
-    url: &Url,
+    from: Url,
     method: &Method,
 ) -> Option<Hop> {
     let keep_method = match status {
@@ -48,13 +55,16 @@ pub(super) fn next_hop(
         _ => return None,
     };
     let location = headers.get(LOCATION)?.to_str().ok()?;
-    let next = url.join(location).ok()?;
+    let next = from.join(location).ok()?;
     if !matches!(next.scheme(), "http" | "https") {
         return None;
     }
+    let uri = next.as_str().parse().ok()?;
     Some(if keep_method {
         Hop {
+            from,
             url: next,
+            uri,
             method: method.clone(),
             keeps_body: true,
         }
@@ -66,18 +76,19 @@ pub(super) fn next_hop(
             Method::GET
         };
         Hop {
+            from,
             url: next,
+            uri,
             method,
             keeps_body: false,
         }
     })
 }
 
-/// Adjusts the headers for the hop from `from` to `hop`: credentials never
-/// cross to another origin, and a body that was dropped takes its headers
-/// with it.
-pub(super) fn carry_headers(headers: &mut HeaderMap, from: &Url, hop: &Hop, had_body: bool) {
-    if from.origin() != hop.url.origin() {
+/// Adjusts the headers for `hop`: credentials never cross to another
+/// origin, and a body that was dropped takes its headers with it.
+pub(super) fn carry_headers(headers: &mut HeaderMap, hop: &Hop, had_body: bool) {
+    if hop.from.origin() != hop.url.origin() {
         for name in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {
             headers.remove(name);
         }
@@ -107,7 +118,7 @@ mod tests {
         let url = Url::parse("http://a.test/upload").unwrap();
         let mut answer = HeaderMap::new();
         answer.insert(http::header::LOCATION, HeaderValue::from_static("/done"));
-        let hop = next_hop(StatusCode::SEE_OTHER, &answer, &url, &Method::POST).unwrap();
+        let hop = next_hop(StatusCode::SEE_OTHER, &answer, url, &Method::POST).unwrap();
         let mut headers = HeaderMap::new();
         for (name, value) in [
             (CONTENT_TYPE, "application/json"),
@@ -119,10 +130,23 @@ mod tests {
             headers.insert(name, HeaderValue::from_static(value));
         }
 
-        carry_headers(&mut headers, &url, &hop, true);
+        carry_headers(&mut headers, &hop, true);
 
         assert_eq!(hop.method, Method::GET);
         let left: Vec<&str> = headers.keys().map(http::HeaderName::as_str).collect();
         assert_eq!(left, ["accept"]);
+    }
+
+    #[test]
+    fn a_location_no_request_can_be_sent_to_is_no_hop() {
+        let url = Url::parse("http://a.test/").unwrap();
+        let mut answer = HeaderMap::new();
+        // The URL standard takes `{` in a host; an HTTP request's URI does not.
+        answer.insert(
+            http::header::LOCATION,
+            HeaderValue::from_static("http://a{b/"),
+        );
+        assert!(url.join("http://a{b/").is_ok());
+        assert!(next_hop(StatusCode::FOUND, &answer, url, &Method::GET).is_none());
     }
 }

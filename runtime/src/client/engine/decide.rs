@@ -8,7 +8,7 @@ use http::StatusCode;
 use tracing::Span;
 
 use crate::breaker::{BreakerState, Permit};
-use crate::client::redirect::{self, MAX_HOPS};
+use crate::client::redirect::{self, Hop, MAX_HOPS};
 use crate::client::span;
 use crate::client::transport::TransportError;
 use crate::client::{Attempt, AttemptKind, ClientError};
@@ -19,7 +19,7 @@ use crate::retry::{classify_answer, hint_wait, RetryKind};
 use super::attempt::Pending;
 use super::call::Call;
 use super::charge::Charge;
-use super::request::{to_uri, Answer, Body};
+use super::request::{Answer, Body};
 use super::target::Target;
 
 /// A retry must leave at least this much of the deadline after its wait,
@@ -51,7 +51,7 @@ pub(crate) enum Next<R> {
 impl<B: Body> Call<B> {
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
-        let outcome = redirect_in_time(outcome, &pending, self.deadline);
+        let outcome = self.redirect_in_time(outcome, &pending);
         let observed = outcome.observed();
         self.budget_refused = false;
         if let (Outcome::Response(_), Some(stats)) = (&outcome, &self.target.stats) {
@@ -127,33 +127,33 @@ impl<B: Body> Call<B> {
         }
     }
 
-    /// A redirect is followed under the same rules, as a hop. One that
-    /// would resend a body already sent once is not: it is the answer.
-    fn follow<R: Answer>(&mut self, response: &R) -> Option<Next<R>> {
+    /// The hop a redirect answer starts (C7), or `None` when the answer is
+    /// the call's: not a redirect the client follows, or one that would
+    /// resend a body already sent once.
+    fn hop<R: Answer>(&self, response: &R) -> Option<Hop> {
         if !redirect::is_redirect(response.status()) {
             return None;
         }
         let from = self.target.url()?;
-        let hop = redirect::next_hop(response.status(), response.headers(), &from, &self.method)?;
-        if hop.keeps_body && self.body.is_none() {
-            return None;
-        }
+        let hop = redirect::next_hop(response.status(), response.headers(), from, &self.method)?;
+        (!hop.keeps_body || self.body.is_some()).then_some(hop)
+    }
+
+    /// A redirect is followed under the same rules, as a hop.
+    fn follow<R: Answer>(&mut self, response: &R) -> Option<Next<R>> {
+        let hop = self.hop(response)?;
         self.hops += 1;
         if self.hops > MAX_HOPS {
             return Some(Next::Return(Err(ClientError::TooManyRedirects)));
         }
         let had_body = self.body.as_ref().is_none_or(|body| !body.is_empty());
-        redirect::carry_headers(&mut self.headers, &from, &hop, had_body);
+        redirect::carry_headers(&mut self.headers, &hop, had_body);
         if !hop.keeps_body {
             let empty = B::empty();
             self.replayable = empty.replayable();
             self.body = Some(empty);
         }
-        let uri = match to_uri(&hop.url) {
-            Ok(uri) => uri,
-            Err(err) => return Some(Next::Return(Err(err))),
-        };
-        let next = match Target::new(&self.rules, uri, Some(hop.url), self.may_hedge) {
+        let next = match Target::new(&self.rules, hop.uri, Some(hop.url), self.may_hedge) {
             Ok(target) => target,
             Err(err) => return Some(Next::Return(Err(err))),
         };
@@ -165,6 +165,31 @@ impl<B: Body> Call<B> {
         self.method = hop.method;
         self.next_kind = AttemptKind::Redirect;
         Some(Next::Follow)
+    }
+
+    /// `outcome`, unless it is a redirect that would start a hop and came
+    /// as the attempt's time ran out. One attempt's timeout covers the
+    /// chain of hops (C7), so such a redirect starts no hop, whose host
+    /// would meet a timeout it never had a chance at: the attempt timed
+    /// out, or the deadline passed, as if the timer had been polled before
+    /// the answer. A redirect that starts no hop is an answer like any
+    /// other.
+    fn redirect_in_time<R: Answer>(&self, outcome: Outcome<R>, pending: &Pending) -> Outcome<R> {
+        match &outcome {
+            // The status first: only a redirect's time is read.
+            Outcome::Response(response)
+                if redirect::is_redirect(response.status())
+                    && pending.ends.is_expired()
+                    && self.hop(response).is_some() =>
+            {
+                if self.deadline.is_some_and(Deadline::is_expired) {
+                    Outcome::DeadlineExceeded
+                } else {
+                    Outcome::TimedOut
+                }
+            }
+            _ => outcome,
+        }
     }
 
     /// Whether the last result is worth another attempt that
@@ -274,30 +299,6 @@ impl<B: Body> Call<B> {
             reason,
         });
         self.finish(result)
-    }
-}
-
-/// `outcome`, unless it is a redirect that came as the attempt's time ran
-/// out. One attempt's timeout covers the chain of hops (C7), so such a
-/// redirect starts no hop, whose host would meet a timeout it never had a
-/// chance at: the attempt timed out, or the deadline passed, as if the
-/// timer had been polled before the answer.
-fn redirect_in_time<R: Answer>(
-    outcome: Outcome<R>,
-    pending: &Pending,
-    deadline: Option<Deadline>,
-) -> Outcome<R> {
-    match &outcome {
-        Outcome::Response(response)
-            if redirect::is_redirect(response.status()) && pending.ends.is_expired() =>
-        {
-            if deadline.is_some_and(Deadline::is_expired) {
-                Outcome::DeadlineExceeded
-            } else {
-                Outcome::TimedOut
-            }
-        }
-        _ => outcome,
     }
 }
 
