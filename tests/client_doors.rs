@@ -790,6 +790,52 @@ async fn a_response_a_later_middleware_makes_up_is_not_taken_for_a_redirect() {
     assert_eq!(response.text().await.unwrap(), "from the cache");
 }
 
+/// A middleware that sends every request to `addr`, as service discovery
+/// does.
+struct Discovery(SocketAddr);
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for Discovery {
+    async fn handle(
+        &self,
+        mut request: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        let url = request.url_mut();
+        url.set_ip_host(self.0.ip()).unwrap();
+        url.set_port(Some(self.0.port())).unwrap();
+        next.run(request, extensions).await
+    }
+}
+
+#[tokio::test]
+async fn a_middleware_that_sends_the_request_elsewhere_belongs_before_timebox() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async { StatusCode::OK })).await;
+    let before = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(Discovery(addr))
+        .with(Timebox::new(&config()))
+        .build();
+    let response = ends(before.get("http://orders.internal/").send())
+        .await
+        .expect("the request goes where discovery sends it");
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // After `Timebox`, the answer comes from a URL it did not ask for.
+    let after = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(Timebox::new(&config()))
+        .with(Discovery(addr))
+        .build();
+    let err = ends(after.get("http://orders.internal/").send())
+        .await
+        .expect_err("taken for a redirect reqwest followed");
+    let text = format!("{:?}", anyhow_chain(&err));
+    assert!(text.contains("followed a redirect itself"), "{text}");
+    assert!(text.contains("a middleware after timebox's"), "{text}");
+    assert_eq!(recorder.count(), 2);
+}
+
 /// The error's `Display` and every `source()` after it.
 fn anyhow_chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
     let mut chain = vec![err.to_string()];

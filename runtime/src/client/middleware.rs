@@ -36,7 +36,12 @@
 //!   not: [`reqwest_builder`] turns its redirects off. A client that follows
 //!   them itself is refused at its first redirect: the call fails with an
 //!   error whose source is a [`RedirectsOn`](super::RedirectsOn) that says so
-//!   and how to fix it.
+//!   and how to fix it. reqwest tells that only by the response's URL,
+//!   which is not the one requested: so a middleware that sends the request
+//!   elsewhere (service discovery, a signer adding to the query) goes before
+//!   `Timebox`, whose breakers, budgets and redirects then see where the
+//!   request really goes. After it, every call fails the same way, once
+//!   the request was sent and answered.
 //! - **Bodies.** A body reqwest can clone (bytes, text, JSON, a form) is
 //!   sent again on a retry or a `307`/`308`. A streaming body is sent once:
 //!   the call is never retried, and a redirect that would resend the body is

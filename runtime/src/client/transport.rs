@@ -125,7 +125,9 @@ impl ReqwestTransport {
 /// rules (each hop's deadline header, the retry allowance, the breaker of
 /// each host), which a client that follows them itself would bypass.
 /// reqwest does not say how a client was built, so this is found out at
-/// the first redirect, and that attempt fails.
+/// the first redirect, and that attempt fails. A middleware after the
+/// reqwest middleware's `Timebox` that sends the request to another URL
+/// looks the same to it, and gets the same error.
 #[derive(Debug)]
 pub struct RedirectsOn {
     requested: String,
@@ -139,7 +141,8 @@ impl fmt::Display for RedirectsOn {
             "the reqwest::Client given to timebox followed a redirect itself \
              ({} ended at {}); build it with \
              `.redirect(reqwest::redirect::Policy::none())` so that timebox \
-             follows redirects under its rules",
+             follows redirects under its rules (or, if a middleware after \
+             timebox's sent the request elsewhere, add that one before it)",
             self.requested, self.ended_at
         )
     }
