@@ -115,6 +115,60 @@ async fn the_same_seed_gives_the_same_retry_after_sequence_from_a_net_host(sim: 
     assert_ne!(first, net_retry_after_sequence(&Sim::new(10)).await);
 }
 
+/// The `Retry-After` values of 20 answers that a handler's error makes
+/// itself (an open breaker's 503), through the app, and through a host of
+/// the simulation's net.
+async fn error_retry_after_sequences(sim: &Sim) -> (Vec<u64>, Vec<u64>) {
+    sim.net().host(
+        "down",
+        axum::Router::new().fallback(|| async { http::StatusCode::INTERNAL_SERVER_ERROR }),
+    );
+    let mut config = timebox::config::Config::default();
+    config.breaker.minimum_sample_count = 1;
+    let client = sim.client_with(&config);
+    // The one failure opens the host's breaker.
+    let failed = client.get("http://down/").retries(0).send().await.unwrap();
+    assert_eq!(failed.status(), 500);
+    let calls_down = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let client = client.clone();
+            async move { client.get("http://down/").send().await.map(|_| "up") }
+        }),
+    );
+    sim.net().host("front", calls_down.clone());
+    let app = sim.app(calls_down);
+    // No breaker: it would open on these 503s and stop the calls.
+    let mut config = timebox::config::Config::default();
+    config.breaker.enabled = false;
+    let front = sim.client_with(&config);
+    let retry_after = |status: http::StatusCode, headers: &http::HeaderMap| -> u64 {
+        assert_eq!(status, 503);
+        headers["retry-after"].to_str().unwrap().parse().unwrap()
+    };
+    let (mut through_app, mut through_net) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        let response = app.request(support::http::request("GET", "/")).await;
+        through_app.push(retry_after(response.status(), response.headers()));
+        let response = front.get("http://front/").retries(0).send().await.unwrap();
+        through_net.push(retry_after(response.status(), response.headers()));
+    }
+    (through_app, through_net)
+}
+
+#[sim_test(seed = 9)]
+async fn the_same_seed_gives_the_same_retry_after_sequence_from_a_handlers_error(sim: Sim) {
+    let first = error_retry_after_sequences(&sim).await;
+    assert_eq!(first, error_retry_after_sequences(&Sim::new(9)).await);
+    for sequence in [&first.0, &first.1] {
+        assert!(
+            sequence.iter().collect::<BTreeSet<_>>().len() > 1,
+            "{first:?}"
+        );
+    }
+    assert_ne!(first, error_retry_after_sequences(&Sim::new(10)).await);
+}
+
 #[sim_test]
 async fn requests_through_the_app_take_virtual_time(sim: Sim) {
     let start = Instant::now();

@@ -21,6 +21,36 @@ pub(crate) fn fallback_entropy() -> Entropy {
     FALLBACK.get_or_init(Entropy::from_os).clone()
 }
 
+/// Marks an answer made without its request (an error's `IntoResponse`),
+/// whose `Retry-After` came from [`fallback_entropy`]: a simulation draws
+/// it again from its own source, so its runs replay.
+#[cfg(any(feature = "client", feature = "sqlx"))]
+#[derive(Debug, Clone, Copy)]
+struct DrawnWithoutRequest;
+
+/// `answer` for an error made into a response without its request: drawn
+/// from [`fallback_entropy`], and marked so that [`redraw_retry_after`] can
+/// draw it again.
+#[cfg(any(feature = "client", feature = "sqlx"))]
+pub(crate) fn without_request(answer: impl FnOnce(&Entropy) -> Response) -> Response {
+    let mut response = answer(&fallback_entropy());
+    response.extensions_mut().insert(DrawnWithoutRequest);
+    response
+}
+
+/// Draws the `Retry-After` of an answer made without its request again,
+/// from `entropy`, the source its request carried.
+#[cfg(feature = "sim")]
+pub(crate) fn redraw_retry_after(response: &mut Response, entropy: &Entropy) {
+    if response
+        .extensions_mut()
+        .remove::<DrawnWithoutRequest>()
+        .is_some()
+    {
+        set_retry_after(response, entropy);
+    }
+}
+
 /// Draws the `Retry-After` seconds: uniform in {1, 2, 3}, so clients told to
 /// come back do not all come back in the same second.
 pub(crate) fn retry_after_secs(entropy: &Entropy) -> u64 {

@@ -118,7 +118,7 @@ impl axum::response::IntoResponse for ClientError {
         match self {
             ClientError::DeadlineExceeded(_) => problem::deadline_error(),
             ClientError::CircuitBreakerOpen { .. } => {
-                problem::upstream_unavailable(&problem::fallback_entropy())
+                problem::without_request(problem::upstream_unavailable)
             }
             other => {
                 tracing::warn!(error = %other, "outbound call failed");

@@ -91,7 +91,7 @@ impl IntoResponse for PoolWaitError {
 /// The answer to a pool wait the deadline cut short (S11): `503` with
 /// `Retry-After` and [`DeadlineCancelled`](crate::server::DeadlineCancelled).
 pub(crate) fn cut_short_answer() -> Response {
-    problem::wait_cancelled("a database connection", &problem::fallback_entropy())
+    problem::without_request(|entropy| problem::wait_cancelled("a database connection", entropy))
 }
 
 /// Whether `err`'s `source()` chain holds a pool wait the deadline cut short:

@@ -9,13 +9,16 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use crate::entropy::Entropy;
+use crate::problem;
 use crate::server::ShutdownGate;
 use crate::shutdown::Shutdown;
 
 /// An axum router served in-process by a simulation: each request goes
 /// through the router's whole stack (the timebox layers included), on the
 /// simulation's clock, with the simulation's seeded [`Entropy`], so the
-/// `Retry-After` values it draws replay for the same seed.
+/// `Retry-After` values it draws replay for the same seed: those of the
+/// answers a handler's error makes itself (an open breaker's, a cut pool
+/// wait's) too.
 ///
 /// Made by [`Sim::app`](super::Sim::app). Cheap to clone.
 #[derive(Debug, Clone)]
@@ -50,10 +53,14 @@ impl SimApp {
     /// Dropping the future drops the request, as a client that went away.
     pub async fn request(&self, mut request: Request<Body>) -> Response<Body> {
         request.extensions_mut().insert(self.entropy.clone());
-        match &self.shutdown {
+        let mut response = match &self.shutdown {
             Some(shutdown) => call(ShutdownGate::new(self.router.clone(), shutdown), request).await,
             None => call(self.router.clone(), request).await,
-        }
+        };
+        // An error's own answer (an open breaker's, a cut pool wait's) is
+        // made without the request and its source: drawn again from ours.
+        problem::redraw_retry_after(&mut response, &self.entropy);
+        response
     }
 }
 

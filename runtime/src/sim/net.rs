@@ -15,6 +15,7 @@ use tower_service::Service;
 use crate::client::{ResponseBody, Transport, TransportError, TransportFuture};
 use crate::deadline::unscoped;
 use crate::entropy::Entropy;
+use crate::problem;
 
 /// A simulated network: named hosts that serve axum routers, with seeded
 /// latency, dropped requests, partitions and a log of every delivery.
@@ -185,7 +186,8 @@ impl SimNet {
         // The host's own random draws (its `Retry-After`s) are the
         // simulation's too, as in `SimApp`.
         request.extensions_mut().insert(self.entropy.clone());
-        let Ok(response) = unscoped(router.call(request)).await;
+        let Ok(mut response) = unscoped(router.call(request)).await;
+        problem::redraw_retry_after(&mut response, &self.entropy);
         pending.settle(response.status().as_str());
         Ok(response.map(|body| ResponseBody::from_stream(body.into_data_stream())))
     }
