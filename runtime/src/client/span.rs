@@ -21,7 +21,9 @@
 //! for a client span, where a server's leaves 4xx alone), or `_OTHER`. An
 //! attempt with an `error.type` has the span status `Error`, except one
 //! the client cancelled itself (the loser of a hedge race, an attempt of a
-//! call dropped): it did not fail, it was no longer wanted.
+//! call dropped before its deadline): it did not fail, it was no longer
+//! wanted. An attempt of a call dropped after its deadline passed ends
+//! `deadline_exceeded`.
 
 use http::{Method, Uri};
 use tracing::field::Empty;
