@@ -447,6 +447,36 @@ async fn a_client_that_stops_reading_holds_up_a_shutdowns_cleanup_half_a_second(
     drop(body);
 }
 
+/// A client that stopped reading past a timeout's hand-over bound, and
+/// reads again before `[DONE]`'s bound ends, finds the events it had and
+/// then the end of the body: not `[DONE]`, which would make the cut-off
+/// answer look whole without the error event that says it was cut (R5).
+#[tokio::test(start_paused = true)]
+async fn a_timeout_whose_error_event_was_not_taken_ends_without_done() {
+    let log = Log::default();
+    let events = futures_util::stream::repeat_with(|| Event::default().data("token"));
+    let body = served(guarded(events, Watchdog::new().total(SECS(60)), &log)).await;
+    // The error event is given up at 60.5 s; `[DONE]` would wait to 61 s.
+    sleep(SECS(60) + Duration::from_millis(700)).await;
+    let frames = ended(tokio::spawn(frames(body))).await;
+    assert!(!frames.is_empty(), "the tokens sent before the timeout");
+    assert!(
+        frames.iter().all(|(_, frame)| frame == "data: token\n\n"),
+        "{frames:?}"
+    );
+    assert_eq!(
+        log.entries(),
+        [
+            "cancel",
+            "remote_cleanup",
+            "evicted",
+            "evict",
+            "error_event",
+            "done"
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_completed_stream_cut_off_by_the_drain_still_ends_in_order() {
     let log = Log::default();

@@ -37,7 +37,7 @@ pub enum Step {
     /// or could not be, as for `ErrorEvent`.
     Final,
     /// `[DONE]` was handed to the response, or could not be, as for
-    /// `ErrorEvent`.
+    /// `ErrorEvent`; none is sent after an error event that could not be.
     Done,
 }
 
@@ -352,23 +352,33 @@ async fn end(
                     }
                     (_, CancelReason::Disconnect | CancelReason::Shutdown) => continue,
                 };
-                if let Some(tx) = &tx {
-                    send_bounded(tx, event).await;
+                let queued = match &tx {
+                    Some(tx) => send_bounded(tx, event).await,
+                    None => false,
+                };
+                if !queued {
+                    // R5: a stream cut short must not look like a short
+                    // answer. A client that took nothing within the bound
+                    // and reads again later must not find `[DONE]` after
+                    // the events it had: the body ends here, without it.
+                    tx = None;
                 }
             }
             EndStep::Done => {
-                let Some(tx) = tx.take() else { continue };
-                let queued = send_bounded(&tx, done()).await;
-                if queued && !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
-                    // Steps follow `[DONE]` (a shutdown's remote cleanup):
-                    // let the response take it first, so the client has it
-                    // before any tool hears of the cancellation. A `[DONE]`
-                    // that could not be queued is not waited for twice.
-                    let _ = tokio::time::timeout(HANDOVER_BOUND, tx.reserve()).await;
+                if let Some(tx) = tx.take() {
+                    let queued = send_bounded(&tx, done()).await;
+                    if queued && !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
+                        // Steps follow `[DONE]` (a shutdown's remote
+                        // cleanup): let the response take it first, so the
+                        // client has it before any tool hears of the
+                        // cancellation. A `[DONE]` that could not be queued
+                        // is not waited for twice.
+                        let _ = tokio::time::timeout(HANDOVER_BOUND, tx.reserve()).await;
+                    }
+                    // The body ends with `[DONE]`, not after the steps that
+                    // follow it.
+                    drop(tx);
                 }
-                // The body ends with `[DONE]`, not after the steps that
-                // follow it.
-                drop(tx);
             }
         }
         observe(step.into());
