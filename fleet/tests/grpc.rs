@@ -64,7 +64,9 @@ async fn a_call_past_its_grpc_timeout_gets_deadline_exceeded_and_its_handler_is_
         wait(2000),
     )
     .await;
-    assert_eq!(start.elapsed(), MS(300));
+    // Counted from a millisecond before the layer read the clock, where
+    // tonic's own timer for the header started.
+    assert_eq!(start.elapsed(), MS(299));
     assert_eq!(response.status(), 200);
     assert_eq!(
         trailers_only(&response),
@@ -72,6 +74,70 @@ async fn a_call_past_its_grpc_timeout_gets_deadline_exceeded_and_its_handler_is_
             "4",
             "deadline%20of%20300%20ms%20from%20the%20grpc-timeout%20header%20exceeded"
         )
+    );
+    assert_eq!(probe.dropped(), 1, "the handler was dropped");
+}
+
+/// A layer before timebox's that takes a tick of tokio's timer to forward
+/// a call: tonic's own timer for the call's `grpc-timeout`, started before
+/// either, fires first.
+#[derive(Clone)]
+struct ForwardsAfterATick<S>(S);
+
+impl<S, B> tower::Service<http::Request<B>> for ForwardsAfterATick<S>
+where
+    S: tower::Service<http::Request<B>> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = futures_util::future::BoxFuture<'static, Result<S::Response, S::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let ready = self.0.clone();
+        let mut inner = std::mem::replace(&mut self.0, ready);
+        Box::pin(async move {
+            tokio::time::sleep(MS(1)).await;
+            inner.call(request).await
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn tonics_own_timer_does_not_answer_before_the_layer() {
+    let probe = Probe::default();
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)]);
+    let service = RelayServer::new(probe.clone());
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .layer(tower::layer::layer_fn(ForwardsAfterATick))
+            .layer(GrpcDeadlineLayer::server(&Config::default()))
+            .add_service(service)
+            .serve_with_incoming(incoming),
+    );
+    let response = raw_call(
+        client_io,
+        "/fleet.Relay/Wait",
+        &[("grpc-timeout", "20m")],
+        wait(2000),
+    )
+    .await;
+    assert_eq!(
+        trailers_only(&response),
+        (
+            "4",
+            "deadline%20of%2020%20ms%20from%20the%20grpc-timeout%20header%20exceeded"
+        ),
+        "timebox's answer, not tonic's CANCELLED"
     );
     assert_eq!(probe.dropped(), 1, "the handler was dropped");
 }
@@ -154,7 +220,7 @@ async fn a_callers_grpc_timeout_still_counts_under_off() {
         wait(1000),
     )
     .await;
-    assert_eq!(start.elapsed(), MS(200));
+    assert_eq!(start.elapsed(), MS(199));
     assert_eq!(trailers_only(&response).0, "4");
 }
 
@@ -218,14 +284,16 @@ async fn the_deadline_shrinks_at_every_hop() {
         .await
         .expect("every hop has time")
         .into_inner();
-    assert_eq!(reply.relay_deadline_ms, 1400, "the front spent {HOP:?}");
-    assert_eq!(reply.leaf_deadline_ms, 1300, "the relay spent {HOP:?}");
+    // Each server counts a `grpc-timeout` from a millisecond before it read
+    // the clock, where tonic's own timer for it started.
+    assert_eq!(reply.relay_deadline_ms, 1399, "the front spent {HOP:?}");
+    assert_eq!(reply.leaf_deadline_ms, 1298, "the relay spent {HOP:?}");
     let seen = &relay.seen.lock().unwrap()[0];
     assert_eq!(seen.grpc_timeout, ["1400m"], "one value");
     assert_eq!(seen.deadline_ms, ["1400"], "one value");
     let seen = &leaf.seen.lock().unwrap()[0];
-    assert_eq!(seen.grpc_timeout, ["1300m"]);
-    assert_eq!(seen.deadline_ms, ["1300"]);
+    assert_eq!(seen.grpc_timeout, ["1299m"]);
+    assert_eq!(seen.deadline_ms, ["1299"]);
 }
 
 #[tokio::test(start_paused = true)]

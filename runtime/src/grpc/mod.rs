@@ -118,6 +118,15 @@ impl GrpcDeadlineLayer {
     /// random source seeded by the operating system. Give it a config that
     /// passed [`Config::validate`], which rejects method names that no call
     /// could match.
+    ///
+    /// Make it the first of the server's `.layer(..)` calls. tonic puts a
+    /// timer of its own on a call that carries `grpc-timeout`, started
+    /// before any layer runs, and ends the call with `CANCELLED` ("Timeout
+    /// expired") if that timer fires first. This layer counts a
+    /// `grpc-timeout` from one millisecond before it reads the clock, so
+    /// its `DEADLINE_EXCEEDED` comes first when nothing before it waits; a
+    /// layer before it that waits longer than that (an authentication
+    /// lookup, a concurrency limit) would leave the answer to tonic's timer.
     #[must_use]
     pub fn server(config: &Config) -> Self {
         Self {

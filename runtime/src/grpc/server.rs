@@ -29,6 +29,19 @@ use super::timeout;
 /// The most methods the events name one by one; later ones are `other`.
 const MAX_ROUTES: usize = 256;
 
+/// How long before the layer reads the clock a `grpc-timeout` counts from.
+///
+/// tonic puts a timer of its own on every call that carries the header,
+/// started in its own service before any layer runs, and answers
+/// `CANCELLED` ("Timeout expired") if that timer fires while the call is
+/// still going. Counted from one tick of tokio's timer earlier, the
+/// layer's deadline is never later than tonic's (the layers between are
+/// expected to forward at once, see [`GrpcDeadlineLayer::server`]), so a
+/// call past its deadline ends with the layer's `DEADLINE_EXCEEDED`.
+///
+/// [`GrpcDeadlineLayer::server`]: super::GrpcDeadlineLayer::server
+const AHEAD_OF_TONIC: Duration = Duration::from_millis(1);
+
 /// What the server layer knows: the deadlines of `[server.grpc]` and the
 /// shutdown it answers for.
 #[derive(Debug, Clone)]
@@ -96,9 +109,9 @@ impl ServerSettings {
         })
     }
 
-    /// The call's deadline: the earliest of what its headers and the
-    /// config say; `None` when nothing does.
-    fn budget(&self, path: &str, headers: &HeaderMap) -> Option<Budget> {
+    /// The call's budget: the earliest of what its headers and the config
+    /// say, with the `grpc-timeout` it carries; `None` when nothing does.
+    fn budget(&self, path: &str, headers: &HeaderMap) -> Option<(Budget, Option<Duration>)> {
         let configured = match self.methods.get(path) {
             Some(MethodRule::Timeout(length, name)) => {
                 Some((*length, Origin::Method(Arc::clone(name))))
@@ -106,7 +119,8 @@ impl ServerSettings {
             Some(MethodRule::Off) => None,
             None => self.default.map(|length| (length, Origin::Default)),
         };
-        let inbound = timeout::from_headers(headers).map(|length| (length, Origin::GrpcTimeout));
+        let grpc_timeout = timeout::from_headers(headers);
+        let inbound = grpc_timeout.map(|length| (length, Origin::GrpcTimeout));
         let header = self
             .inbound
             .earliest(headers)
@@ -115,7 +129,7 @@ impl ServerSettings {
             .into_iter()
             .flatten()
             .min_by_key(|(length, _)| *length)
-            .map(|(length, origin)| Budget { length, origin })
+            .map(|(length, origin)| (Budget { length, origin }, grpc_timeout))
     }
 }
 
@@ -186,7 +200,7 @@ where
             },
             start,
         });
-        let Some(budget) = settings.budget(req.uri().path(), req.headers()) else {
+        let Some((budget, grpc_timeout)) = settings.budget(req.uri().path(), req.headers()) else {
             // Not judged, but one of the method's calls for the cap.
             if let Some(check) = &check {
                 check.count(start);
@@ -227,7 +241,7 @@ where
                 return GrpcServerFuture::answered(status::deadline_too_short(&refused), counted);
             }
         }
-        let deadline = Deadline::after_start(start, budget.length);
+        let deadline = deadline_of(start, &budget, grpc_timeout);
         let uri = req.uri().clone();
         let future = deadline.sync_scope(|| self.inner.call(req));
         GrpcServerFuture {
@@ -242,6 +256,18 @@ where
             learn,
         }
     }
+}
+
+/// The deadline of a call that started at `start` with `budget`: never
+/// later than its `grpc-timeout` counted [`AHEAD_OF_TONIC`], where tonic's
+/// own timer for it started.
+fn deadline_of(start: Instant, budget: &Budget, grpc_timeout: Option<Duration>) -> Deadline {
+    let own = Deadline::after_start(start, budget.length);
+    let Some(grpc_timeout) = grpc_timeout else {
+        return own;
+    };
+    let tonics_start = start.checked_sub(AHEAD_OF_TONIC).unwrap_or(start);
+    own.min(Deadline::after_start(tonics_start, grpc_timeout))
 }
 
 /// Response future of [`GrpcServerDeadline`].
