@@ -121,6 +121,39 @@ async fn a_second_trigger_skips_to_the_end_at_once() {
     assert!(shutdown.drain_token().is_cancelled());
 }
 
+/// A second waiter (a gRPC server sharing the HTTP server's shutdown) that
+/// joins during the grace returns with the first, and one that comes after
+/// the sequence ended returns at once: neither runs the waits again from
+/// its own start.
+#[tokio::test(start_paused = true)]
+async fn a_waiter_that_joins_late_returns_when_the_sequence_ends() {
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let stuck = shutdown.in_flight().enter();
+    let start = Instant::now();
+    shutdown.trigger();
+    let first = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.wait_drained().await;
+            start.elapsed()
+        }
+    });
+    sleep(SECS(20)).await;
+    let joined = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.wait_drained().await;
+            start.elapsed()
+        }
+    });
+    assert_eq!(first.await.unwrap(), SECS(45), "5 + 30 + 10");
+    assert_eq!(joined.await.unwrap(), SECS(45), "with the first");
+    let after = Instant::now();
+    shutdown.wait_drained().await;
+    assert_eq!(after.elapsed(), Duration::ZERO, "the sequence is over");
+    drop(stuck);
+}
+
 /// G2: one signal is one trigger, however many times the shutdown was told
 /// to listen (two servers sharing it, each calling `listen_for_signals`):
 /// the request in flight gets its whole grace, not a forced end.

@@ -70,6 +70,11 @@ struct Shared {
     in_flight: InFlight,
     triggered: CancellationToken,
     forced: CancellationToken,
+    /// Cancelled when a caller of [`Shutdown::wait_drained`] has run the
+    /// sequence to its end: a caller that comes later, or joins while it
+    /// runs, returns then instead of running the waits again from its own
+    /// start.
+    finished: CancellationToken,
     prestop: Duration,
     grace: Duration,
     drain_force: Duration,
@@ -110,6 +115,7 @@ impl Shutdown {
                 in_flight,
                 triggered: CancellationToken::new(),
                 forced: CancellationToken::new(),
+                finished: CancellationToken::new(),
                 prestop: Duration::from_secs(server.prestop_grace_secs),
                 grace: Duration::from_secs(server.shutdown_timeout_secs),
                 drain_force: Duration::from_secs(server.drain_force_secs),
@@ -211,10 +217,24 @@ impl Shutdown {
     /// Runs the sequence once triggered (see [`Shutdown`]) and returns when it
     /// is over. Never waits without a bound after the trigger.
     ///
+    /// Several callers (an HTTP and a gRPC server sharing the shutdown) wait
+    /// for the same sequence and return together, when the first of them
+    /// reaches its end; a caller that comes after the sequence ended
+    /// returns at once.
+    ///
     /// # Cancellation safety
     ///
-    /// Dropping the future stops waiting; the tokens keep their state.
+    /// Dropping the future stops waiting; the tokens keep their state, and
+    /// another caller still waiting carries the sequence on.
     pub async fn wait_drained(&self) {
+        tokio::select! {
+            biased;
+            () = self.shared.finished.cancelled() => {}
+            () = self.run_sequence() => self.shared.finished.cancel(),
+        }
+    }
+
+    async fn run_sequence(&self) {
         let shared = &self.shared;
         shared.triggered.cancelled().await;
         let phase = self.phase(ShutdownPhase::Prestop);
