@@ -452,6 +452,28 @@ async fn at_phase_one_a_101_keeps_its_connection_upgrade() {
     assert_eq!(response.header("connection"), Some("upgrade"));
 }
 
+/// An HTTP/2 connection a client opened ahead of its requests (a pool, a
+/// proxy) gets its GOAWAY at phase 1 too: it ends gracefully while phase 1
+/// still holds the server open, and its client opens no stream on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_phase_one_an_http2_connection_with_no_request_yet_gets_goaway() {
+    let server = start(&config(30_000, 75)).await;
+    let in_flight = server.shutdown.in_flight().enter();
+    let (mut sender, connection) = http2(server.addr).await;
+    sender.ready().await.expect("the connection is open");
+    server.shutdown.trigger();
+    // Phase 1 is held open by the request in flight, and the header bound
+    // is 30 s: only a GOAWAY can end the connection this soon.
+    tokio::time::timeout(ROOM, connection)
+        .await
+        .expect("the connection ends after the GOAWAY")
+        .unwrap()
+        .expect("a graceful end");
+    let refused = sender.send_request(h2_get(server.addr, "/hello")).await;
+    assert!(refused.is_err(), "{refused:?}");
+    drop(in_flight);
+}
+
 /// A connection opened while phase 1 holds the server open (a request in
 /// flight) is told to go like the ones before it: HTTP/1 by `connection:
 /// close`, HTTP/2 by its 503 and then a GOAWAY, which ends it while the

@@ -22,14 +22,15 @@ use crate::shutdown::ConnectionBounds;
 /// deadline at least that far off, so no bound is ever missed, and a
 /// connection's driver wakes at most once per shortest bound besides its
 /// own deadline. Two changes can be waited for, both by a shutdown: the
-/// connection's first HTTP/2 request ([`http2`](Self::http2)), to send a
-/// GOAWAY, told once per connection; and the end of its requests
+/// connection turning out to be HTTP/2 ([`http2`](Self::http2)), by its
+/// connection preface or its first request, to send a GOAWAY, told once
+/// per connection; and the end of its requests
 /// ([`idle`](Self::idle)), to close it, told only once a wait began.
 #[derive(Debug)]
 pub(super) struct ConnectionClock {
     state: Mutex<State>,
     bounds: ConnectionBounds,
-    /// Told at the first HTTP/2 request.
+    /// Told once the connection is known to be HTTP/2.
     http2_seen: Notify,
     /// Told when the last request ends, once someone waits for that.
     became_idle: Notify,
@@ -38,13 +39,43 @@ pub(super) struct ConnectionClock {
 #[derive(Debug)]
 struct State {
     activity: Activity,
-    /// Set at the first HTTP/2 request: from then on bytes read are frames
-    /// of any stream, not the start of a head, and only the idle bound
-    /// applies.
+    /// Set when the client's HTTP/2 connection preface has arrived, or at
+    /// the first HTTP/2 request: from then on bytes read are frames of any
+    /// stream, not the start of a head; once a request has been served,
+    /// only the idle bound applies.
     http2: bool,
+    /// How many bytes of [`PREFACE`] the connection began with so far;
+    /// `None` once one differed.
+    preface: Option<usize>,
     /// Whether [`idle`](ConnectionClock::idle) waits for the end of the
     /// requests.
     idle_wanted: bool,
+}
+
+/// What an HTTP/2 client sends before anything else (RFC 9113, section
+/// 3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+impl State {
+    /// Matches `bytes`, read next, against [`PREFACE`]: whether they
+    /// complete it.
+    fn completes_preface(&mut self, bytes: &[u8]) -> bool {
+        let Some(matched) = self.preface else {
+            return false;
+        };
+        let rest = &PREFACE[matched..];
+        let len = rest.len().min(bytes.len());
+        if rest[..len] != bytes[..len] {
+            self.preface = None;
+            return false;
+        }
+        if len == rest.len() {
+            self.preface = None;
+            return true;
+        }
+        self.preface = Some(matched + len);
+        false
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -85,6 +116,7 @@ impl ConnectionClock {
                     started: false,
                 },
                 http2: false,
+                preface: Some(0),
                 idle_wanted: false,
             }),
             bounds,
@@ -97,11 +129,18 @@ impl ConnectionClock {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Bytes arrived from the client.
-    pub(super) fn on_read(&self) {
+    /// `bytes` arrived from the client.
+    pub(super) fn on_read(&self, bytes: &[u8]) {
         let mut state = self.lock();
         if state.http2 {
             return;
+        }
+        if state.completes_preface(bytes) {
+            // HTTP/2 before its first request: a shutdown sends it a GOAWAY
+            // too. Its first request is still due within the header bound.
+            state.http2 = true;
+            // A permit is kept if the driver is not waiting yet.
+            self.http2_seen.notify_one();
         }
         let activity = &mut state.activity;
         match activity {
@@ -230,8 +269,8 @@ impl ConnectionClock {
     }
 
     /// Resolves once the connection is known to speak HTTP/2: at once if
-    /// a request already said so, else at its first HTTP/2 request. An
-    /// HTTP/1 connection never resolves it.
+    /// its connection preface or a request already said so, else when one
+    /// does. An HTTP/1 connection never resolves it.
     ///
     /// # Cancellation safety
     ///
@@ -328,7 +367,7 @@ mod tests {
         let clock = ConnectionClock::new(BOUNDS);
         drop(clock.on_request(Version::HTTP_11, true));
         tokio::time::advance(Duration::from_secs(9)).await;
-        clock.on_read(); // the first byte of the next head
+        clock.on_read(b"G"); // the first byte of the next head
         assert!(!clock.is_idle());
         let start = Instant::now();
         assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
@@ -398,7 +437,7 @@ mod tests {
     async fn a_pipelined_head_after_a_bodiless_request_is_on_the_header_bound() {
         let clock = ConnectionClock::new(BOUNDS);
         let request = clock.on_request(Version::HTTP_11, true);
-        clock.on_read(); // part of the next head arrives with the first
+        clock.on_read(b"GET /"); // part of the next head arrives with the first
         tokio::time::advance(Duration::from_secs(1)).await;
         drop(request);
         let start = Instant::now();
@@ -410,7 +449,7 @@ mod tests {
     async fn http2_frames_do_not_start_a_head() {
         let clock = ConnectionClock::new(BOUNDS);
         drop(clock.on_request(Version::HTTP_2, true));
-        clock.on_read(); // a PING, say
+        clock.on_read(b"\0\0\x08\x06"); // a PING, say
         assert!(clock.is_idle());
         clock.http2().await;
         assert_eq!(
@@ -432,6 +471,33 @@ mod tests {
         assert!(waiting.poll().is_ready());
         // Known from then on: a later wait ends at once.
         assert!(tokio_test::task::spawn(clock.http2()).poll().is_ready());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_http2_preface_wakes_a_wait_for_it_before_any_request() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut waiting = tokio_test::task::spawn(clock.http2());
+        assert!(waiting.poll().is_pending());
+        let (first, rest) = PREFACE.split_at(10);
+        clock.on_read(first);
+        assert!(!waiting.is_woken(), "not all of it yet");
+        clock.on_read(&[rest, b"\0\0\0\x04"].concat()); // and SETTINGS
+        assert!(waiting.is_woken());
+        assert!(waiting.poll().is_ready());
+        // Its first request is still due within the header bound.
+        let start = Instant::now();
+        assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_http1_head_is_not_taken_for_the_preface() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut waiting = tokio_test::task::spawn(clock.http2());
+        clock.on_read(b"PRI * HTTP/1.1\r\n");
+        clock.on_read(&PREFACE[15..]);
+        assert!(!waiting.is_woken());
+        assert!(waiting.poll().is_pending());
     }
 
     #[tokio::test(start_paused = true)]

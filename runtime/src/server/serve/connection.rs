@@ -117,7 +117,7 @@ impl Connection {
         // A connection accepted during phase 1 is served, and told to go
         // like the others: its HTTP/1 responses ask the client to close
         // (see `ConnectionService`), and an HTTP/2 connection gets its
-        // GOAWAY once its first request says it is one.
+        // GOAWAY once its connection preface says it is one.
         let mut phase1_seen = phase1.is_cancelled();
         let mut goaway_sent = false;
         loop {

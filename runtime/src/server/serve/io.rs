@@ -57,7 +57,7 @@ impl<T: AsyncRead> AsyncRead for ClockedIo<T> {
         let before = buf.filled().len();
         let polled = this.io.poll_read(cx, buf);
         if buf.filled().len() > before {
-            this.clock.on_read();
+            this.clock.on_read(&buf.filled()[before..]);
         }
         polled
     }
