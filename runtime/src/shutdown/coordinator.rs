@@ -32,7 +32,9 @@ use super::{DrainToken, InFlight, ShutdownToken};
 ///
 /// A second trigger (a second signal) skips to the end at once. Nothing in
 /// the sequence waits without a bound: an orchestrator's grace period should
-/// be at least `prestop_grace_secs + shutdown_timeout_secs + drain_force_secs`.
+/// be at least `prestop_grace_secs + shutdown_timeout_secs + drain_force_secs`,
+/// plus one second for `timebox::server::serve` to close the
+/// connections still open, and whatever the process does after it returns.
 ///
 /// Clones share the same state.
 ///

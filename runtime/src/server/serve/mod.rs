@@ -27,8 +27,10 @@ use connection::Connections;
 /// with `Connection: close` (phase 1) while requests in flight finish within
 /// the grace; then streams still running are told to end and the listener
 /// closes (phase 2), and it returns when nothing is in flight or the drain
-/// bound passed, whichever is first, closing the connections still open. It
-/// never waits without a bound.
+/// bound passed, whichever is first, closing the connections still open:
+/// each gets up to one more second to write out what its last response
+/// left in its buffers (none after a second trigger). It never waits
+/// without a bound.
 ///
 /// # Connections
 ///
