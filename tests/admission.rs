@@ -35,6 +35,12 @@ async fn fixed() -> &'static str {
     "done"
 }
 
+/// A route with no deadline, whatever the inbound header says.
+#[get("/items", timeout = "off")]
+async fn list_items() -> &'static str {
+    "items"
+}
+
 fn config(sim: &Sim, check: DeadlineCheck) -> Config {
     let mut config = sim.config();
     config.server.timeouts.accept_deadline_header = true;
@@ -508,6 +514,42 @@ async fn a_route_with_its_own_rule_under_the_timebox_layer_is_checked_once(sim: 
     assert_eq!(
         sheds(&sim),
         ["request_shed reason=deadline_too_short_dark route=/work"]
+    );
+}
+
+/// One path, two methods: the macros' `GET` with its own rule (`off`), and
+/// a plain `POST` under the layer's global deadline. Each method is judged
+/// by its own rule and learns its own service time: the `POST`'s 40 ms do
+/// not refuse a `GET` that has no deadline, nor a `GET` leave the `POST`
+/// unchecked.
+#[sim_test]
+async fn the_methods_of_one_path_are_checked_each_by_its_own_rule(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Enforce);
+    config.server.timeouts.request_timeout_ms = Some(1000);
+    let router: Router = routes![list_items].into_router(&config).route(
+        "/items",
+        axum::routing::post(|| async {
+            sleep(MS(40)).await;
+            "created"
+        }),
+    );
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    for _ in 0..100 {
+        let response = app.request(request("POST", "/items")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let mut get = get_with_deadline_header("/items", "10");
+    let response = app.request(get).await;
+    assert_eq!(response.status(), StatusCode::OK, "the GET has no deadline");
+    assert_eq!(sheds(&sim), Vec::<String>::new());
+    // The GET did not make the path's POST look like a route of its own.
+    get = get_with_deadline_header("/items", "10");
+    *get.method_mut() = http::Method::POST;
+    let response = app.request(get).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        sheds(&sim),
+        ["request_shed reason=deadline_too_short route=/items"]
     );
 }
 

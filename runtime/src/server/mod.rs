@@ -76,10 +76,11 @@
 //!   it is only counted (`request_shed`, reason `deadline_too_short_dark`).
 //!   At most `max_reject_fraction` of a route's requests in any 10 s are
 //!   refused. Routes mounted by the macros check for themselves; plain
-//!   routes are checked by a `TimeboxLayer` with a global deadline, from
-//!   their second request on (the first tells it whether the route has a
-//!   rule of its own). A route under a bare `RouteDeadlineLayer` has no
-//!   check.
+//!   routes are checked by a `TimeboxLayer` with a global deadline, each
+//!   method of a path on its own (`HEAD` with `GET`), from its second
+//!   request on (the first tells it whether the route has a rule of its
+//!   own for that method). A route under a bare `RouteDeadlineLayer` has
+//!   no check.
 //! - The concurrency limit (A2, `concurrency`, default `"off"`), applied by
 //!   [`TimeboxLayer`] to every route under it: a request over the limit
 //!   waits, at most until the deadline known there (the global one,

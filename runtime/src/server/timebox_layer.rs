@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use axum::extract::MatchedPath;
 use axum::response::Response;
-use http::Request;
+use http::{Method, Request};
 use pin_project::pin_project;
 use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal, RouteChecks};
-use crate::config::Config;
+use crate::config::{AdmissionConfig, Config};
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Observers, ShedReason, Stage};
@@ -84,8 +84,9 @@ struct Settings {
     observers: Observers,
     /// The concurrency limit (A2) of every route under the layer.
     limiter: Option<Limiter>,
-    /// The deadline checks (A1) of the plain routes, by route template.
-    checks: Option<Arc<RouteChecks<PlainRoute>>>,
+    /// The deadline checks (A1) of the plain routes, by method and route
+    /// template.
+    checks: Option<Arc<MethodChecks>>,
 }
 
 impl TimeboxLayer {
@@ -102,7 +103,7 @@ impl TimeboxLayer {
                 entropy: Entropy::from_os(),
                 observers: config.observers.clone(),
                 limiter: Limiter::new(admission.concurrency, &admission.queue),
-                checks: RouteChecks::new(admission, MAX_ROUTES).map(Arc::new),
+                checks: MethodChecks::new(admission).map(Arc::new),
             }),
         }
     }
@@ -179,7 +180,9 @@ where
         let (budget, source) = DeadlineSource::Global.shortened(global, inbound);
         // A request that matched no route has no check.
         let plain = match (&settings.checks, &route) {
-            (Some(checks), RouteName::Matched(Some(path))) => checks.get(path.as_str()),
+            (Some(checks), RouteName::Matched(Some(path))) => {
+                checks.get(req.method(), path.as_str())
+            }
             _ => None,
         };
         // A deadline already passed (an inbound header of 0) is answered as
@@ -385,9 +388,47 @@ where
     }
 }
 
-/// One route's check, and whether the route is a plain one: a route with a
-/// rule of its own checks for itself, and the layer learns which it is from
-/// the route's first request.
+/// The checks of the plain routes, one table per method: the methods of
+/// one path can have different rules (a macro's `GET` beside a plain
+/// `POST`) and different service times. `HEAD` shares `GET`'s, as axum
+/// answers it with the `GET` handler; methods beyond the standard ones
+/// share one table.
+#[derive(Debug)]
+struct MethodChecks([RouteChecks<PlainRoute>; METHOD_TABLES]);
+
+/// The standard methods, `HEAD` with `GET`, and one for the others.
+const METHOD_TABLES: usize = 9;
+
+impl MethodChecks {
+    /// The checks of `admission`; `None` when the check is off.
+    fn new(admission: &AdmissionConfig) -> Option<Self> {
+        // The check is on or off for every table alike.
+        let tables: Option<Vec<_>> = (0..METHOD_TABLES)
+            .map(|_| RouteChecks::new(admission, MAX_ROUTES))
+            .collect();
+        tables?.try_into().ok().map(Self)
+    }
+
+    /// The check of `method` on `route`, made the first time.
+    fn get(&self, method: &Method, route: &str) -> Option<Arc<PlainRoute>> {
+        let table = match *method {
+            Method::GET | Method::HEAD => 0,
+            Method::POST => 1,
+            Method::PUT => 2,
+            Method::DELETE => 3,
+            Method::PATCH => 4,
+            Method::OPTIONS => 5,
+            Method::TRACE => 6,
+            Method::CONNECT => 7,
+            _ => 8,
+        };
+        self.0[table].get(route)
+    }
+}
+
+/// One route's check for one method, and whether the route is a plain one
+/// for it: a route with a rule of its own checks for itself, and the layer
+/// learns which it is from the first request.
 #[derive(Debug)]
 struct PlainRoute {
     check: Arc<DeadlineCheck>,
