@@ -287,7 +287,7 @@ impl Future for Acquire {
             },
             Self::Queued(queued) => {
                 if let Poll::Ready(Ok(permit)) = Pin::new(&mut queued.receiver).poll(cx) {
-                    Ok(permit)
+                    queued.unless_too_late(permit)
                 } else {
                     if queued.until.as_mut().poll(cx).is_pending() {
                         return Poll::Pending;
@@ -308,20 +308,44 @@ impl Queued {
         if self.shared.lock().leave(self.id) {
             return Err(self.refusal);
         }
-        self.receiver.try_recv().map_err(|_| self.refusal)
+        match self.receiver.try_recv() {
+            Ok(permit) => self.unless_too_late(permit),
+            Err(_) => Err(self.refusal),
+        }
+    }
+
+    /// A slot handed over: the request's, unless its deadline passed before
+    /// it could take it, when the request can do no work. The slot then
+    /// goes back with no sample: a time with it of next to nothing would
+    /// teach an adaptive limit a latency of nothing (Vegas: a no-load
+    /// latency that makes every real request look queued).
+    fn unless_too_late(&self, permit: Permit) -> Result<Permit, Refusal> {
+        if self.refusal == Refusal::Deadline && self.until.deadline() <= Instant::now() {
+            permit.release_unsampled();
+            return Err(Refusal::Deadline);
+        }
+        Ok(permit)
     }
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
         // A permit handed over after this is sent back by `release`.
-        self.shared.lock().leave(self.id);
+        let left = self.shared.lock().leave(self.id);
+        if !left {
+            // Handed a slot it will not take (its request was dropped, the
+            // client gone): back with no sample, as above.
+            if let Ok(permit) = self.receiver.try_recv() {
+                permit.release_unsampled();
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::num::NonZeroUsize;
+    use std::task::Poll;
     use std::time::Duration;
 
     use tokio::time::{advance, Instant};
@@ -401,6 +425,65 @@ mod tests {
         assert_eq!(refusal, Refusal::Deadline);
         assert_eq!(Instant::now(), deadline);
         assert_eq!(limiter.snapshot(), (1, 1, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slot_handed_over_after_the_waiters_deadline_goes_back() {
+        let limiter = limiter(1);
+        let mut holder = limiter.acquire(None).await.unwrap();
+        let deadline = Instant::now() + 30 * MS;
+        let mut waiting = tokio_test::task::spawn(limiter.acquire(Some(deadline)));
+        assert!(waiting.poll().is_pending());
+        // The deadline passes, and the slot frees before the waiter runs.
+        advance(30 * MS).await;
+        holder.answered();
+        drop(holder);
+        let Poll::Ready(result) = waiting.poll() else {
+            panic!("the wait is over");
+        };
+        assert_eq!(result.unwrap_err(), Refusal::Deadline);
+        assert_eq!(limiter.snapshot(), (1, 0, 0), "the slot is free");
+    }
+
+    /// A slot handed to a waiter that never takes it (or takes it after its
+    /// deadline) goes back with no sample: Vegas does not learn a no-load
+    /// latency of nothing, which would make every real request look queued
+    /// and shrink the limit.
+    #[tokio::test(start_paused = true)]
+    async fn a_slot_no_request_used_teaches_vegas_nothing() {
+        let limiter = Limiter::new(Concurrency::Vegas, &QueueConfig::default()).unwrap();
+        let (initial, _, _) = limiter.snapshot();
+        let mut held: Vec<_> = (0..initial)
+            .map(|_| match limiter.acquire(None) {
+                super::Acquire::Ready(Some(permit)) => permit,
+                _ => panic!("a free slot"),
+            })
+            .collect();
+        advance(10 * MS).await;
+        let mut gone = tokio_test::task::spawn(limiter.acquire(None));
+        assert!(gone.poll().is_pending(), "queued");
+        let mut first = held.pop().unwrap();
+        first.answered();
+        drop(first); // a 10 ms sample; its slot goes to `gone`
+        drop(gone);
+        for mut permit in held {
+            permit.answered();
+        }
+        for _ in 0..10 {
+            let (limit, _, _) = limiter.snapshot();
+            let round: Vec<_> = (0..limit)
+                .filter_map(|_| match limiter.acquire(None) {
+                    super::Acquire::Ready(permit) => permit,
+                    super::Acquire::Queued(_) => None,
+                })
+                .collect();
+            advance(10 * MS).await;
+            for mut permit in round {
+                permit.answered();
+            }
+        }
+        let (limit, _, _) = limiter.snapshot();
+        assert!(limit >= initial, "{limit} < {initial}");
     }
 
     #[tokio::test(start_paused = true)]
