@@ -317,10 +317,16 @@ impl Failed {
             // A diagnostic: what came, cut at the size, is enough.
             _ => read_up_to(response, limits.max_error_response_size).await.0,
         };
+        // An error naming the request it answers. One with no id (what the
+        // MCP Python SDK sends when it fails to handle a POST) answers no
+        // request for rmcp, which drops it: the call would wait forever.
+        // Such a failure is the status's, below.
         if let Ok(message @ JsonRpcMessage::Error(_)) =
             serde_json::from_slice::<ServerJsonRpcMessage>(&body)
         {
-            return Self::JsonRpc(Box::new(message));
+            if matches!(&message, JsonRpcMessage::Error(error) if error.id.is_some()) {
+                return Self::JsonRpc(Box::new(message));
+            }
         }
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             return Self::Http(HttpStatusError::new(status.as_u16(), retry_after).into());
@@ -459,6 +465,21 @@ mod tests {
         assert!(
             matches!(answer(&answered), Some(JsonRpcMessage::Error(_))),
             "{answered:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_json_rpc_error_with_no_id_is_the_failure_of_its_status() {
+        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"boom"}}"#;
+        let failed = post(
+            json(StatusCode::INTERNAL_SERVER_ERROR, body),
+            None,
+            Default::default(),
+        )
+        .await;
+        assert!(
+            matches!(&failed, Err(StreamableHttpError::HttpStatus(status)) if status.status == 500),
+            "{failed:?}"
         );
     }
 
