@@ -17,8 +17,13 @@ use serde_json::{json, Value};
 pub(crate) struct ChatRequest {
     pub(crate) model: String,
     pub(crate) messages: Vec<Message>,
-    #[serde(default)]
+    /// OpenAI's API takes `null` as it takes no value: not streamed.
+    #[serde(default, deserialize_with = "false_if_null")]
     pub(crate) stream: bool,
+}
+
+fn false_if_null<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(value)?.unwrap_or(false))
 }
 
 /// The roles OpenAI's API accepts for a message.
