@@ -121,6 +121,28 @@ async fn a_second_trigger_skips_to_the_end_at_once() {
     assert!(shutdown.drain_token().is_cancelled());
 }
 
+/// What runs after the sequence (a flush) learns of a second trigger: a
+/// wait for it ends then, and at once once it came.
+#[tokio::test(start_paused = true)]
+async fn a_second_trigger_ends_a_wait_for_it_and_says_so() {
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    assert!(!shutdown.is_forced(), "one trigger, a drained sequence");
+    let waiting = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.forced().await }
+    });
+    sleep(SECS(2)).await;
+    assert!(!waiting.is_finished());
+    shutdown.trigger();
+    waiting.await.unwrap();
+    assert!(shutdown.is_forced());
+    let start = Instant::now();
+    shutdown.forced().await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
 /// A second waiter (a gRPC server sharing the HTTP server's shutdown) that
 /// joins during the grace returns with the first, and one that comes after
 /// the sequence ended returns at once: neither runs the waits again from

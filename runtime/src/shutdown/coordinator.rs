@@ -199,10 +199,29 @@ impl Shutdown {
         self.shared.grace
     }
 
-    /// Whether the sequence was skipped to its end (a second trigger).
-    #[cfg(feature = "server")]
-    pub(crate) fn is_forced(&self) -> bool {
+    /// Whether a second trigger (a second signal) skipped the sequence to
+    /// its end.
+    #[must_use]
+    pub fn is_forced(&self) -> bool {
         self.shared.forced.is_cancelled()
+    }
+
+    /// Resolves once a second trigger skipped the sequence to its end, so
+    /// that what a process does after [`wait_drained`](Self::wait_drained)
+    /// or `serve` returns (a flush, the goodbyes to its peers) can stop
+    /// waiting when the operator asks twice. Resolves at once if one did.
+    ///
+    /// ```
+    /// # async fn flush() {}
+    /// # async fn after_serve(shutdown: timebox::shutdown::Shutdown) {
+    /// tokio::select! {
+    ///     () = flush() => {}
+    ///     () = shutdown.forced() => {} // a second Ctrl-C: no more waiting
+    /// }
+    /// # }
+    /// ```
+    pub async fn forced(&self) {
+        self.shared.forced.cancelled().await;
     }
 
     /// The app's observers, for the parts that refuse requests for us.
