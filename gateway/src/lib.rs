@@ -134,10 +134,15 @@ async fn run() -> Result<(), GatewayError> {
     )
     .router(&shutdown);
     println!("listening on http://{addr}");
-    let served = timebox::server::serve(listener, router, shutdown).await;
+    let served = timebox::server::serve(listener, router, shutdown.clone()).await;
     // The streams' last notices went to the MCP servers just before the
-    // server stopped; let them read them before the process ends.
-    tools.close(RemoteCleanup::DEFAULT_PER_NOTICE).await;
+    // server stopped; let them read them before the process ends, unless a
+    // second signal asks to end at once (or asked already).
+    tokio::select! {
+        biased;
+        () = shutdown.forced() => {}
+        () = tools.close(RemoteCleanup::DEFAULT_PER_NOTICE) => {}
+    }
     served.map_err(GatewayError::Serve)?;
     tracing::info!("shut down");
     Ok(())

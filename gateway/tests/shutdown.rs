@@ -129,7 +129,34 @@ async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_d
     );
 }
 
-/// Reads until the first `data:` line has arrived; what was read.
+/// The gateway lets its tool servers read the last cancellation notices
+/// after the server stopped (up to 2 s after the last one); a second signal
+/// then ends it at once, as the README says a second Ctrl-C does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_while_the_tools_are_told_goodbye_ends_at_once() {
+    let mut gateway = Gateway::start(&[
+        ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0"),
+        ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "1"),
+        ("TIMEBOX_SERVER__DRAIN_FORCE_SECS", "1"),
+    ]);
+    let client = reqwest::Client::new();
+    let mut response = open_stream(&client, &gateway.base, TOOL).await;
+    let head = read_until_data(&mut response).await;
+    gateway.sigterm();
+    let body = head + &read_to_end(&mut response).await;
+    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+    let over = tokio::task::block_in_place(|| {
+        gateway.wait_for_log(&["shutdown complete"], Duration::from_secs(5))
+    });
+    assert!(over.is_some(), "{}", gateway.log_text());
+    gateway.sigterm();
+    assert_eq!(
+        tokio::task::block_in_place(|| gateway.exit_within(Duration::from_millis(1000))),
+        Some(0)
+    );
+}
+
+/// Reads until the first `data:` line has arrived; what was read./// Reads until the first `data:` line has arrived; what was read.
 async fn read_until_data(response: &mut reqwest::Response) -> String {
     let mut body = String::new();
     while !body.contains("data: ") {
