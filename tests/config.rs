@@ -829,6 +829,18 @@ fn an_application_section_is_read_beside_the_config_and_not_an_unknown_key() {
     assert_eq!(app.workers, 0);
 }
 
+/// A section whose name has capitals is reached by its variables as
+/// timebox's own tables are: environment names are read in any case.
+#[test]
+fn an_application_section_with_capitals_is_reached_from_the_environment() {
+    let (_, app) = Loader::new()
+        .toml_str("[App]\nname = \"toml\"")
+        .env_vars([("TIMEBOX_APP__WORKERS", "8")])
+        .load_with::<AppSection>("App")
+        .unwrap();
+    assert_eq!((app.name.as_str(), app.workers), ("toml", 8));
+}
+
 /// An application's section named like one of timebox's own tables would
 /// take that table out of every source, the profile's included, and leave
 /// the `Config` its defaults without a word.

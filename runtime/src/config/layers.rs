@@ -79,16 +79,25 @@ impl Layer {
     }
 
     /// This layer without its top-level `key`, and `key` alone as a layer
-    /// of the same origin, if this layer has it.
+    /// of the same origin, if this layer has it. The environment's names
+    /// reach `key` in any case, as they reach timebox's own tables (a
+    /// variable's name is read in lowercase).
     pub(super) fn split_off(mut self, key: &str) -> (Self, Option<Self>) {
-        let taken = self.dict.remove(key).map(|value| {
-            let mut dict = Dict::new();
-            dict.insert(key.to_owned(), value);
-            Self {
-                metadata: self.metadata.clone(),
-                dict,
-            }
-        });
+        let found = if self.metadata.name == ENV_LAYER {
+            self.table_named(key).map(str::to_owned)
+        } else {
+            self.dict.contains_key(key).then(|| key.to_owned())
+        };
+        let taken = found
+            .and_then(|found| self.dict.remove(&found))
+            .map(|value| {
+                let mut dict = Dict::new();
+                dict.insert(key.to_owned(), value);
+                Self {
+                    metadata: self.metadata.clone(),
+                    dict,
+                }
+            });
         (self, taken)
     }
 

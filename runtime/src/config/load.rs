@@ -144,7 +144,10 @@ impl Loader {
     /// so it does not count as an unknown key; the rest is read as
     /// [`load`](Self::load) reads it. `T` is read from `section` alone, as
     /// an empty table when no source has it: give its fields serde defaults.
-    /// `TIMEBOX_<SECTION>__<KEY>` variables reach it as they reach the rest.
+    /// `TIMEBOX_<SECTION>__<KEY>` variables reach it as they reach the rest:
+    /// their names are read in lowercase, so they reach `section` however
+    /// it is spelt, and a field of `T` whose name has capitals only from a
+    /// file.
     ///
     /// # Examples
     ///
