@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use timebox::config::{
     BreakerConfig, BudgetConfig, CancelledCallOutcome, Concurrency, Config, ConfigError,
-    DeadlineCheck, Loader, Profile,
+    DeadlineCheck, Loader, MethodTimeout, Profile,
 };
 
 /// A directory of its own under the system temp dir, removed on drop.
@@ -597,6 +597,38 @@ fn a_route_override_counts_toward_the_shutdown_warning() {
 
     let shorter = Some(Duration::from_secs(10));
     assert_eq!(config.validate_with_route_deadline(shorter).unwrap(), []);
+}
+
+/// gRPC calls count in flight at shutdown too: their deadlines count
+/// toward the warning, the server's default and each method's.
+#[test]
+fn a_grpc_deadline_counts_toward_the_shutdown_warning() {
+    let mut config = Config::default();
+    config.server.shutdown_timeout_secs = 30;
+    config.server.grpc.default_timeout_ms = Some(120_000);
+    let warnings = config.validate().unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].key(), "server.shutdown_timeout_secs");
+    assert!(
+        warnings[0].to_string().contains("120000 ms"),
+        "{}",
+        warnings[0]
+    );
+
+    config.server.grpc.default_timeout_ms = None;
+    config.server.grpc.methods.insert(
+        "/fleet.Relay/Wait".to_owned(),
+        MethodTimeout::Millis(60_000),
+    );
+    let warnings = config.validate().unwrap();
+    assert!(
+        warnings[0].to_string().contains("60000 ms"),
+        "{}",
+        warnings[0]
+    );
+
+    config.server.shutdown_timeout_secs = 65;
+    assert_eq!(config.validate().unwrap(), []);
 }
 
 #[test]

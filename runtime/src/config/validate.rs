@@ -71,9 +71,10 @@ impl Config {
     ///
     /// Warnings:
     /// - `server.shutdown_timeout_secs` is shorter than the longest request
-    ///   deadline (the global `request_timeout_ms` or
-    ///   `longest_route_override`) plus 5 s, so requests still running at
-    ///   shutdown may be cut.
+    ///   deadline (the global `request_timeout_ms`,
+    ///   `longest_route_override`, or a gRPC call's: `server.grpc`'s
+    ///   `default_timeout_ms` or a method's) plus 5 s, so requests still
+    ///   running at shutdown may be cut.
     /// - `stream.stream_inactivity_timeout_secs` is set but shorter than
     ///   `http.client.timeout_secs`, so a slow tool call can end a stream
     ///   unless the stream's watchdog is suspended around it.
@@ -140,11 +141,23 @@ impl Config {
     }
 
     fn warn_shutdown(&self, longest_route_override: Option<Duration>, warnings: &mut Vec<Warning>) {
+        // gRPC calls count in flight too (with the server layer's shutdown).
+        let grpc = &self.server.grpc;
+        let longest_method = grpc
+            .methods
+            .values()
+            .filter_map(|timeout| match *timeout {
+                MethodTimeout::Millis(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+                MethodTimeout::Millis(_) | MethodTimeout::Off => None,
+            })
+            .max();
         let Some(longest) = self
             .server
             .timeouts
             .request_timeout()
             .max(longest_route_override)
+            .max(grpc.default_timeout())
+            .max(longest_method)
         else {
             return;
         };
@@ -155,8 +168,8 @@ impl Config {
                 key: "server.shutdown_timeout_secs",
                 message: format!(
                     "`server.shutdown_timeout_secs` is {} s, shorter than the longest \
-                     request deadline ({} ms) plus 5 s; requests running at shutdown \
-                     may be cut, set it to at least {}",
+                     request or gRPC call deadline ({} ms) plus 5 s; requests running \
+                     at shutdown may be cut, set it to at least {}",
                     shutdown.as_secs(),
                     longest.as_millis(),
                     needed.as_secs() + u64::from(needed.subsec_nanos() > 0),
