@@ -631,6 +631,24 @@ fn a_grpc_deadline_counts_toward_the_shutdown_warning() {
     assert_eq!(config.validate().unwrap(), []);
 }
 
+/// A gRPC method's name is matched as the call's path says it: set from
+/// the environment, it keeps its case, where the field names are read in
+/// any case.
+#[test]
+fn a_grpc_method_set_from_the_environment_keeps_its_case() {
+    let config = Loader::new()
+        .env_vars([(
+            "TIMEBOX_SERVER__GRPC__METHODS__/fleet.Relay/Forward",
+            "1500",
+        )])
+        .load()
+        .unwrap();
+    assert_eq!(
+        config.server.grpc.methods.get("/fleet.Relay/Forward"),
+        Some(&MethodTimeout::Millis(1500))
+    );
+}
+
 #[test]
 fn no_request_deadline_means_no_shutdown_warning() {
     let mut config = Config::default();

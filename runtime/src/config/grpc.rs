@@ -24,6 +24,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// "/fleet.Relay/Forward" = 1500
 /// "/fleet.Relay/Watch" = "off"
 /// ```
+///
+/// From the environment, a method's entry keeps the case of its name:
+/// `TIMEBOX_SERVER__GRPC__METHODS__/fleet.Relay/Forward=1500`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GrpcConfig {

@@ -141,7 +141,7 @@ impl Layer {
             if !rest.contains("__") {
                 continue;
             }
-            let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+            let path: Vec<String> = rest.split("__").map(level_name).collect();
             if path.iter().any(String::is_empty) {
                 errors.extend(ConfigError::new(
                     None,
@@ -191,6 +191,21 @@ fn parse_toml(text: &str, origin: &str) -> Result<Dict, ConfigError> {
             ),
         )
     })
+}
+
+/// The key a level of a variable's name stands for: a field's name in
+/// lowercase, as variables are written in any case; a level that is no
+/// field's name (it has a `/` or a `.`: a gRPC method's full name, a key of
+/// `server.grpc.methods`) as written, since such a key's case counts.
+fn level_name(level: &str) -> String {
+    if level
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        level.to_ascii_lowercase()
+    } else {
+        level.to_owned()
+    }
 }
 
 /// Sets `path` in `dict` to `value`, making tables on the way.
