@@ -502,6 +502,40 @@ async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim
     assert_eq!(sheds(&sim).len(), 1, "{:?}", sheds(&sim));
 }
 
+/// In dark mode too, a plain route's request is told its deadline before
+/// the check's count, and once (O1).
+#[sim_test]
+async fn a_plain_routes_dark_count_follows_its_deadline(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Dark);
+    config.server.timeouts.request_timeout_ms = Some(1000);
+    let router: Router = Router::new()
+        .route(
+            "/plain",
+            axum::routing::get(|| async {
+                sleep(MS(40)).await;
+                "done"
+            }),
+        )
+        .layer(TimeboxLayer::new(&config));
+    let app = sim.app(router);
+    for _ in 0..100 {
+        app.request(request("GET", "/plain")).await;
+    }
+    let before = lines(&sim.observed()).len();
+    // Counted, served, and cut at its 10 ms.
+    app.request(get_with_deadline_header("/plain", "10")).await;
+    let told = lines(&sim.observed())[before..].to_vec();
+    assert_eq!(
+        told[..2],
+        [
+            "deadline_set source=x-timebox-deadline-ms budget=10ms route=/plain",
+            "request_shed reason=deadline_too_short_dark route=/plain",
+        ]
+    );
+    let set = told.iter().filter(|line| line.starts_with("deadline_set"));
+    assert_eq!(set.count(), 1, "{told:?}");
+}
+
 #[sim_test]
 async fn a_route_with_its_own_rule_under_the_timebox_layer_is_checked_once(sim: Sim) {
     let mut config = config(&sim, DeadlineCheck::Dark);

@@ -136,10 +136,11 @@ impl DeadlineCheck {
     /// Judges a request with `time_left` at `now` (the clock reading its
     /// door took when the request arrived) on the route `route` (named
     /// `label()` in events, made only for an event that is told): `Some`
-    /// when it is refused (after `before_refusal` ran, and then the
-    /// refusal was told), `None` to serve it,
-    /// told as `deadline_too_short_dark` when dark mode would have refused
-    /// it. HTTP answers a refusal with 504, gRPC with `DEADLINE_EXCEEDED`.
+    /// when it is refused (after `before_verdict` ran, and then the
+    /// refusal was told), `None` to serve it, told as
+    /// `deadline_too_short_dark` (after `before_verdict` ran) when dark
+    /// mode would have refused it. HTTP answers a refusal with 504, gRPC
+    /// with `DEADLINE_EXCEEDED`.
     pub(crate) fn judge(
         &self,
         time_left: Duration,
@@ -147,7 +148,7 @@ impl DeadlineCheck {
         route: &str,
         label: impl FnOnce() -> Option<Label>,
         observers: &Observers,
-        before_refusal: impl FnOnce(),
+        before_verdict: impl FnOnce(),
     ) -> Option<TooShort> {
         let Verdict::TooShort {
             time_left,
@@ -158,8 +159,8 @@ impl DeadlineCheck {
         else {
             return None;
         };
+        before_verdict();
         let reason = if enforced {
-            before_refusal();
             ShedReason::DeadlineTooShort
         } else {
             ShedReason::DeadlineTooShortDark

@@ -1,5 +1,6 @@
 //! [`TimeboxLayer`]: the outer layer of a timebox router.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -190,12 +191,16 @@ where
         let judged = plain
             .as_ref()
             .filter(|plain| !budget.is_zero() && plain.is_plain());
+        // Whether the request's deadline was told already.
+        let told = Cell::new(false);
         if let Some(check) = judged {
             // A plain route's deadline is the global one: a request the
-            // check refuses is told it was set (O1), before the refusal, as
-            // gRPC and the route rules tell it. One it serves is told once
-            // its route has shown whose deadline it has (below).
+            // check has a verdict on (a refusal, or dark mode's count) is
+            // told it was set (O1), before the verdict, as gRPC and the
+            // route rules tell it. Any other is told once its route has
+            // shown whose deadline it has (below).
             let tell_set = || {
+                told.set(true);
                 settings.observers.emit(|| Event::DeadlineSet {
                     source: source.clone(),
                     budget,
@@ -230,7 +235,7 @@ where
             observers: settings.observers.clone(),
             // Told at the first poll, unless a route rule takes over.
             tell_at_first_poll: claim.is_none(),
-            told: false,
+            told: told.get(),
             check: None,
             learn: Learn::from_check(plain.as_ref().map(|plain| Arc::clone(&plain.check))),
             stage: Stage::Handler,

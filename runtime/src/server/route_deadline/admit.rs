@@ -15,14 +15,15 @@ use super::future::RouteName;
 
 /// Judges a request with `time_left` at `now` on its route: `Some` with the
 /// 504 to answer when the check refuses it (see [`DeadlineCheck::judge`];
-/// `before_refusal` runs first, for a caller with more to tell).
+/// `before_verdict` runs before a verdict is told, for a caller with more
+/// to tell).
 pub(crate) fn admit(
     check: &DeadlineCheck,
     time_left: Duration,
     now: Instant,
     route: &RouteName,
     observers: &Observers,
-    before_refusal: impl FnOnce(),
+    before_verdict: impl FnOnce(),
 ) -> Option<Response> {
     let refused = check.judge(
         time_left,
@@ -30,7 +31,7 @@ pub(crate) fn admit(
         route.as_str(),
         || route.label(),
         observers,
-        before_refusal,
+        before_verdict,
     )?;
     Some(problem::deadline_too_short(
         refused.time_left,
