@@ -22,9 +22,10 @@ use crate::shutdown::ConnectionBounds;
 /// deadline at least that far off, so no bound is ever missed, and a
 /// connection's driver wakes at most once per shortest bound besides its
 /// own deadline. Two changes can be waited for, both by a shutdown: the
-/// connection turning out to be HTTP/2 ([`http2`](Self::http2)), by its
-/// connection preface or its first request, to send a GOAWAY, told once
-/// per connection; and the end of its requests
+/// connection turning out to be HTTP/2 ([`http2`](Self::http2), by its
+/// connection preface or its first request; [`http2_request`]
+/// (Self::http2_request), by its first request), to send a GOAWAY; and the
+/// end of its requests
 /// ([`idle`](Self::idle)), to close it, told only once a wait began.
 #[derive(Debug)]
 pub(super) struct ConnectionClock {
@@ -47,6 +48,8 @@ struct State {
     /// How many bytes of [`PREFACE`] the connection began with so far;
     /// `None` once one differed.
     preface: Option<usize>,
+    /// Set at the first HTTP/2 request.
+    http2_request: bool,
     /// Whether [`idle`](ConnectionClock::idle) waits for the end of the
     /// requests.
     idle_wanted: bool,
@@ -117,6 +120,7 @@ impl ConnectionClock {
                 },
                 http2: false,
                 preface: Some(0),
+                http2_request: false,
                 idle_wanted: false,
             }),
             bounds,
@@ -178,8 +182,9 @@ impl ConnectionClock {
     /// has been written or abandoned).
     pub(super) fn on_request(self: &Arc<Self>, version: Version, bodiless: bool) -> RequestEnd {
         let mut state = self.lock();
-        if version == Version::HTTP_2 && !state.http2 {
+        if version == Version::HTTP_2 && !state.http2_request {
             state.http2 = true;
+            state.http2_request = true;
             // A permit is kept if the driver is not waiting yet.
             self.http2_seen.notify_one();
         }
@@ -278,6 +283,15 @@ impl ConnectionClock {
     /// until a call takes it, and the state is checked first.
     pub(super) async fn http2(&self) {
         while !self.lock().http2 {
+            self.http2_seen.notified().await;
+        }
+    }
+
+    /// Resolves once an HTTP/2 request has come on the connection: at once
+    /// if one has, else at the first. Cancellation safe as
+    /// [`http2`](Self::http2).
+    pub(super) async fn http2_request(&self) {
+        while !self.lock().http2_request {
             self.http2_seen.notified().await;
         }
     }
@@ -488,6 +502,18 @@ mod tests {
         let start = Instant::now();
         assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
         assert_eq!(start.elapsed(), Duration::from_secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_for_an_http2_request_is_not_ended_by_the_preface() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut waiting = tokio_test::task::spawn(clock.http2_request());
+        assert!(waiting.poll().is_pending());
+        clock.on_read(PREFACE);
+        assert!(waiting.poll().is_pending());
+        drop(clock.on_request(Version::HTTP_2, true));
+        assert!(waiting.is_woken());
+        assert!(waiting.poll().is_ready());
     }
 
     #[tokio::test(start_paused = true)]

@@ -117,8 +117,12 @@ impl Connection {
         // A connection accepted during phase 1 is served, and told to go
         // like the others: its HTTP/1 responses ask the client to close
         // (see `ConnectionService`), and an HTTP/2 connection gets its
-        // GOAWAY once its connection preface says it is one.
+        // GOAWAY once its first request has been answered (503, with
+        // `Retry-After`: it came for an answer). One accepted before gets
+        // it as soon as it is known to be HTTP/2, by its connection
+        // preface too (a pooled connection that has sent nothing yet).
         let mut phase1_seen = phase1.is_cancelled();
+        let goaway_after_a_request = phase1_seen;
         let mut goaway_sent = false;
         loop {
             tokio::select! {
@@ -147,7 +151,7 @@ impl Connection {
                     goaway_sent = true;
                     connection.as_mut().graceful_shutdown();
                 }
-                () = clock.http2(), if phase1_seen && !goaway_sent => {
+                () = http2_known(&clock, goaway_after_a_request), if phase1_seen && !goaway_sent => {
                     goaway_sent = true;
                     // GOAWAY: streams in flight finish, no new ones start.
                     connection.as_mut().graceful_shutdown();
@@ -169,6 +173,16 @@ impl Connection {
                 }
             }
         }
+    }
+}
+
+/// Resolves once the connection is known to be HTTP/2: by a request when
+/// `by_request`, else by its preface or a request.
+async fn http2_known(clock: &ConnectionClock, by_request: bool) {
+    if by_request {
+        clock.http2_request().await;
+    } else {
+        clock.http2().await;
     }
 }
 

@@ -52,9 +52,9 @@ use connection::Connections;
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
 /// From phase 1 of the shutdown every HTTP/1 response but a `101` carries
 /// `Connection: close` and every HTTP/2 connection gets a GOAWAY (one
-/// that has not sent a request yet too, and one opened during phase 1,
-/// once its connection preface shows it is HTTP/2), so keep-alive clients
-/// move to another instance. Connections idle
+/// that has not sent a request yet too, once its connection preface shows
+/// it is HTTP/2; one opened during phase 1 after its first request, which
+/// is answered 503), so keep-alive clients move to another instance. Connections idle
 /// between requests at that moment close as soon as what their last
 /// response left in the buffers is written, and HTTP/1 connections serving
 /// a request close after its response, also one whose head went out before
