@@ -10,8 +10,9 @@ use sqlx::{Sqlite, SqlitePool};
 use timebox::config::Config;
 use timebox::db::{acquire, Conn, PoolWaitError};
 use timebox::deadline::{is_deadline_exceeded, Deadline};
+use timebox::entropy::Entropy;
 use timebox::observe::{Event, Recording, Stage};
-use timebox::server::DeadlineCancelled;
+use timebox::server::{DeadlineCancelled, TimeboxLayer};
 use timebox::{get, routes};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -216,4 +217,45 @@ async fn a_pool_wait_cut_short_in_a_handlers_error_answers_503_not_504() {
     assert_eq!(response.status(), 503);
     assert!(response.extensions().get::<DeadlineCancelled>().is_some());
     assert!(response.headers().contains_key("retry-after"));
+}
+
+/// Waits at most 100 ms for a connection, on a plain axum route.
+async fn impatient_plain(
+    axum::extract::State(pool): axum::extract::State<SqlitePool>,
+) -> Result<&'static str, PoolWaitError> {
+    let _conn = Deadline::after(Duration::from_millis(100))
+        .scope(acquire(&pool))
+        .await?;
+    Ok("connected")
+}
+
+/// The `Retry-After`s of eight cut pool waits, under a `TimeboxLayer`
+/// whose source is seeded with `seed`.
+async fn retry_afters(pool: &SqlitePool, seed: u64) -> Vec<u64> {
+    let app = Router::new()
+        .route("/impatient", axum::routing::get(impatient_plain))
+        .layer(TimeboxLayer::new(&Config::default()).entropy(Entropy::seeded(seed)))
+        .with_state(pool.clone());
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        let response = send(&app, request("GET", "/impatient")).await;
+        assert_eq!(response.status(), 503);
+        seen.push(support::http::retry_after_secs(&response));
+    }
+    seen
+}
+
+/// S11's 503 is made by the error, without its request: its `Retry-After`
+/// still comes from the app's source, as every other timebox answer's
+/// does, so a seeded app replays it.
+#[tokio::test]
+async fn a_cut_pool_waits_retry_after_comes_from_the_apps_source() {
+    let pool = pool_of_one().await;
+    let _held = pool.acquire().await.unwrap();
+    tokio::time::pause();
+    let first = retry_afters(&pool, 42).await;
+    assert_eq!(retry_afters(&pool, 42).await, first);
+    let drawn = Entropy::seeded(42);
+    let expected: Vec<u64> = (0..8).map(|_| drawn.uniform(1..=3)).collect();
+    assert_eq!(first, expected);
 }

@@ -39,9 +39,11 @@ pub(crate) fn without_request(answer: impl FnOnce(&Entropy) -> Response) -> Resp
 }
 
 /// Draws the `Retry-After` of an answer made without its request again,
-/// from `entropy`, the source its request carried.
-#[cfg(feature = "sim")]
+/// from `entropy`, the source its request carried (a `TimeboxLayer`'s, a
+/// simulation's).
+#[cfg(any(feature = "sim", feature = "server"))]
 pub(crate) fn redraw_retry_after(response: &mut Response, entropy: &Entropy) {
+    #[cfg(any(feature = "client", feature = "sqlx"))]
     if response
         .extensions_mut()
         .remove::<DrawnWithoutRequest>()
@@ -49,6 +51,9 @@ pub(crate) fn redraw_retry_after(response: &mut Response, entropy: &Entropy) {
     {
         set_retry_after(response, entropy);
     }
+    // Without those features no answer is made without its request.
+    #[cfg(not(any(feature = "client", feature = "sqlx")))]
+    let _ = (response, entropy);
 }
 
 /// Draws the `Retry-After` seconds: uniform in {1, 2, 3}, so clients told to

@@ -175,7 +175,13 @@ where
         let route = RouteName::Matched(req.extensions().get::<MatchedPath>().cloned());
         let Some(global) = settings.global else {
             let queue = settings.queue(None, &route, &entropy);
-            return TimeboxFuture::new(State::passthrough(self.inner.call(req)), None, queue, None);
+            return TimeboxFuture::new(
+                State::passthrough(self.inner.call(req)),
+                None,
+                queue,
+                None,
+                entropy,
+            );
         };
         // An inbound header can only shorten the deadline.
         let (budget, source) = DeadlineSource::Global.shortened(global, inbound);
@@ -216,7 +222,7 @@ where
                 tell_set,
             );
             if let Some(refusal) = refused {
-                return TimeboxFuture::new(State::refused(refusal), None, None, None);
+                return TimeboxFuture::new(State::refused(refusal), None, None, None, entropy);
             }
         }
         let deadline = Deadline::after_start(start, budget);
@@ -231,7 +237,7 @@ where
             budget,
             source,
             start: Some(start),
-            entropy: Some(entropy),
+            entropy: Some(entropy.clone()),
             observers: settings.observers.clone(),
             // Told at the first poll, unless a route rule takes over.
             tell_at_first_poll: claim.is_none(),
@@ -242,7 +248,7 @@ where
             waiting: None,
         };
         if budget.is_zero() {
-            return TimeboxFuture::new(State::expired(expiry), None, None, None);
+            return TimeboxFuture::new(State::expired(expiry), None, None, None, entropy);
         }
         let future = deadline.sync_scope(|| self.inner.call(req));
         TimeboxFuture::new(
@@ -250,6 +256,7 @@ where
             claim,
             queue,
             plain,
+            entropy,
         )
     }
 }
@@ -299,6 +306,10 @@ pub struct TimeboxFuture<F> {
     permit: Option<Permit>,
     /// The route's deadline check, until the claim says whose it is.
     plain: Option<Arc<PlainRoute>>,
+    /// The request's random source: an answer the route made without its
+    /// request (a cut pool wait's 503) draws its `Retry-After` from it
+    /// again, so it comes from the app's source as the layer's own do.
+    entropy: Entropy,
 }
 
 impl<F> TimeboxFuture<F> {
@@ -307,6 +318,7 @@ impl<F> TimeboxFuture<F> {
         claim: Option<RouteClaim>,
         queue: Option<Queue>,
         plain: Option<Arc<PlainRoute>>,
+        entropy: Entropy,
     ) -> Self {
         Self {
             state,
@@ -314,6 +326,7 @@ impl<F> TimeboxFuture<F> {
             queue,
             permit: None,
             plain,
+            entropy,
         }
     }
 }
@@ -387,7 +400,10 @@ where
             }
         }
         Poll::Ready(match answer {
-            Answer::Inner(output) => output,
+            Answer::Inner(output) => output.map(|mut response| {
+                problem::redraw_retry_after(&mut response, this.entropy);
+                response
+            }),
             Answer::Timeout(response) | Answer::Refused(response) => Ok(response),
         })
     }
