@@ -461,9 +461,11 @@ async fn while_the_queue_is_young_a_freed_slot_goes_to_the_oldest_request(sim: S
     );
 }
 
-#[sim_test]
-async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim) {
-    let mut config = config(&sim, DeadlineCheck::Enforce);
+/// A plain axum route, `/plain`, taking 40 ms, under a `TimeboxLayer` with
+/// a 1 s global deadline and the check in `check`'s mode, taught its 40 ms
+/// median.
+async fn warmed_plain_route(sim: &Sim, check: DeadlineCheck) -> SimApp {
+    let mut config = config(sim, check);
     config.server.timeouts.request_timeout_ms = Some(1000);
     let router: Router = Router::new()
         .route(
@@ -481,6 +483,12 @@ async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim
             StatusCode::OK
         );
     }
+    app
+}
+
+#[sim_test]
+async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim) {
+    let app = warmed_plain_route(&sim, DeadlineCheck::Enforce).await;
     let response = app.request(get_with_deadline_header("/plain", "10")).await;
     assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
     assert_eq!(
@@ -506,21 +514,7 @@ async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim
 /// the check's count, and once (O1).
 #[sim_test]
 async fn a_plain_routes_dark_count_follows_its_deadline(sim: Sim) {
-    let mut config = config(&sim, DeadlineCheck::Dark);
-    config.server.timeouts.request_timeout_ms = Some(1000);
-    let router: Router = Router::new()
-        .route(
-            "/plain",
-            axum::routing::get(|| async {
-                sleep(MS(40)).await;
-                "done"
-            }),
-        )
-        .layer(TimeboxLayer::new(&config));
-    let app = sim.app(router);
-    for _ in 0..100 {
-        app.request(request("GET", "/plain")).await;
-    }
+    let app = warmed_plain_route(&sim, DeadlineCheck::Dark).await;
     let before = lines(&sim.observed()).len();
     // Counted, served, and cut at its 10 ms.
     app.request(get_with_deadline_header("/plain", "10")).await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use timebox::config::{
     BreakerConfig, BudgetConfig, CancelledCallOutcome, Concurrency, Config, ConfigError,
-    DeadlineCheck, Loader, MethodTimeout, Profile,
+    DeadlineCheck, Loader, MethodTimeout, Profile, Warning,
 };
 
 /// A directory of its own under the system temp dir, removed on drop.
@@ -582,18 +582,23 @@ fn a_shutdown_shorter_than_the_request_deadline_plus_five_seconds_warns() {
     assert_eq!(config.validate().unwrap(), []);
 }
 
+/// `warnings` is the shutdown grace's one warning, naming `deadline`.
+fn assert_the_shutdown_warning(warnings: &[Warning], deadline: &str) {
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].key(), "server.shutdown_timeout_secs");
+    assert!(
+        warnings[0].to_string().contains(deadline),
+        "{}",
+        warnings[0]
+    );
+}
+
 #[test]
 fn a_route_override_counts_toward_the_shutdown_warning() {
     let config = Config::preset(Profile::Prod); // 30 s deadline, 35 s shutdown
     let longest = Some(Duration::from_secs(120));
     let warnings = config.validate_with_route_deadline(longest).unwrap();
-    assert_eq!(warnings.len(), 1);
-    assert_eq!(warnings[0].key(), "server.shutdown_timeout_secs");
-    assert!(
-        warnings[0].to_string().contains("120000 ms"),
-        "{}",
-        warnings[0]
-    );
+    assert_the_shutdown_warning(&warnings, "120000 ms");
 
     let shorter = Some(Duration::from_secs(10));
     assert_eq!(config.validate_with_route_deadline(shorter).unwrap(), []);
@@ -606,26 +611,14 @@ fn a_grpc_deadline_counts_toward_the_shutdown_warning() {
     let mut config = Config::default();
     config.server.shutdown_timeout_secs = 30;
     config.server.grpc.default_timeout_ms = Some(120_000);
-    let warnings = config.validate().unwrap();
-    assert_eq!(warnings.len(), 1);
-    assert_eq!(warnings[0].key(), "server.shutdown_timeout_secs");
-    assert!(
-        warnings[0].to_string().contains("120000 ms"),
-        "{}",
-        warnings[0]
-    );
+    assert_the_shutdown_warning(&config.validate().unwrap(), "120000 ms");
 
     config.server.grpc.default_timeout_ms = None;
     config.server.grpc.methods.insert(
         "/fleet.Relay/Wait".to_owned(),
         MethodTimeout::Millis(60_000),
     );
-    let warnings = config.validate().unwrap();
-    assert!(
-        warnings[0].to_string().contains("60000 ms"),
-        "{}",
-        warnings[0]
-    );
+    assert_the_shutdown_warning(&config.validate().unwrap(), "60000 ms");
 
     config.server.shutdown_timeout_secs = 65;
     assert_eq!(config.validate().unwrap(), []);
