@@ -22,11 +22,11 @@ use crate::shutdown::ConnectionBounds;
 /// deadline at least that far off, so no bound is ever missed, and a
 /// connection's driver wakes at most once per shortest bound besides its
 /// own deadline. Two changes can be waited for, both by a shutdown: the
-/// connection turning out to be HTTP/2 ([`http2`](Self::http2), by its
-/// connection preface or its first request; [`http2_request`]
-/// (Self::http2_request), by its first request), to send a GOAWAY; and the
-/// end of its requests
-/// ([`idle`](Self::idle)), to close it, told only once a wait began.
+/// connection turning out to be HTTP/2, to send a GOAWAY (by its connection
+/// preface or its first request, [`http2`](Self::http2); by its first
+/// request, [`http2_request`](Self::http2_request)); and the end of its
+/// requests ([`idle`](Self::idle)), to close it, told only once a wait
+/// began.
 #[derive(Debug)]
 pub(super) struct ConnectionClock {
     state: Mutex<State>,
