@@ -5,7 +5,7 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{open_stream, python_check, read_to_end, Gateway};
+use support::{open_stream, python_check, read_to_end, Gateway, PythonCheck};
 
 const ANSWER: &str =
     "A deadline is a promise about time: keep it, pass it on, and stop when it is spent.";
@@ -43,13 +43,25 @@ fn a_model_that_goes_silent_ends_in_an_error_naming_inactivity_not_a_short_answe
 /// Heartbeats every second find the closed connection, if the server does
 /// not see it at once; the remote cleanup may take up to 5 s (DESIGN R3).
 /// The bound is counted from the client process's exit, a little after it
-/// hung up.
+/// hung up. The client hangs up once the tool call has reached the tool
+/// server: one that hangs up sooner leaves nothing to cancel.
 #[test]
 fn a_client_that_hangs_up_during_a_tool_call_gets_the_tool_cancelled() {
     let heartbeat = Duration::from_secs(1);
     let cleanup_bound = Duration::from_secs(5);
     let gateway = Gateway::start(&[("TIMEBOX_STREAM__HEARTBEAT_SECS", "1")]);
-    python_check(&gateway, "disconnect");
+    let mut client = PythonCheck::start(&gateway, "disconnect");
+    let started = gateway.wait_for_log(
+        &["tool_server", "slow_task started"],
+        Duration::from_secs(30),
+    );
+    assert!(
+        started.is_some(),
+        "the tool call did not start; gateway log:\n{}",
+        gateway.log_text()
+    );
+    client.go_on();
+    client.finish(&gateway);
     let bound = heartbeat + cleanup_bound;
     let cancelled =
         gateway.wait_for_log(&["tool_server", "notifications/cancelled received"], bound);

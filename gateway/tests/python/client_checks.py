@@ -71,7 +71,8 @@ def hang(base_url):
 
 
 def disconnect(base_url):
-    """Reads the start of a tool-using answer, then hangs up."""
+    """Reads the start of a tool-using answer, waits for a line on stdin (the
+    caller sends it once the tool call has started), then hangs up."""
     chunks = client(base_url).chat.completions.create(
         model="scripted-tool-60s", messages=MESSAGES, stream=True
     )
@@ -80,6 +81,7 @@ def disconnect(base_url):
         text += chunk.choices[0].delta.content or ""
         if text.endswith("first. "):
             break
+    sys.stdin.readline()
     chunks.close()
     return {"text": text}
 

@@ -3,7 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)] // each test file uses a different part
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
@@ -371,20 +371,60 @@ pub fn unix_now() -> f64 {
 /// Runs one check of `python/client_checks.py` against `gateway`; what it
 /// saw, as JSON. Fails the test with the check's output when it fails.
 pub fn python_check(gateway: &Gateway, check: &str) -> serde_json::Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_checks.py");
-    let output = Command::new(python())
-        .arg(script)
-        .args([gateway.base.as_str(), check])
-        .output()
-        .expect("the python check runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "python check `{check}` failed\nstdout: {stdout}\nstderr: {}\ngateway log:\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        gateway.log_text()
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{err}: {stdout}"))
+    PythonCheck::start(gateway, check).finish(gateway)
+}
+
+/// A check of `python/client_checks.py` under way. A check that has to wait
+/// for something only the gateway's log shows (a tool call started) waits
+/// for a line on its standard input: [`go_on`](Self::go_on).
+pub struct PythonCheck {
+    child: Child,
+    check: String,
+}
+
+impl PythonCheck {
+    /// Starts `check` against `gateway`.
+    pub fn start(gateway: &Gateway, check: &str) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_checks.py");
+        let child = Command::new(python())
+            .arg(script)
+            .args([gateway.base.as_str(), check])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the python check runs");
+        Self {
+            child,
+            check: check.to_owned(),
+        }
+    }
+
+    /// Lets a check that waits on its standard input go on.
+    pub fn go_on(&mut self) {
+        let stdin = self.child.stdin.as_mut().expect("stdin is piped");
+        writeln!(stdin).expect("the python check reads its standard input");
+    }
+
+    /// Waits for the check to end; what it saw, as JSON. Fails the test with
+    /// the check's output when it fails.
+    pub fn finish(mut self, gateway: &Gateway) -> serde_json::Value {
+        // A check still waiting on its input reads the end of it and goes on.
+        drop(self.child.stdin.take());
+        let output = self
+            .child
+            .wait_with_output()
+            .expect("the python check ends");
+        let check = self.check;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "python check `{check}` failed\nstdout: {stdout}\nstderr: {}\ngateway log:\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            gateway.log_text()
+        );
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|err| panic!("{err}: {stdout}"))
+    }
 }
 
 /// Starts a streamed completion from `model`; the response, its body
