@@ -261,13 +261,14 @@ impl Shutdown {
         let phase = self.phase(ShutdownPhase::Prestop);
         self.unless_forced(tokio::time::sleep(shared.prestop)).await;
         phase.end();
+        // Each phase's line is written once what it says is true.
+        shared.token.cancel();
         tracing::info!(
             in_flight = shared.in_flight.count(),
             "shutdown phase 1: new requests get 503; waiting up to {} s \
              (`server.shutdown_timeout_secs`) for the requests in flight",
             shared.grace.as_secs_f64()
         );
-        shared.token.cancel();
         let phase = self.phase(ShutdownPhase::Grace);
         self.unless_forced(tokio::time::timeout(
             shared.grace,
@@ -275,13 +276,13 @@ impl Shutdown {
         ))
         .await;
         phase.end();
+        shared.drain.cancel();
         tracing::info!(
             in_flight = shared.in_flight.count(),
             "shutdown phase 2: streams still running are told to end; waiting up to \
              {} s (`server.drain_force_secs`) for them",
             shared.drain_force.as_secs_f64()
         );
-        shared.drain.cancel();
         let phase = self.phase(ShutdownPhase::Drain);
         self.unless_forced(tokio::time::timeout(
             shared.drain_force,
