@@ -111,6 +111,22 @@ async fn start(config: &Config) -> Server {
     }
 }
 
+impl Server {
+    /// Waits until at least `n` requests are in flight: the server has read
+    /// them and let them in. Fails the test after [`ROOM`].
+    async fn wait_in_flight(&self, n: usize) {
+        let in_flight = self.shutdown.in_flight();
+        let give_up = Instant::now() + ROOM;
+        while in_flight.count() < n {
+            assert!(
+                Instant::now() < give_up,
+                "{n} requests were not in flight within {ROOM:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
 /// How long until the server closes `stream` (EOF or reset), at most `bound`.
 async fn closed_within(stream: &mut TcpStream, bound: Duration) -> Duration {
     let start = Instant::now();
@@ -264,7 +280,7 @@ async fn after_phase_one_starts_a_keep_alive_response_says_close_and_the_connect
         .write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_in_flight(1).await;
     server.shutdown.trigger();
     let response = read_response(&mut stream).await.expect("the slow response");
     assert_eq!(response.status, 200);
@@ -282,7 +298,7 @@ async fn at_phase_one_idle_connections_close_at_once_and_new_ones_get_503_with_c
         .unwrap();
     let mut idle = connect(server.addr).await;
     assert_eq!(get_hello(&mut idle).await.status, 200);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_in_flight(1).await;
     server.shutdown.trigger();
     closed_within(&mut idle, ROOM).await;
 
@@ -304,13 +320,20 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
     let (mut sender, connection) = http2(server.addr).await;
     let slow = sender.send_request(h2_get(server.addr, "/slow"));
     let slow = tokio::spawn(slow);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_in_flight(1).await;
     server.shutdown.trigger();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // After the GOAWAY the client opens no new stream on this connection
-    // (without it, the stream would be opened and answered 503).
-    let refused = sender.send_request(h2_get(server.addr, "/hello")).await;
-    assert!(refused.is_err(), "{refused:?}");
+    // Once the GOAWAY arrives the client opens no new stream on this
+    // connection. Until then a stream is opened and answered 503; without
+    // the GOAWAY that goes on until the test gives up.
+    let give_up = Instant::now() + ROOM;
+    loop {
+        match sender.send_request(h2_get(server.addr, "/hello")).await {
+            Err(_) => break,
+            Ok(response) => assert_eq!(response.status(), 503),
+        }
+        assert!(Instant::now() < give_up, "no GOAWAY within {ROOM:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let response = slow.await.unwrap().expect("the stream in flight finishes");
     assert_eq!(response.status(), 200);
     let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -414,7 +437,7 @@ async fn at_phase_one_a_response_that_began_before_it_closes_its_connection_when
         .write_all(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_in_flight(2).await;
     server.shutdown.trigger();
     let mut read = Vec::new();
     let mut buf = [0u8; 1024];
@@ -445,7 +468,7 @@ async fn at_phase_one_a_101_keeps_its_connection_upgrade() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.wait_in_flight(1).await;
     server.shutdown.trigger();
     let response = read_response(&mut stream).await.expect("the 101");
     assert_eq!(response.status, 101);

@@ -53,6 +53,63 @@ async fn exit_within(child: &mut Child, bound: Duration) -> Option<i32> {
     }
 }
 
+/// A client that opens a fresh connection for each request: a connection
+/// kept from before phase 1 could be closed under a new request.
+fn unpooled() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("a client")
+}
+
+/// Waits until `n` requests besides the asking one are in flight at the
+/// server, at most 10 s.
+async fn wait_in_flight(addr: &str, n: usize) {
+    let client = unpooled();
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let counted = client
+            .get(format!("http://{addr}/in-flight"))
+            .send()
+            .await
+            .expect("the server answers")
+            .text()
+            .await
+            .expect("a count");
+        let counted: usize = counted.parse().expect("a number");
+        if counted > n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "{n} requests were not in flight within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Asks for `/work/0` until the server refuses it, as it does from phase 1
+/// on; the refusal. At most 5 s.
+async fn refused_at_phase_one(addr: &str) -> reqwest::Response {
+    let client = unpooled();
+    let give_up = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let response = client
+            .get(format!("http://{addr}/work/0"))
+            .send()
+            .await
+            .expect("the listener stays open while requests finish");
+        if response.status() != 200 {
+            return response;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "requests were still answered 5 s after the SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_lets_admitted_requests_finish_refuses_later_ones_and_exits_0() {
     let (mut child, addr) = start_server();
@@ -60,22 +117,18 @@ async fn a_sigterm_lets_admitted_requests_finish_refuses_later_ones_and_exits_0(
     let admitted: Vec<_> = (0..100u64)
         .map(|i| {
             let client = client.clone();
-            let url = format!("http://{addr}/work/{}", i * 5);
+            // 2 s and more: each is still running when the last is let in.
+            let url = format!("http://{addr}/work/{}", 2000 + i * 5);
             tokio::spawn(async move {
                 let response = client.get(url).send().await?;
                 Ok::<u16, reqwest::Error>(response.status().as_u16())
             })
         })
         .collect();
-    // Let every request reach the server before the signal.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Every request reaches the server before the signal.
+    wait_in_flight(&addr, 100).await;
     sigterm(&child);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let late = client
-        .get(format!("http://{addr}/work/0"))
-        .send()
-        .await
-        .expect("the listener stays open while requests finish");
+    let late = refused_at_phase_one(&addr).await;
     assert_eq!(late.status(), 503);
     assert!(late.headers().contains_key("retry-after"));
     for request in admitted {
@@ -96,9 +149,10 @@ async fn a_second_sigterm_during_the_grace_exits_at_once() {
         let url = format!("http://{addr}/work/60000");
         async move { client.get(url).send().await }
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_in_flight(&addr, 1).await;
     sigterm(&child);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The first signal was taken: phase 1 refuses new requests.
+    assert_eq!(refused_at_phase_one(&addr).await.status(), 503);
     assert!(child.try_wait().unwrap().is_none(), "still in its grace");
     sigterm(&child);
     assert_eq!(

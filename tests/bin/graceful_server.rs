@@ -1,5 +1,7 @@
 //! A server for the shutdown tests that need a real process and real
-//! signals: `GET /work/{ms}` answers after `ms` milliseconds. It prints
+//! signals: `GET /work/{ms}` answers after `ms` milliseconds, and
+//! `GET /in-flight` with the count of requests in flight, itself included,
+//! so a test can wait for its requests to be let in. It prints
 //! `listening on <addr>` once it accepts, and exits 0 when the shutdown
 //! sequence is over. Configured like any timebox service (`timebox.toml`,
 //! `TIMEBOX_*` variables). Logs go to stderr, warnings and up unless
@@ -54,7 +56,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let app = routes![work].into_router(&config);
+    let in_flight = shutdown.in_flight();
+    let app = routes![work].into_router(&config).route(
+        "/in-flight",
+        axum::routing::get(move || std::future::ready(in_flight.count().to_string())),
+    );
     match timebox::server::serve(listener, app, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
