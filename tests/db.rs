@@ -110,6 +110,18 @@ async fn a_deadline_that_passes_in_a_pool_wait_is_told_at_the_pool_wait_stage() 
     // handler is the handler's.
     drop(held);
     tokio::time::resume();
+    // Returning the connection talks to SQLite's thread, in real time; the
+    // next request starts once it is back.
+    let returned = tokio::time::timeout(Duration::from_secs(5), async {
+        while pool.num_idle() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(
+        returned.is_ok(),
+        "the connection did not return to the pool"
+    );
     recording.clear();
     let slow = routes![slow_after_connecting]
         .into_router(&Config::default().observed_by(recording.clone()))
