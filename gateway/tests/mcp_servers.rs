@@ -365,10 +365,24 @@ async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_sessi
         "sigterm: cancellation recorded {:.3} s after [DONE] arrived",
         cancelled_at - done_unix
     );
+    // The gateway promises the order in which it takes the steps (DESIGN
+    // R3): `[DONE]` is in the body before the notice goes. Which of the two
+    // then arrives first, at this test or at the tool server, is up to the
+    // machine's scheduling.
+    let cleanup = tokio::task::block_in_place(|| {
+        gateway.wait_for_log(&["step=RemoteCleanup"], Duration::from_secs(5))
+    });
+    assert!(cleanup.is_some(), "{}", gateway.log_text());
+    let lines = gateway.log_lines();
+    let step = |name: &str| {
+        lines
+            .iter()
+            .position(|line| line.contains(name))
+            .unwrap_or_else(|| panic!("no {name}: {lines:#?}"))
+    };
     assert!(
-        cancelled_at > done_unix,
-        "the server heard of the cancellation {:.3} s before [DONE] arrived",
-        done_unix - cancelled_at
+        step("step=Done") < step("step=RemoteCleanup"),
+        "the cancellation went before [DONE]: {lines:#?}"
     );
     assert_eq!(gateway.exit_within(Duration::from_secs(10)), Some(0));
     let events = mcp_events(&log);
@@ -395,8 +409,11 @@ async fn a_server_that_never_reads_its_notice_is_given_up_on_at_2_s_and_named() 
     .expect("the gateway logs the cancel step");
     let ending = done.duration_since(cancelled);
     eprintln!("a stuck server: [DONE] {ending:?} after the cancel step");
+    // The gateway waits 2 s for the notice. The cancel step's time is when
+    // this test read its log line, which may be late on a busy machine, so
+    // the bound leaves room; a notice not waited for ends within a few ms.
     assert!(
-        ending >= Duration::from_millis(1900),
+        ending >= Duration::from_millis(1500),
         "the stream ended {ending:?} after its cancel: the notice was not waited for"
     );
     assert!(
@@ -472,6 +489,31 @@ async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_e
     );
 }
 
+/// Waits, at most 10 s, until the process of the stdio session `session`
+/// (`stdio-<pid>`) has exited: gone, or a zombie its parent has not reaped.
+async fn wait_until_gone(session: &str) {
+    let pid = session
+        .strip_prefix("stdio-")
+        .expect("a stdio session is named after its process");
+    let stat = Path::new("/proc").join(pid).join("stat");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        // `pid (name) state …`; a name may hold spaces, not a `)`.
+        let running = std::fs::read_to_string(&stat).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        });
+        if !running {
+            return;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the stdio server {pid} did not exit within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_stdio_session_whose_process_exited_is_not_handed_out_again() {
     let dir = scratch_dir("mcp-stdio-exited");
@@ -482,10 +524,15 @@ async fn an_idle_stdio_session_whose_process_exited_is_not_handed_out_again() {
     let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
     assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
     // The process exits once it has answered; the SDK's task reads the
-    // closed pipe a moment later.
-    wait_for_mcp_events(&log, Duration::from_secs(5), |events| {
+    // closed pipe a moment after it is gone.
+    let events = wait_for_mcp_events(&log, Duration::from_secs(5), |events| {
         events_of(events, "exiting").count() == 1
     });
+    let session = events_of(&events, "exiting")
+        .next()
+        .and_then(|event| event["session"].as_str())
+        .expect("the exiting process names its session");
+    wait_until_gone(session).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
