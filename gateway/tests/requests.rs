@@ -91,8 +91,6 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
     assert_eq!(body["error"]["code"], "model_not_found");
 }
 
-/// An answer that is not streamed runs under the request deadline: a
-/// 60 s tool call is cut off with timebox's 503, and the tool is told.
 /// `"stream": null` is what clients generated from OpenAI's API description
 /// send for an unset field; the API reads it as `false`.
 #[tokio::test]
@@ -108,6 +106,8 @@ async fn a_null_stream_is_not_streamed() {
     assert_eq!(body["object"], "chat.completion", "{body}");
 }
 
+/// An answer that is not streamed runs under the request deadline: a
+/// 60 s tool call is cut off with timebox's 503, and the tool is told.
 #[tokio::test]
 async fn an_answer_past_the_request_deadline_is_a_503_and_the_tool_is_cancelled() {
     let gateway = Gateway::start(&[("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "1500")]);
