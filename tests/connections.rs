@@ -323,8 +323,9 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
     server.wait_in_flight(1).await;
     server.shutdown.trigger();
     // Once the GOAWAY arrives the client opens no new stream on this
-    // connection. Until then a stream is opened and answered 503; without
-    // the GOAWAY that goes on until the test gives up.
+    // connection. Until then a stream is opened and answered 503. The
+    // GOAWAY comes while the slow stream is in flight, not once the
+    // connection is idle.
     let give_up = Instant::now() + ROOM;
     loop {
         match sender.send_request(h2_get(server.addr, "/hello")).await {
@@ -334,6 +335,10 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
         assert!(Instant::now() < give_up, "no GOAWAY within {ROOM:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert!(
+        !slow.is_finished(),
+        "the GOAWAY came only once the stream in flight had ended"
+    );
     let response = slow.await.unwrap().expect("the stream in flight finishes");
     assert_eq!(response.status(), 200);
     let body = response.into_body().collect().await.unwrap().to_bytes();
