@@ -156,7 +156,7 @@ async fn a_second_signal_while_the_tools_are_told_goodbye_ends_at_once() {
     );
 }
 
-/// Reads until the first `data:` line has arrived; what was read./// Reads until the first `data:` line has arrived; what was read.
+/// Reads until the first `data:` line has arrived; what was read.
 async fn read_until_data(response: &mut reqwest::Response) -> String {
     let mut body = String::new();
     while !body.contains("data: ") {
