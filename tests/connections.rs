@@ -6,6 +6,8 @@ mod support;
 
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -15,8 +17,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use timebox::config::Config;
 use timebox::shutdown::{Shutdown, ShutdownToken};
 use timebox::{get, routes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use support::raw::{read_response, RawResponse};
@@ -112,6 +115,16 @@ async fn start(config: &Config) -> Server {
 }
 
 impl Server {
+    /// Triggers the shutdown and waits until phase 1 has begun: the trigger
+    /// only starts the sequence, on a task of its own. Fails the test after
+    /// [`ROOM`].
+    async fn begin_phase_one(&self) {
+        self.shutdown.trigger();
+        tokio::time::timeout(ROOM, self.shutdown.token().cancelled())
+            .await
+            .expect("phase 1 begins");
+    }
+
     /// Waits until at least `n` requests are in flight: the server has read
     /// them and let them in. Fails the test after [`ROOM`].
     async fn wait_in_flight(&self, n: usize) {
@@ -124,6 +137,21 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+}
+
+/// Reads from `stream` into `read` until `done(read)`. Fails the test if
+/// the stream closes first.
+async fn read_until(stream: &mut TcpStream, read: &mut Vec<u8>, done: impl Fn(&[u8]) -> bool) {
+    let mut buf = [0u8; 1024];
+    while !done(read) {
+        let n = stream.read(&mut buf).await.expect("the stream is read");
+        assert!(
+            n > 0,
+            "closed before the stream ended: {}",
+            String::from_utf8_lossy(read)
+        );
+        read.extend_from_slice(&buf[..n]);
     }
 }
 
@@ -145,19 +173,71 @@ async fn connect(addr: SocketAddr) -> TcpStream {
     TcpStream::connect(addr).await.expect("the server accepts")
 }
 
-/// An HTTP/2 connection to `addr` (prior knowledge): its sender, and its
-/// driver on a task of its own.
+/// An HTTP/2 connection to `addr` (prior knowledge) that the server has
+/// begun to serve: its first bytes (its SETTINGS) have arrived, so whether
+/// it was accepted before phase 1 is settled. Its sender, and its driver
+/// on a task of its own.
 async fn http2(
     addr: SocketAddr,
 ) -> (
     hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
     JoinHandle<hyper::Result<()>>,
 ) {
-    let io = TokioIo::new(connect(addr).await);
+    let (heard, first_bytes) = oneshot::channel();
+    let io = TokioIo::new(Heard {
+        stream: connect(addr).await,
+        heard: Some(heard),
+    });
     let (sender, connection) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
         .await
         .expect("an HTTP/2 handshake");
-    (sender, tokio::spawn(connection))
+    let connection = tokio::spawn(connection);
+    tokio::time::timeout(ROOM, first_bytes)
+        .await
+        .expect("the server serves the connection")
+        .expect("the connection is open");
+    (sender, connection)
+}
+
+/// A stream that says when its first bytes arrive.
+struct Heard {
+    stream: TcpStream,
+    heard: Option<oneshot::Sender<()>>,
+}
+
+impl AsyncRead for Heard {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            if let Some(heard) = self.heard.take() {
+                let _ = heard.send(());
+            }
+        }
+        read
+    }
+}
+
+impl AsyncWrite for Heard {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// A `GET` of `path` on `addr`, for an HTTP/2 connection.
@@ -281,7 +361,7 @@ async fn after_phase_one_starts_a_keep_alive_response_says_close_and_the_connect
         .await
         .unwrap();
     server.wait_in_flight(1).await;
-    server.shutdown.trigger();
+    server.begin_phase_one().await;
     let response = read_response(&mut stream).await.expect("the slow response");
     assert_eq!(response.status, 200);
     assert_eq!(response.body, "slow");
@@ -299,7 +379,7 @@ async fn at_phase_one_idle_connections_close_at_once_and_new_ones_get_503_with_c
     let mut idle = connect(server.addr).await;
     assert_eq!(get_hello(&mut idle).await.status, 200);
     server.wait_in_flight(1).await;
-    server.shutdown.trigger();
+    server.begin_phase_one().await;
     closed_within(&mut idle, ROOM).await;
 
     // The slow request keeps phase 1 open: a new client is told to go.
@@ -321,7 +401,7 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
     let slow = sender.send_request(h2_get(server.addr, "/slow"));
     let slow = tokio::spawn(slow);
     server.wait_in_flight(1).await;
-    server.shutdown.trigger();
+    server.begin_phase_one().await;
     // Once the GOAWAY arrives the client opens no new stream on this
     // connection. Until then a stream is opened and answered 503. The
     // GOAWAY comes while the slow stream is in flight, not once the
@@ -364,7 +444,7 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
         .await
         .expect("the answer starts");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    server.shutdown.trigger();
+    server.begin_phase_one().await;
     tokio::time::timeout(ROOM, stream.read_to_end(&mut read))
         .await
         .expect("the connection closes once the answer is written")
@@ -443,14 +523,17 @@ async fn at_phase_one_a_response_that_began_before_it_closes_its_connection_when
         .await
         .unwrap();
     server.wait_in_flight(2).await;
-    server.shutdown.trigger();
+    // The stream's head has gone out before phase 1 begins.
     let mut read = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !read.ends_with(b"0\r\n\r\n") {
-        let n = streaming.read(&mut buf).await.expect("the stream is read");
-        assert!(n > 0, "closed before the stream ended: {read:?}");
-        read.extend_from_slice(&buf[..n]);
-    }
+    read_until(&mut streaming, &mut read, |read| {
+        read.windows(4).any(|w| w == b"\r\n\r\n")
+    })
+    .await;
+    server.begin_phase_one().await;
+    read_until(&mut streaming, &mut read, |read| {
+        read.ends_with(b"0\r\n\r\n")
+    })
+    .await;
     let text = String::from_utf8_lossy(&read);
     assert!(
         !text.to_ascii_lowercase().contains("connection: close"),
@@ -474,7 +557,7 @@ async fn at_phase_one_a_101_keeps_its_connection_upgrade() {
         .await
         .unwrap();
     server.wait_in_flight(1).await;
-    server.shutdown.trigger();
+    server.begin_phase_one().await;
     let response = read_response(&mut stream).await.expect("the 101");
     assert_eq!(response.status, 101);
     assert_eq!(response.header("connection"), Some("upgrade"));
@@ -489,7 +572,7 @@ async fn at_phase_one_an_http2_connection_with_no_request_yet_gets_goaway() {
     let in_flight = server.shutdown.in_flight().enter();
     let (mut sender, connection) = http2(server.addr).await;
     sender.ready().await.expect("the connection is open");
-    server.shutdown.trigger();
+    server.begin_phase_one().await;
     // Phase 1 is held open by the request in flight, and the header bound
     // is 30 s: only a GOAWAY can end the connection this soon.
     tokio::time::timeout(ROOM, connection)
@@ -510,8 +593,7 @@ async fn at_phase_one_an_http2_connection_with_no_request_yet_gets_goaway() {
 async fn an_http2_connection_opened_during_phase_one_gets_503_and_goaway() {
     let server = start(&config(30_000, 75)).await;
     let in_flight = server.shutdown.in_flight().enter();
-    server.shutdown.trigger();
-    server.shutdown.token().cancelled().await;
+    server.begin_phase_one().await;
 
     let (mut sender, connection) = http2(server.addr).await;
     let refused = sender
@@ -539,8 +621,7 @@ async fn a_new_connection_at_phase_one_is_answered_not_dropped() {
     let in_flight = server.shutdown.in_flight().enter();
     let mut fresh = connect(server.addr).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    server.shutdown.trigger();
-    server.shutdown.token().cancelled().await;
+    server.begin_phase_one().await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let refused = get_hello(&mut fresh).await;
     assert_eq!(refused.status, 503);
