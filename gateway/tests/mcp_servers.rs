@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    answer_of, events_of, mcp_events, mcp_stdio_command, open_stream, read_to_end, scratch_dir,
-    unix_now, wait_for_mcp_events, Gateway, McpServer,
+    answer_of, events_of, mcp_events, mcp_stdio_command, open_stream, position_of, read_to_end,
+    scratch_dir, unix_now, wait_for_mcp_events, Gateway, McpServer,
 };
 
 /// The gateway's heartbeat in these tests: a client that hung up is found
@@ -374,14 +374,8 @@ async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_sessi
     });
     assert!(cleanup.is_some(), "{}", gateway.log_text());
     let lines = gateway.log_lines();
-    let step = |name: &str| {
-        lines
-            .iter()
-            .position(|line| line.contains(name))
-            .unwrap_or_else(|| panic!("no {name}: {lines:#?}"))
-    };
     assert!(
-        step("step=Done") < step("step=RemoteCleanup"),
+        position_of(&lines, &["step=Done"]) < position_of(&lines, &["step=RemoteCleanup"]),
         "the cancellation went before [DONE]: {lines:#?}"
     );
     assert_eq!(gateway.exit_within(Duration::from_secs(10)), Some(0));

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{answer_of, open_stream, read_to_end, Gateway};
+use support::{answer_of, open_stream, position_of, read_to_end, Gateway};
 
 const ANSWER: &str =
     "A deadline is a promise about time: keep it, pass it on, and stop when it is spent.";
@@ -111,14 +111,10 @@ async fn a_sigterm_lets_streams_finish_within_the_grace_and_ends_the_rest_with_d
         .collect();
     assert_eq!(tool_requests.len(), 5, "{log:#?}");
     for id in tool_requests {
-        let step = |name: &str| {
-            let request = format!("request_id={id}");
-            log.iter()
-                .position(|line| line.contains(&request) && line.contains(name))
-                .unwrap_or_else(|| panic!("no {name} for {id}: {log:#?}"))
-        };
+        let request = format!("request_id={id}");
         assert!(
-            step("step=Done") < step("step=RemoteCleanup"),
+            position_of(&log, &[&request, "step=Done"])
+                < position_of(&log, &[&request, "step=RemoteCleanup"]),
             "{id}: {log:#?}"
         );
     }

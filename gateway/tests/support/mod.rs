@@ -368,6 +368,16 @@ pub fn unix_now() -> f64 {
         .map_or(0.0, |since| since.as_secs_f64())
 }
 
+/// Where the first of `lines` that holds every one of `needles` is, to
+/// compare the order of the gateway's steps. Fails the test, showing
+/// `lines`, when no line does.
+pub fn position_of(lines: &[String], needles: &[&str]) -> usize {
+    lines
+        .iter()
+        .position(|line| needles.iter().all(|needle| line.contains(needle)))
+        .unwrap_or_else(|| panic!("no line with {needles:?}: {lines:#?}"))
+}
+
 /// Runs one check of `python/client_checks.py` against `gateway`; what it
 /// saw, as JSON. Fails the test with the check's output when it fails.
 pub fn python_check(gateway: &Gateway, check: &str) -> serde_json::Value {
