@@ -3,9 +3,10 @@
 
 #![cfg(unix)]
 
+use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The server binary, started with short bounds: no pre-stop grace, 5 s for
 /// requests in flight, 2 s to drain.
@@ -40,74 +41,82 @@ fn sigterm(child: &Child) {
 
 /// Waits for the process to exit, at most `bound`; its exit code.
 async fn exit_within(child: &mut Child, bound: Duration) -> Option<i32> {
-    let deadline = std::time::Instant::now() + bound;
+    let deadline = Instant::now() + bound;
     loop {
         if let Some(status) = child.try_wait().expect("the child can be waited for") {
             return status.code();
         }
         assert!(
-            std::time::Instant::now() < deadline,
+            Instant::now() < deadline,
             "the server did not exit within {bound:?}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
-/// A client that opens a fresh connection for each request: a connection
-/// kept from before phase 1 could be closed under a new request.
-fn unpooled() -> reqwest::Client {
-    reqwest::Client::builder()
+/// Asks the server at `addr` for `path` every 20 ms until `taken` takes
+/// the answer; fails the test with `not_yet` after `bound`. Each request
+/// goes on a fresh connection: one kept from before phase 1 could be
+/// closed under a new request.
+async fn ask_until<T, F>(
+    addr: &str,
+    path: &str,
+    bound: Duration,
+    not_yet: &str,
+    mut taken: impl FnMut(reqwest::Response) -> F,
+) -> T
+where
+    F: Future<Output = Option<T>>,
+{
+    let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
-        .expect("a client")
+        .expect("a client");
+    let give_up = Instant::now() + bound;
+    loop {
+        let response = client
+            .get(format!("http://{addr}{path}"))
+            .send()
+            .await
+            .expect("the listener stays open while requests finish");
+        if let Some(taken) = taken(response).await {
+            return taken;
+        }
+        assert!(Instant::now() < give_up, "{not_yet}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits until `n` requests besides the asking one are in flight at the
 /// server, at most 10 s.
 async fn wait_in_flight(addr: &str, n: usize) {
-    let client = unpooled();
-    let give_up = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let counted = client
-            .get(format!("http://{addr}/in-flight"))
-            .send()
-            .await
-            .expect("the server answers")
-            .text()
-            .await
-            .expect("a count");
-        let counted: usize = counted.parse().expect("a number");
-        if counted > n {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < give_up,
-            "{n} requests were not in flight within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let not_yet = format!("{n} requests were not in flight within 10 s");
+    ask_until(
+        addr,
+        "/in-flight",
+        Duration::from_secs(10),
+        &not_yet,
+        |response| async move {
+            let counted = response.text().await.expect("a count");
+            let counted: usize = counted.parse().expect("a number");
+            (counted > n).then_some(())
+        },
+    )
+    .await;
 }
 
 /// Asks for `/work/0` until the server refuses it, as it does from phase 1
 /// on; the refusal. At most 5 s.
 async fn refused_at_phase_one(addr: &str) -> reqwest::Response {
-    let client = unpooled();
-    let give_up = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let response = client
-            .get(format!("http://{addr}/work/0"))
-            .send()
-            .await
-            .expect("the listener stays open while requests finish");
-        if response.status() != 200 {
-            return response;
-        }
-        assert!(
-            std::time::Instant::now() < give_up,
-            "requests were still answered 5 s after the SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let not_yet = "requests were still answered 5 s after the SIGTERM";
+    ask_until(
+        addr,
+        "/work/0",
+        Duration::from_secs(5),
+        not_yet,
+        |response| async move { (response.status() != 200).then_some(response) },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
