@@ -789,6 +789,114 @@ async fn an_answer_from_between_timebox_layer_and_a_route_with_its_own_rule_stan
     assert_eq!(text(response).await, "answered by the middleware");
 }
 
+/// A middleware that looks something up for 100 ms before it calls the
+/// route, as an authentication step would.
+async fn looks_up_first(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    sleep(MS(100)).await;
+    next.run(request).await
+}
+
+/// A middleware that runs the route on a task of its own.
+async fn on_its_own_task(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    tokio::spawn(next.run(request))
+        .await
+        .expect("the route's task panicked")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_route_reached_after_a_middleware_waited_keeps_its_own_rule() {
+    let config = config_with_global(Some(2_000));
+    let app = layered(
+        routes![long_override, short_override, off_route, inherit_route]
+            .into_router(&config)
+            .layer(axum::middleware::from_fn(looks_up_first)),
+        &config,
+    );
+    let start = Instant::now();
+    let long = send(&app, request("GET", "/long")).await;
+    assert_eq!(long.status(), StatusCode::OK);
+    // Counted from when the request reached the `TimeboxLayer`.
+    assert_eq!(text(long).await, "Some(4900)");
+    assert_eq!(start.elapsed(), MS(3_100));
+
+    let off = send(&app, request("GET", "/off")).await;
+    assert_eq!(off.status(), StatusCode::OK);
+    assert_eq!(text(off).await, "None");
+
+    let start = Instant::now();
+    let short = send(&app, request("GET", "/short")).await;
+    assert_eq!(short.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(500));
+
+    let start = Instant::now();
+    let inherit = send(&app, request("GET", "/inherit")).await;
+    assert_eq!(inherit.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(2_000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_route_run_on_a_task_of_its_own_keeps_its_own_rule() {
+    let config = config_with_global(Some(2_000));
+    let app = layered(
+        routes![long_override, off_route]
+            .into_router(&config)
+            .layer(axum::middleware::from_fn(on_its_own_task)),
+        &config,
+    );
+    let start = Instant::now();
+    let long = send(&app, request("GET", "/long")).await;
+    assert_eq!(long.status(), StatusCode::OK);
+    assert_eq!(text(long).await, "Some(5000)");
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+    let off = send(&app, request("GET", "/off")).await;
+    assert_eq!(off.status(), StatusCode::OK);
+    assert_eq!(text(off).await, "None");
+}
+
+/// A route that took the request over on a task of its own, then lost the
+/// `TimeboxLayer` above it (its client went away), runs on under its own
+/// rule rather than waiting for good.
+#[tokio::test(start_paused = true)]
+async fn a_route_on_its_own_task_is_let_go_when_the_layer_above_is_dropped() {
+    use timebox::server::{RouteDeadlineLayer, RouteTimeout};
+    use tower::ServiceExt;
+
+    let config = config_with_global(Some(2_000));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&finished);
+    let app = layered(
+        Router::new()
+            .route(
+                "/",
+                axum::routing::get(move || {
+                    let counter = Arc::clone(&counter);
+                    async move {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        "done"
+                    }
+                })
+                .layer(RouteDeadlineLayer::new(RouteTimeout::Off)),
+            )
+            .layer(axum::middleware::from_fn(on_its_own_task)),
+        &config,
+    );
+    let mut call = tokio_test::task::spawn(app.oneshot(request("GET", "/")));
+    tokio_test::assert_pending!(call.poll());
+    // The route's task takes the request over and waits for the layer.
+    tokio::task::yield_now().await;
+    assert_eq!(finished.load(Ordering::SeqCst), 0);
+    assert!(call.is_woken(), "the take-over did not wake the layer");
+    drop(call);
+    sleep(MS(1)).await;
+    assert_eq!(finished.load(Ordering::SeqCst), 1, "the route still waits");
+}
+
 #[tokio::test(start_paused = true)]
 async fn under_timebox_layer_macro_routes_keep_their_own_rule() {
     let config = config_with_global(Some(2_000));

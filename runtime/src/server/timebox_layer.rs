@@ -24,7 +24,7 @@ use crate::observe::{DeadlineSource, Event, Observers, ShedReason, Stage};
 use crate::problem::{self, DeadlineCancelled, NoWork};
 
 use super::context::RequestContext;
-use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName, State};
+use super::route_deadline::{admit, Answer, Expiry, Learn, Probe, Probed, RouteName, State};
 
 /// The outer timebox layer: the global deadline for every route of a plain
 /// axum router, as tower-http's `TimeoutLayer` would be used.
@@ -54,9 +54,15 @@ use super::route_deadline::{admit, Answer, Expiry, Learn, RouteClaim, RouteName,
 /// included: one mounted by the route macros
 /// ([`Routes::into_router`](super::Routes::into_router)), or wrapped in a
 /// [`RouteDeadlineLayer`](super::RouteDeadlineLayer). The layer learns of
-/// the rule in the route's first poll, before the handler runs, and steps
-/// aside; the route's rule then counts from the same start. Build both from
-/// the same [`Config`].
+/// the rule when the request reaches the route, before the handler runs,
+/// and steps aside; the route's rule then counts from the same start. Build
+/// both from the same [`Config`]. Until the request reaches the route, the
+/// global deadline gates it: a middleware between the two that waits first
+/// (an authentication look-up) waits under it, and a request that is still
+/// there when it passes gets the global timeout. Observers are told the
+/// global deadline at the layer's first poll that has not reached a route
+/// rule, so a request that reaches one later is told twice: the global
+/// deadline it ran under first, then its route's.
 ///
 /// One exception: with an inbound deadline header of `0` the layer answers
 /// the timeout 503 at once, without polling the route, also when the route's
@@ -163,13 +169,13 @@ where
             .get::<Entropy>()
             .unwrap_or(&settings.entropy)
             .clone();
-        let claim = settings.global.map(|_| RouteClaim::default());
+        let (probe, claim) = settings.global.map(|_| Probe::new()).unzip();
         req.extensions_mut().insert(RequestContext {
             start,
             global: settings.global,
             inbound,
             entropy: entropy.clone(),
-            claim: claim.clone(),
+            claim,
             observers: settings.observers.clone(),
         });
         let route = RouteName::Matched(req.extensions().get::<MatchedPath>().cloned());
@@ -240,7 +246,7 @@ where
             entropy: Some(entropy.clone()),
             observers: settings.observers.clone(),
             // Told at the first poll, unless a route rule takes over.
-            tell_at_first_poll: claim.is_none(),
+            tell_at_first_poll: probe.is_none(),
             told: told.get(),
             check: None,
             learn: Learn::from_check(plain.as_ref().map(|plain| Arc::clone(&plain.check))),
@@ -253,7 +259,7 @@ where
         let future = deadline.sync_scope(|| self.inner.call(req));
         TimeboxFuture::new(
             State::bounded(Gated::new(Start::At(deadline), future), expiry),
-            claim,
+            probe,
             queue,
             plain,
             entropy,
@@ -297,8 +303,9 @@ struct Queue {
 pub struct TimeboxFuture<F> {
     #[pin]
     state: State<F>,
-    /// Until the first poll is over: whether a route rule takes over.
-    claim: Option<RouteClaim>,
+    /// Until a route rule takes over, or the route's future ends: the
+    /// probe that learns whether one does.
+    probe: Option<Probe>,
     /// Until a slot of the concurrency limit is free: the wait for it. The
     /// route is not polled before.
     queue: Option<Queue>,
@@ -315,14 +322,14 @@ pub struct TimeboxFuture<F> {
 impl<F> TimeboxFuture<F> {
     fn new(
         state: State<F>,
-        claim: Option<RouteClaim>,
+        probe: Option<Probe>,
         queue: Option<Queue>,
         plain: Option<Arc<PlainRoute>>,
         entropy: Entropy,
     ) -> Self {
         Self {
             state,
-            claim,
+            probe,
             queue,
             permit: None,
             plain,
@@ -357,15 +364,20 @@ where
             }
         }
         let mut answer = this.state.as_mut().poll_answer(cx);
-        match this.claim.take().map(|claim| claim.settle(cx)) {
+        let probed = this
+            .probe
+            .as_ref()
+            .map(|probe| probe.after_poll(cx, answer.is_pending()));
+        match probed {
             // The route has a rule of its own and waits for us to let go:
             // from now on only its rule applies, and it tells its deadline
             // and learns its service time. (Unless something between us and
-            // the route answered already, or the global deadline passed in
-            // that first poll: that answer stands.)
-            Some(true) => {
+            // the route answered already, or the global deadline passed
+            // before it was reached: that answer stands.)
+            Some(Probed::Taken) => {
+                *this.probe = None;
                 if let Some(plain) = this.plain.take() {
-                    plain.settle(false);
+                    plain.ruled();
                 }
                 if answer.is_pending() {
                     this.state.as_mut().forget_learning();
@@ -373,10 +385,16 @@ where
                     answer = this.state.poll_answer(cx);
                 }
             }
-            // The global deadline is the request's: told once that is known.
-            Some(false) => {
+            // The global deadline gates the request until a route rule
+            // takes it over, and is told at the first poll that leaves it
+            // untaken (once). A route reached only in a later poll (behind
+            // a middleware that waited) tells its own rule's deadline then.
+            Some(Probed::Open) => this.state.as_mut().tell_set(),
+            // The route ended under the global deadline: a plain route.
+            Some(Probed::Untaken) => {
+                *this.probe = None;
                 if let Some(plain) = this.plain.take() {
-                    plain.settle(true);
+                    plain.plain();
                 }
                 this.state.as_mut().tell_set();
             }
@@ -477,8 +495,17 @@ impl PlainRoute {
         self.kind.load(Ordering::Relaxed) == PLAIN
     }
 
-    fn settle(&self, plain: bool) {
-        self.kind
-            .store(if plain { PLAIN } else { RULED }, Ordering::Relaxed);
+    /// A route rule took a request over: the route checks for itself, for
+    /// good (an answer from a middleware before it never makes it plain).
+    fn ruled(&self) {
+        self.kind.store(RULED, Ordering::Relaxed);
+    }
+
+    /// A request ended with no route rule taking it over: the route is a
+    /// plain one, unless a request showed it has a rule.
+    fn plain(&self) {
+        let _ = self
+            .kind
+            .compare_exchange(UNKNOWN, PLAIN, Ordering::Relaxed, Ordering::Relaxed);
     }
 }

@@ -5,22 +5,27 @@
 //! rule of its own (an override, longer or shorter, or `off`, from the route
 //! macros or a [`RouteDeadlineLayer`](super::RouteDeadlineLayer)) keeps it.
 //! Deadline scopes only shorten, so the outer layer must learn of the rule
-//! before it gates anything, and axum calls a route's inner service only
+//! before the handler runs, and axum calls a route's inner service only
 //! when the route's future is first polled. So the outer layer probes:
 //!
-//! 1. it puts a claim in the request and polls the route once, with the
-//!    global deadline current and checked, as for any route;
-//! 2. a route rule that receives a claim takes it over, and its future
-//!    waits (`Pending`, nothing of the handler run) until the outer layer
-//!    lets go;
-//! 3. after that first poll the outer layer settles the claim: taken over,
-//!    it stops gating and polls again at once, and the route's rule alone
-//!    applies from the same start; not taken, the route is a plain one and
-//!    the global deadline keeps gating it.
+//! 1. it puts a claim in the request and polls the route, with the global
+//!    deadline current and checked, as for any route;
+//! 2. a route rule that receives the claim while the outer layer probes
+//!    takes it over, and its future waits (`Pending`, nothing of the
+//!    handler run) until the outer layer lets go;
+//! 3. after each poll the outer layer looks at the claim: taken over, it
+//!    lets go, stops gating and polls again at once, and the route's rule
+//!    alone applies from the same start; not taken, it keeps probing under
+//!    the global deadline until the route's future ends. The route is
+//!    usually reached in the first poll; a middleware between the two that
+//!    waits before it calls the route (an authentication look-up) reaches
+//!    it in a later one, and a route rule taking over then wakes the outer
+//!    layer.
 //!
 //! A route whose future runs on a task of its own (a middleware between
-//! the two spawned it) is not polled again by the outer layer: settling the
-//! claim wakes it.
+//! the two spawned it) is not polled again by the outer layer: letting go
+//! wakes it. So does dropping the outer layer's future (its client went
+//! away), so such a route never waits for good.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -42,32 +47,74 @@ struct Shared {
     state: AtomicU8,
     /// The route's task, while its future waits for the outer layer.
     route: AtomicWaker,
+    /// The outer layer's task, once a poll left the claim untaken.
+    outer: AtomicWaker,
+}
+
+/// What the outer layer learned from a poll of the route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probed {
+    /// A route rule took the request over; the outer layer let go.
+    Taken,
+    /// The route's future ended with no route rule taking it over.
+    Untaken,
+    /// Still untaken, and the route's future is still running: a route
+    /// rule may yet take over, and then wakes the outer layer's task.
+    Open,
 }
 
 impl RouteClaim {
     /// For a route rule that receives the request: takes the request over
     /// when the outer layer is still probing.
     pub(crate) fn take_over(&self) -> bool {
-        self.0
+        let taken = self
+            .0
             .state
             .compare_exchange(PROBING, TAKEN, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
-
-    /// For the outer layer, after the first poll (of the task of `cx`):
-    /// whether a route rule took the request over. From then on no rule
-    /// can. A route that waits on a task of its own is woken; one on this
-    /// task is not, since the outer layer polls it again at once.
-    pub(crate) fn settle(&self, cx: &Context<'_>) -> bool {
-        let taken = self.0.state.swap(SETTLED, Ordering::AcqRel) == TAKEN;
+            .is_ok();
         if taken {
-            if let Some(route) = self.0.route.take() {
-                if !route.will_wake(cx.waker()) {
-                    route.wake();
-                }
-            }
+            // Only an outer layer that already left a poll untaken waits
+            // for this; in the first poll nothing is registered yet.
+            self.0.outer.wake();
         }
         taken
+    }
+
+    /// For the outer layer, after a poll (of the task of `cx`) that left the
+    /// route's future `running` or not: whether a route rule took the
+    /// request over. A taken claim is let go, and a route that waits on a
+    /// task of its own is woken; one on this task is not, since the outer
+    /// layer polls it again at once.
+    pub(crate) fn probe(&self, cx: &Context<'_>, running: bool) -> Probed {
+        if running && self.0.state.load(Ordering::Acquire) == PROBING {
+            self.0.outer.register(cx.waker());
+            // Taken in between: the wake may have gone to an older waker.
+            if self.0.state.load(Ordering::Acquire) == PROBING {
+                return Probed::Open;
+            }
+        }
+        match self.0.state.swap(SETTLED, Ordering::AcqRel) {
+            TAKEN => {
+                if let Some(route) = self.0.route.take() {
+                    if !route.will_wake(cx.waker()) {
+                        route.wake();
+                    }
+                }
+                Probed::Taken
+            }
+            _ => Probed::Untaken,
+        }
+    }
+
+    /// For the outer layer's future when it is dropped: no route rule can
+    /// take over from now on, and one that did is let go.
+    pub(crate) fn let_go(&self) {
+        if self.0.state.load(Ordering::Acquire) == SETTLED {
+            return;
+        }
+        if self.0.state.swap(SETTLED, Ordering::AcqRel) == TAKEN {
+            self.0.route.wake();
+        }
     }
 
     /// For the route rule's future: whether the outer layer has yet to let
@@ -82,19 +129,54 @@ impl RouteClaim {
     }
 }
 
+/// The outer layer's hold on a claim while it probes: dropped, it lets go
+/// (see [`RouteClaim::let_go`]).
+#[derive(Debug)]
+pub(crate) struct Probe(RouteClaim);
+
+impl Probe {
+    /// A probe of a new claim, and the claim for the request.
+    pub(crate) fn new() -> (Self, RouteClaim) {
+        let claim = RouteClaim::default();
+        (Self(claim.clone()), claim)
+    }
+
+    /// See [`RouteClaim::probe`].
+    pub(crate) fn after_poll(&self, cx: &Context<'_>, running: bool) -> Probed {
+        self.0.probe(cx, running)
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        self.0.let_go();
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::task::{Context, Wake, Waker};
 
-    use super::RouteClaim;
+    use super::{Probe, Probed, RouteClaim};
 
     #[derive(Default)]
-    struct Woken(std::sync::atomic::AtomicBool);
+    struct Woken(AtomicBool);
 
     impl Wake for Woken {
         fn wake(self: Arc<Self>) {
-            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    impl Woken {
+        fn waker(self: &Arc<Self>) -> Waker {
+            Waker::from(Arc::clone(self))
+        }
+
+        fn was_woken(&self) -> bool {
+            self.0.load(Ordering::SeqCst)
         }
     }
 
@@ -103,45 +185,88 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_taken_over_is_held_until_settled() {
+    fn a_claim_taken_over_is_held_until_let_go() {
         let claim = RouteClaim::default();
         assert!(!claim.is_held(&noop()));
         assert!(claim.take_over());
         assert!(claim.is_held(&noop()));
         assert!(!claim.take_over());
-        assert!(claim.settle(&noop()));
+        assert_eq!(claim.probe(&noop(), true), Probed::Taken);
         assert!(!claim.is_held(&noop()));
     }
 
     #[test]
-    fn a_claim_settled_untaken_cannot_be_taken_later() {
+    fn a_claim_whose_route_ended_untaken_cannot_be_taken_later() {
         let claim = RouteClaim::default();
-        assert!(!claim.settle(&noop()));
+        assert_eq!(claim.probe(&noop(), false), Probed::Untaken);
         assert!(!claim.take_over());
         assert!(!claim.is_held(&noop()));
     }
 
     #[test]
-    fn settling_a_taken_claim_wakes_the_route_that_waits() {
+    fn a_claim_left_open_is_taken_later_and_wakes_the_outer_layer() {
         let claim = RouteClaim::default();
+        let outer = Arc::new(Woken::default());
+        let waker = outer.waker();
+        let cx = Context::from_waker(&waker);
+        assert_eq!(claim.probe(&cx, true), Probed::Open);
+        assert!(!outer.was_woken());
         assert!(claim.take_over());
-        let woken = Arc::new(Woken::default());
-        let waker = Waker::from(Arc::clone(&woken));
-        assert!(claim.is_held(&Context::from_waker(&waker)));
-        assert!(claim.settle(&noop()));
-        assert!(woken.0.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(
+            outer.was_woken(),
+            "the take-over did not wake the outer layer"
+        );
+        assert_eq!(claim.probe(&cx, true), Probed::Taken);
     }
 
     #[test]
-    fn settling_from_the_routes_own_task_wakes_nothing() {
+    fn a_take_over_in_the_first_poll_wakes_nothing() {
+        let claim = RouteClaim::default();
+        let outer = Arc::new(Woken::default());
+        assert!(claim.take_over());
+        assert!(!outer.was_woken());
+        let waker = outer.waker();
+        assert_eq!(
+            claim.probe(&Context::from_waker(&waker), true),
+            Probed::Taken
+        );
+        assert!(!outer.was_woken());
+    }
+
+    #[test]
+    fn letting_go_wakes_the_route_that_waits_on_its_own_task() {
         let claim = RouteClaim::default();
         assert!(claim.take_over());
-        let woken = Arc::new(Woken::default());
-        let waker = Waker::from(Arc::clone(&woken));
+        let route = Arc::new(Woken::default());
+        let waker = route.waker();
+        assert!(claim.is_held(&Context::from_waker(&waker)));
+        assert_eq!(claim.probe(&noop(), true), Probed::Taken);
+        assert!(route.was_woken());
+    }
+
+    #[test]
+    fn letting_go_from_the_routes_own_task_wakes_nothing() {
+        let claim = RouteClaim::default();
+        assert!(claim.take_over());
+        let route = Arc::new(Woken::default());
+        let waker = route.waker();
         let cx = Context::from_waker(&waker);
         assert!(claim.is_held(&cx));
         // The outer layer polls the route again at once: no wake-up.
-        assert!(claim.settle(&cx));
-        assert!(!woken.0.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(claim.probe(&cx, true), Probed::Taken);
+        assert!(!route.was_woken());
+    }
+
+    #[test]
+    fn a_dropped_probe_lets_a_waiting_route_go() {
+        let (probe, claim) = Probe::new();
+        assert!(claim.take_over());
+        let route = Arc::new(Woken::default());
+        let waker = route.waker();
+        assert!(claim.is_held(&Context::from_waker(&waker)));
+        drop(probe);
+        assert!(route.was_woken());
+        assert!(!claim.is_held(&noop()));
+        assert!(!claim.take_over());
     }
 }

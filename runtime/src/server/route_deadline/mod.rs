@@ -21,7 +21,7 @@ use super::context::RequestContext;
 use super::RouteTimeout;
 
 pub(crate) use admit::{admit, Learn};
-pub(crate) use claim::RouteClaim;
+pub(crate) use claim::{Probe, Probed, RouteClaim};
 pub use future::RouteDeadlineFuture;
 pub(crate) use future::{Answer, Expiry, RouteName, State};
 pub(crate) use handler::{DeadlineHandler, RouteSettings};
