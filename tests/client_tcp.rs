@@ -549,6 +549,41 @@ async fn a_refused_redirecting_client_is_no_failure_of_the_host() {
     );
 }
 
+/// B6: a request reqwest could not build (an `http` URL for an
+/// `https_only` client) never reached the host, which is not blamed for it.
+#[tokio::test]
+async fn a_request_reqwest_could_not_build_is_no_failure_of_the_host() {
+    let recording = timebox::observe::Recording::new();
+    let reqwest = reqwest::Client::builder()
+        .https_only(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let client = Client::builder()
+        .config(&Config::default().observed_by(recording.clone()))
+        .reqwest(reqwest)
+        .build();
+    for _ in 0..12 {
+        let err = ends(client.get("http://127.0.0.1:9/").send())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
+    }
+    let outcomes: Vec<_> = recording
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            timebox::observe::Event::BreakerCall { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [timebox::observe::BreakerCallOutcome::Cancelled; 12],
+        "the host was never asked"
+    );
+}
+
 #[tokio::test]
 async fn a_reqwest_client_that_follows_redirects_itself_is_refused_at_the_first() {
     let addr = serve(redirecting()).await;

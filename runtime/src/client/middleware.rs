@@ -300,10 +300,9 @@ impl Sender<Payload> for ByNext<'_, '_> {
         async move {
             let (url, sent) = sent?;
             let response = sent.await.map_err(|err| match &err {
-                reqwest_middleware::Error::Reqwest(reqwest) if reqwest.is_connect() => {
-                    TransportError::Connect(Box::new(err))
+                reqwest_middleware::Error::Reqwest(reqwest) => {
+                    TransportError::of_reqwest(reqwest)(Box::new(err))
                 }
-                reqwest_middleware::Error::Reqwest(_) => TransportError::Other(Box::new(err)),
                 // Another middleware's own error: not the host's.
                 reqwest_middleware::Error::Middleware(_) => TransportError::Local(Box::new(err)),
             })?;

@@ -66,6 +66,20 @@ impl std::fmt::Display for TransportError {
 }
 
 impl TransportError {
+    /// How a reqwest error counts, whatever carries it: a connection not
+    /// made is `Connect`; a request reqwest could not build (an `http` URL
+    /// for an `https_only` client) never reached the host, so it is
+    /// `Local`; anything else failed on the way, `Other`.
+    pub(crate) fn of_reqwest(err: &reqwest::Error) -> fn(BoxError) -> Self {
+        if err.is_connect() {
+            Self::Connect
+        } else if err.is_builder() {
+            Self::Local
+        } else {
+            Self::Other
+        }
+    }
+
     /// The call's error for a transport that failed.
     pub(crate) fn into_client(self) -> ClientError {
         match self {
@@ -177,13 +191,10 @@ impl Transport for ReqwestTransport {
             let request = reqwest::Request::try_from(request)
                 .map_err(|err| TransportError::Local(err.into()))?;
             let requested = request.url().clone();
-            let response = client.execute(request).await.map_err(|err| {
-                if err.is_connect() {
-                    TransportError::Connect(err.into())
-                } else {
-                    TransportError::Other(err.into())
-                }
-            })?;
+            let response = client
+                .execute(request)
+                .await
+                .map_err(|err| TransportError::of_reqwest(&err)(err.into()))?;
             let response = refuse_redirected(&requested, response)?;
             let mut head = http::Response::builder().status(response.status());
             if let Some(headers) = head.headers_mut() {
