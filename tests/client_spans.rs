@@ -12,7 +12,7 @@ use timebox::sim::Sim;
 use timebox::sim_test;
 use tracing_subscriber::layer::SubscriberExt as _;
 
-use support::time::SECS;
+use support::time::{MS, SECS};
 use support::upstream::{recording, Recorder};
 
 /// The spans the client's attempts made while `body` ran, in the order they
@@ -148,6 +148,38 @@ async fn the_loser_of_a_hedge_race_is_no_error(sim: Sim) {
         .expect("the first attempt's span");
     assert_eq!(text(loser, "error.type").as_deref(), Some("_OTHER"));
     assert_eq!(loser.status, Status::Unset, "{loser:#?}");
+}
+
+/// A hedge race the deadline ends has no loser: both attempts say
+/// `deadline_exceeded`.
+#[sim_test]
+async fn both_attempts_of_a_hedge_race_the_deadline_ends_say_deadline_exceeded(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
+    );
+    let mut config = timebox::config::Config::default();
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(20);
+    config.http.client.hedge.max_extra_load = 1.0;
+    let client = sim.client_with(&config);
+    let spans = attempt_spans(async {
+        let err = Deadline::after(MS(200))
+            .scope(client.get("http://up/").send())
+            .await
+            .unwrap_err();
+        assert!(err.is_deadline_exceeded(), "{err}");
+    })
+    .await;
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    for span in &spans {
+        assert_eq!(
+            text(span, "error.type").as_deref(),
+            Some("deadline_exceeded"),
+            "{span:#?}"
+        );
+        assert!(matches!(span.status, Status::Error { .. }), "{span:#?}");
+    }
 }
 
 #[sim_test]

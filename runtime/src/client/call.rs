@@ -179,7 +179,12 @@ where
                 call.lose(pending, &outcome);
                 return (hedge, second.await);
             }
-            call.abandon(hedge);
+            // The deadline ends both attempts: neither lost a race.
+            if matches!(outcome, Outcome::DeadlineExceeded) {
+                call.lose(hedge, &outcome);
+            } else {
+                call.abandon(hedge);
+            }
             (pending, outcome)
         }
         outcome = &mut second => {
@@ -187,7 +192,11 @@ where
                 call.lose(hedge, &outcome);
                 return (pending, first.await);
             }
-            call.outrun(pending);
+            if matches!(outcome, Outcome::DeadlineExceeded) {
+                call.lose(pending, &outcome);
+            } else {
+                call.outrun(pending);
+            }
             (hedge, outcome)
         }
     }
