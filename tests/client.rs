@@ -675,6 +675,114 @@ async fn following_a_redirect_does_not_use_up_a_retry(sim: Sim) {
     assert_eq!(paths, ["/start", "/target", "/target"]);
 }
 
+/// C4, C7: the GET a 303 turns a POST into is a bodiless GET, and retries
+/// as any GET does.
+#[sim_test]
+async fn the_get_a_post_is_redirected_to_retries_as_any_get(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, |n| async move {
+            match n {
+                1 => axum::response::Redirect::to("/orders/7").into_response(),
+                2 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                _ => StatusCode::OK.into_response(),
+            }
+        }),
+    );
+    let response = sim
+        .client_with(&budget_only())
+        .post("http://up/orders")
+        .body("an order")
+        .retries(1)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let hits: Vec<(String, String)> = recorder
+        .hits()
+        .into_iter()
+        .map(|hit| (hit.method, hit.path))
+        .collect();
+    let hit = |method: &str, path: &str| (method.to_owned(), path.to_owned());
+    assert_eq!(
+        hits,
+        [
+            hit("POST", "/orders"),
+            hit("GET", "/orders/7"),
+            hit("GET", "/orders/7")
+        ]
+    );
+}
+
+/// B2, B4: a retry that failed keeps what it cost, also when a later retry,
+/// to a host past `max_hosts` (no bucket), succeeds.
+#[sim_test]
+async fn a_failed_retry_keeps_its_cost_when_a_later_one_without_a_bucket_succeeds(sim: Sim) {
+    sim.net().host(
+        "a",
+        recording(&Recorder::new(), |n| async move {
+            match n {
+                1 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                _ => axum::response::Redirect::temporary("http://b/").into_response(),
+            }
+        }),
+    );
+    sim.net().host(
+        "b",
+        recording(&Recorder::new(), |n| async move {
+            match n {
+                1 => StatusCode::SERVICE_UNAVAILABLE,
+                _ => StatusCode::OK,
+            }
+        }),
+    );
+    let mut config = budget_only();
+    config.http.client.retry_budget.max_hosts = 1;
+    let client = sim.client_with(&config);
+    let before = tokens(&client, "http://a/");
+    let response = client.get("http://a/").retries(2).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(client
+        .budgets()
+        .for_uri(&"http://b/".parse().unwrap())
+        .is_none());
+    // The first retry's transient cost (14) stays spent.
+    assert!((tokens(&client, "http://a/") - (before - 14.0)).abs() < 1e-9);
+}
+
+/// O1: the tokens a retry gets back are told as its own host's, not as
+/// those of the host a redirect led to.
+#[sim_test]
+async fn a_refund_after_a_redirect_is_told_as_the_retried_hosts(sim: Sim) {
+    use timebox::observe::{Event, Recording};
+
+    sim.net().host(
+        "a",
+        recording(&Recorder::new(), |n| async move {
+            match n {
+                1 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                _ => axum::response::Redirect::temporary("http://b/").into_response(),
+            }
+        }),
+    );
+    sim.net().host("b", echo(&Recorder::new()));
+    let events = Recording::new();
+    let client = sim.client_with(&budget_only().observed_by(events.clone()));
+    let response = client.get("http://a/").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let last = events
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::BudgetTokens { host, tokens } => Some((host.to_string(), tokens)),
+            _ => None,
+        })
+        .last()
+        .expect("a budget event");
+    assert_eq!(last, ("a:80".to_owned(), tokens(&client, "http://a/")));
+}
+
 #[sim_test]
 async fn a_retry_an_open_breaker_would_refuse_returns_the_last_response(sim: Sim) {
     let recorder = Recorder::new();
@@ -699,6 +807,7 @@ async fn a_retry_the_breaker_refuses_after_its_wait_is_told_as_skipped(sim: Sim)
         }),
     );
     let recording_events = Recording::new();
+    let (logs, _capture) = support::logs::Logs::capture();
     let client = sim.client_with(&breaker_config(2, 60).observed_by(recording_events.clone()));
     let waiting = tokio::spawn({
         let client = client.clone();
@@ -730,6 +839,10 @@ async fn a_retry_the_breaker_refuses_after_its_wait_is_told_as_skipped(sim: Sim)
         })
         .count();
     assert_eq!(skipped, 1);
+    logs.one_line_with(
+        "no retry: the host's circuit breaker refused it",
+        &["host=\"up:80\"", "attempt=2"],
+    );
 }
 
 #[sim_test]

@@ -112,7 +112,7 @@ impl<B: Body> Call<B> {
         if !self.target.refilled {
             if let Some(budget) = &self.target.budget {
                 budget.on_first_attempt();
-                self.tell_tokens(budget);
+                self.tell_tokens(budget, None);
             }
             self.target.refilled = true;
         }
@@ -170,6 +170,11 @@ impl<B: Body> Call<B> {
         span::record_outcome(&self.span, CallOutcome::CircuitOpen, false);
         self.span = Span::none();
         if attempt.kind == AttemptKind::Retry {
+            tracing::debug!(
+                host = self.target.host,
+                attempt = attempt.number,
+                "no retry: the host's circuit breaker refused it"
+            );
             self.rules.observers.emit(|| Event::RetrySkipped {
                 host: self.label(),
                 reason: SkipReason::BreakerOpen,
@@ -204,7 +209,7 @@ impl<B: Body> Call<B> {
             return None;
         }
         if let Some(budget) = &budget {
-            self.tell_tokens(budget);
+            self.tell_tokens(budget, None);
         }
         let kind = std::mem::replace(&mut self.next_kind, AttemptKind::Hedge);
         let Ok((mut request, pending)) = self.start() else {
@@ -214,7 +219,7 @@ impl<B: Body> Call<B> {
             self.next_kind = kind;
             self.rules.hedging.withdraw(&stats, budget.as_ref());
             if let Some(budget) = &budget {
-                self.tell_tokens(budget);
+                self.tell_tokens(budget, None);
             }
             return None;
         };

@@ -37,6 +37,9 @@ pub(crate) struct Call<B> {
     /// A caller's shorter deadline header, sent as set on the first attempt.
     pub(super) as_set: Option<(Format, HeaderValue)>,
     pub(super) may_retry: bool,
+    /// Whether the caller let a method that is not idempotent retry: read
+    /// again when a redirect changes the method.
+    pub(super) retry_non_idempotent: bool,
     /// Whether the first attempt may be hedged (A3): hedging is on for the
     /// call, and sending the request twice is safe.
     pub(super) may_hedge: bool,
@@ -105,7 +108,7 @@ impl<B: Body> Call<B> {
             .unwrap_or_else(|| saturating_u32(config.max_retries));
         let replayable = body.replayable();
         let retry_non_idempotent = options.retry_non_idempotent;
-        let may_retry = replayable && (is_idempotent(&method) || retry_non_idempotent);
+        let may_retry = may_retry(replayable, &method, retry_non_idempotent);
         let may_hedge =
             replayable && is_idempotent(&method) && (options.hedge || rules.hedging.enabled());
         if retry_non_idempotent && !is_idempotent(&method) && !headers.contains_key(IDEMPOTENCY_KEY)
@@ -132,6 +135,7 @@ impl<B: Body> Call<B> {
             deadline,
             as_set,
             may_retry,
+            retry_non_idempotent,
             may_hedge,
             max_retries,
             retries_made: 0,
@@ -201,9 +205,11 @@ impl<B> Call<B> {
         });
     }
 
-    pub(super) fn tell_tokens(&self, budget: &RetryBudget) {
+    /// Tells the level of `budget`, the current target's, or that of
+    /// `host` when given (a retry's bucket the call has left since).
+    pub(super) fn tell_tokens(&self, budget: &RetryBudget, host: Option<Label>) {
         self.rules.observers.emit(|| Event::BudgetTokens {
-            host: self.label(),
+            host: host.unwrap_or_else(|| self.label()),
             tokens: budget.tokens(),
         });
     }
@@ -218,6 +224,13 @@ impl<B> Call<B> {
     }
 }
 
+/// Whether a request may be sent again after an answer worth a retry
+/// (C4): its body can be, and its method is idempotent or the caller let
+/// it retry all the same.
+pub(super) fn may_retry(replayable: bool, method: &Method, retry_non_idempotent: bool) -> bool {
+    replayable && (is_idempotent(method) || retry_non_idempotent)
+}
+
 impl<B> Drop for Call<B> {
     /// A call dropped before its end (its caller went away, or a deadline
     /// outside it passed) is told too, with the attempts it had under way:
@@ -228,8 +241,8 @@ impl<B> Drop for Call<B> {
         // backoff, or the breaker refused it) go back, and the bucket's new
         // level is told as every other change of it is.
         if let Some(charge) = self.charge.take().filter(|charge| !charge.sent) {
-            let budget = charge.refund();
-            self.tell_tokens(&budget);
+            let (budget, host) = charge.refund();
+            self.tell_tokens(&budget, host);
         }
         if self.ended {
             return;

@@ -17,7 +17,7 @@ use crate::observe::{CallOutcome, Event, SkipReason};
 use crate::retry::{classify_answer, hint_wait, RetryKind};
 
 use super::attempt::Pending;
-use super::call::Call;
+use super::call::{may_retry, Call};
 use super::charge::Charge;
 use super::request::{Answer, Body};
 use super::target::Target;
@@ -163,6 +163,10 @@ impl<B: Body> Call<B> {
         }
         self.target.refilled = self.refilled.contains(&self.target.host);
         self.method = hop.method;
+        // A hop that became a bodiless GET (a 303, or a 301/302 after a
+        // POST) may retry as any GET does (C4), whatever the first request
+        // was.
+        self.may_retry = may_retry(self.replayable, &self.method, self.retry_non_idempotent);
         self.next_kind = AttemptKind::Redirect;
         Some(Next::Follow)
     }
@@ -247,7 +251,8 @@ impl<B: Body> Call<B> {
             }
         }
         // B2: a retry the bucket cannot pay for is not made.
-        if let Some(budget) = self.target.budget.clone() {
+        let budget = self.target.budget.clone();
+        if let Some(budget) = &budget {
             if !budget.try_withdraw(kind) {
                 tracing::debug!(
                     host = self.target.host,
@@ -258,13 +263,17 @@ impl<B: Body> Call<B> {
                 );
                 return self.skip(SkipReason::Budget, result);
             }
-            self.tell_tokens(&budget);
-            self.charge = Some(Charge {
-                budget,
-                kind,
-                sent: false,
-            });
+            self.tell_tokens(budget, None);
         }
+        // Only this retry's tokens can come back: an earlier retry's charge
+        // was sent and did not succeed, so what it spent stays spent, also
+        // when this retry goes to a host with no bucket (B4).
+        self.charge = budget.map(|budget| Charge {
+            budget,
+            host: self.target.label.clone(),
+            kind,
+            sent: false,
+        });
         tracing::debug!(
             host = self.target.host,
             attempt = attempt + 1,
@@ -283,8 +292,8 @@ impl<B: Body> Call<B> {
         if let Ok(response) = &result {
             if response.status().as_u16() < 400 {
                 if let Some(charge) = self.charge.take() {
-                    let budget = charge.refund();
-                    self.tell_tokens(&budget);
+                    let (budget, host) = charge.refund();
+                    self.tell_tokens(&budget, host);
                 }
             }
         }
