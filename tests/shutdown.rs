@@ -274,6 +274,30 @@ async fn the_readiness_503_says_whether_the_server_still_serves() {
     drained.await.unwrap();
 }
 
+/// G5, S5: behind a `TimeboxLayer` with a seeded source, the readiness
+/// 503's `Retry-After` comes from that source, as the timeout 503's does.
+#[tokio::test(start_paused = true)]
+async fn the_readiness_retry_after_comes_from_the_layers_source() {
+    use timebox::entropy::Entropy;
+    use timebox::server::TimeboxLayer;
+    use tower::ServiceExt;
+
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let app = axum::Router::new()
+        .route("/ready", timebox::server::readiness(&shutdown))
+        .layer(TimeboxLayer::new(&Config::default()).entropy(Entropy::seeded(7)));
+    shutdown.trigger();
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let response = app.clone().oneshot(request("GET", "/ready")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        seen.push(response.headers()["retry-after"].to_str().unwrap().to_owned());
+    }
+    let source = Entropy::seeded(7);
+    let expected: Vec<String> = (0..20).map(|_| source.uniform(1..=3).to_string()).collect();
+    assert_eq!(seen, expected);
+}
+
 /// The `Retry-After` values of 20 readiness answers during a shutdown, in
 /// a simulation with `seed`.
 async fn readiness_retry_afters(seed: u64) -> Vec<String> {

@@ -9,6 +9,8 @@ use crate::entropy::Entropy;
 use crate::problem;
 use crate::shutdown::Shutdown;
 
+use super::context::RequestContext;
+
 /// A `GET` route that answers `200 ready` until `shutdown` is triggered and
 /// `503` (problem+json, with `Retry-After`) from then on: the first step
 /// of the sequence, so load balancers stop routing here before the server
@@ -17,8 +19,10 @@ use crate::shutdown::Shutdown;
 /// The 503's detail says which part of the sequence the server is in: during
 /// the pre-stop grace it still serves requests (that is what the grace is
 /// for), from phase 1 on it accepts none. `Retry-After` is 1, 2 or 3 seconds
-/// drawn from the request's [`Entropy`] extension when it has one (as under
-/// `Sim::app`, so the sequence replays), else from one OS-seeded source.
+/// drawn from the app's source, as the timeout 503's is: the
+/// [`TimeboxLayer`](super::TimeboxLayer)'s around the router, else the
+/// request's [`Entropy`] extension (as under `Sim::app`, so the sequence
+/// replays), else one OS-seeded source.
 ///
 /// ```
 /// use timebox::config::Config;
@@ -30,10 +34,17 @@ use crate::shutdown::Shutdown;
 /// ```
 pub fn readiness<S: Clone + Send + Sync + 'static>(shutdown: &Shutdown) -> MethodRouter<S> {
     let shutdown = shutdown.clone();
-    get(move |entropy: Option<Extension<Entropy>>| {
-        let answer = answer(&shutdown, entropy.map(|Extension(entropy)| entropy));
-        async move { answer }
-    })
+    get(
+        move |context: Option<Extension<RequestContext>>,
+              entropy: Option<Extension<Entropy>>| {
+            let entropy = match context {
+                Some(Extension(context)) => Some(context.entropy),
+                None => entropy.map(|Extension(entropy)| entropy),
+            };
+            let answer = answer(&shutdown, entropy);
+            async move { answer }
+        },
+    )
 }
 
 fn answer(shutdown: &Shutdown, entropy: Option<Entropy>) -> Response {
