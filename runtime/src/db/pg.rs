@@ -87,9 +87,10 @@ const OURS_WITHIN: Duration = Duration::from_millis(51);
 /// # Errors
 ///
 /// [`PgError::Pool`]: the deadline passed before a connection came (a
-/// passed deadline sends nothing to the server) or the pool failed;
+/// passed deadline sends nothing to the server), or the pool or `BEGIN`
+/// failed (sqlx's `Pool::begin` does both, and says which in its error);
 /// [`PgError::DeadlineExceeded`]: it passed right after `BEGIN`;
-/// [`PgError::Database`]: `BEGIN` or the setting failed.
+/// [`PgError::Database`]: setting the statement timeout failed.
 ///
 /// # Cancellation safety
 ///
@@ -170,8 +171,8 @@ pub enum PgError {
         /// statement timeout could be set.
         cancelled: Option<sqlx::Error>,
     },
-    /// No transaction: the deadline passed first, or the pool failed (see
-    /// [`PoolWaitError`]).
+    /// No transaction: the deadline passed first, or the pool failed, or
+    /// (from [`begin`]) `BEGIN` did (see [`PoolWaitError`]).
     Pool(PoolWaitError),
     /// Any other database error, a `57014` with time left included.
     Database(sqlx::Error),
