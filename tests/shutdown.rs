@@ -291,7 +291,12 @@ async fn the_readiness_retry_after_comes_from_the_layers_source() {
     for _ in 0..20 {
         let response = app.clone().oneshot(request("GET", "/ready")).await.unwrap();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-        seen.push(response.headers()["retry-after"].to_str().unwrap().to_owned());
+        seen.push(
+            response.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
     let source = Entropy::seeded(7);
     let expected: Vec<String> = (0..20).map(|_| source.uniform(1..=3).to_string()).collect();

@@ -35,8 +35,7 @@ use super::context::RequestContext;
 pub fn readiness<S: Clone + Send + Sync + 'static>(shutdown: &Shutdown) -> MethodRouter<S> {
     let shutdown = shutdown.clone();
     get(
-        move |context: Option<Extension<RequestContext>>,
-              entropy: Option<Extension<Entropy>>| {
+        move |context: Option<Extension<RequestContext>>, entropy: Option<Extension<Entropy>>| {
             let entropy = match context {
                 Some(Extension(context)) => Some(context.entropy),
                 None => entropy.map(|Extension(entropy)| entropy),
