@@ -120,6 +120,24 @@ async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim
     );
 }
 
+#[sim_test]
+async fn basic_auth_and_credentials_in_the_url_mean_what_they_mean_in_reqwest(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    let authorization = |seen: Seen| seen.authorization.expect("an authorization header");
+    // "user:p@ss" and "user:" in base64.
+    let seen = seen_by_echo(client.get("http://echo/").basic_auth("user", Some("p@ss"))).await;
+    assert_eq!(authorization(seen), "Basic dXNlcjpwQHNz");
+    let seen = seen_by_echo(client.get("http://echo/").basic_auth("user", None::<&str>)).await;
+    assert_eq!(authorization(seen), "Basic dXNlcjo=");
+    // In the URL, percent-encoded, they go as the same header.
+    let seen = seen_by_echo(client.get("http://user:p%40ss@echo/")).await;
+    assert_eq!(authorization(seen), "Basic dXNlcjpwQHNz");
+    // A header set for the request wins over the URL's.
+    let seen = seen_by_echo(client.get("http://user:p%40ss@echo/").bearer_auth("t0ken")).await;
+    assert_eq!(authorization(seen), "Bearer t0ken");
+}
+
 /// A filter whose fields are all optional: `None` adds no pair.
 #[derive(Serialize)]
 struct Filter {

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, Method};
@@ -140,6 +141,27 @@ impl RequestBuilder {
         self
     }
 
+    /// Sets `Authorization: Basic` for `username` and `password`, encoded
+    /// as reqwest's is (`username:` with no password) and marked
+    /// sensitive. It replaces an `Authorization` header set before, as
+    /// [`bearer_auth`](Self::bearer_auth) does.
+    ///
+    /// A user name and password in the URL (`http://user:pass@host/`) are
+    /// sent the same way, as in reqwest, unless an `Authorization` header
+    /// is set; they never go in the request line.
+    pub fn basic_auth<U: fmt::Display, P: fmt::Display>(
+        mut self,
+        username: U,
+        password: Option<P>,
+    ) -> Self {
+        let credentials = match password {
+            Some(password) => format!("{username}:{password}"),
+            None => format!("{username}:"),
+        };
+        self.headers.insert(AUTHORIZATION, basic(&credentials));
+        self
+    }
+
     /// Bounds the whole call, every attempt and the reading of the body
     /// included, to `timeout` from when it is sent, as reqwest's does for its
     /// one attempt. It shortens the current deadline, never lengthens it.
@@ -248,7 +270,12 @@ impl RequestBuilder {
             attempt_timeout: timeout,
             ..options
         };
-        let request = engine::Request::to_url(method, Url::parse(&url)?, headers, body)?;
+        let mut url = Url::parse(&url)?;
+        let mut headers = headers;
+        if let Some(credentials) = take_credentials(&mut url) {
+            headers.entry(AUTHORIZATION).or_insert(credentials);
+        }
+        let request = engine::Request::to_url(method, url, headers, body)?;
         let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();
         let sender = ByTransport(&*client.transport);
@@ -261,6 +288,38 @@ impl RequestBuilder {
             self.error = Some(ClientError::InvalidRequest(message.to_owned()));
         }
     }
+}
+
+/// `Authorization: Basic` for `user:password`, marked sensitive.
+fn basic(credentials: &str) -> HeaderValue {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+    let mut value =
+        HeaderValue::try_from(format!("Basic {encoded}")).expect("base64 is a valid header value");
+    value.set_sensitive(true);
+    value
+}
+
+/// Takes the user name and password out of `url` (percent-decoded, as
+/// reqwest does), as `Authorization: Basic`; `None` when it has none.
+fn take_credentials(url: &mut Url) -> Option<HeaderValue> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decoded = |part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let credentials = format!(
+        "{}:{}",
+        decoded(url.username()),
+        url.password().map(decoded).unwrap_or_default()
+    );
+    // Only a URL with no host keeps them (`file:`), which no door sends.
+    if url.set_username("").is_err() || url.set_password(None).is_err() {
+        return None;
+    }
+    Some(basic(&credentials))
 }
 
 /// `Client`'s door to the engine: each attempt through its transport.
