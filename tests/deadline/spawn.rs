@@ -77,3 +77,43 @@ async fn bounded_work_inside_unscoped_runs_to_completion_past_the_outer_deadline
     assert_eq!(result, Ok(7));
     assert_eq!(start.elapsed(), Duration::from_secs(3));
 }
+
+/// A current-thread runtime's `block_on` polls its tasks inside the caller's
+/// scope: they are still tasks of their own.
+#[test]
+fn a_task_spawned_under_a_block_on_inside_a_scope_sees_no_deadline() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    let one = runtime.block_on(async { Deadline::after(ONE) });
+    let (in_block_on, in_task) = one.sync_scope(|| {
+        runtime.block_on(async {
+            let task = tokio::spawn(async { Deadline::current() });
+            (
+                Deadline::current(),
+                task.await.expect("the task does not panic"),
+            )
+        })
+    });
+    assert_eq!(in_block_on, Some(one));
+    assert_eq!(in_task, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_of_a_local_set_run_inside_a_scope_sees_no_deadline() {
+    let local = tokio::task::LocalSet::new();
+    let one = Deadline::after(ONE);
+    let (in_run, in_task) = one
+        .scope(local.run_until(async {
+            let task = tokio::task::spawn_local(async { Deadline::current() });
+            (
+                Deadline::current(),
+                task.await.expect("the task does not panic"),
+            )
+        }))
+        .await;
+    assert_eq!(in_run, Some(one));
+    assert_eq!(in_task, None);
+}

@@ -10,23 +10,40 @@ use pin_project::pin_project;
 use super::Deadline;
 
 thread_local! {
-    /// The deadline of the future being polled on this thread. Scopes set it
-    /// for the length of one poll of their inner future and put the previous
-    /// value back afterwards, so it behaves as a task-local: whatever task the
-    /// thread polls next sees its own value. A `const` `Cell` of a `Copy`
-    /// value keeps the read to a plain load (no lazy initialisation, no
-    /// destructor), which matters because every poll of a scope reads it.
-    static CURRENT: Cell<Option<Deadline>> = const { Cell::new(None) };
+    /// The deadline of the future being polled on this thread, and the
+    /// tokio task that set it. Scopes set it for the length of one poll of
+    /// their inner future and put the previous value back afterwards, so it
+    /// behaves as a task-local: whatever task the thread polls next sees its
+    /// own value. A task polled *inside* another's poll (a current-thread
+    /// runtime's `block_on` or a `LocalSet` run within a scope) is another
+    /// task, so the value it finds is not its own (D4). A `const` `Cell` of
+    /// a `Copy` value keeps the read to a plain load (no lazy
+    /// initialisation, no destructor), which matters because every poll of
+    /// a scope reads it.
+    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+}
+
+/// A current deadline, and the task that made it current (`None` outside
+/// any task: a thread of its own, or a runtime's `block_on`).
+#[derive(Clone, Copy)]
+struct Current {
+    deadline: Deadline,
+    task: Option<tokio::task::Id>,
 }
 
 pub(super) fn current() -> Option<Deadline> {
-    CURRENT.try_with(Cell::get).ok().flatten()
+    let current = CURRENT.try_with(Cell::get).ok().flatten()?;
+    (current.task == tokio::task::try_id()).then_some(current.deadline)
 }
 
 /// Runs `f` with `deadline` current, restoring the previous value afterwards
 /// (also when `f` panics).
 pub(super) fn with_current<R>(deadline: Option<Deadline>, f: impl FnOnce() -> R) -> R {
-    crate::thread_cell::with_set(&CURRENT, deadline, f)
+    let current = deadline.map(|deadline| Current {
+        deadline,
+        task: tokio::task::try_id(),
+    });
+    crate::thread_cell::with_set(&CURRENT, current, f)
 }
 
 /// Future for [`Deadline::scope`]: runs the inner future with a deadline current.
