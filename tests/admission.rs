@@ -253,6 +253,40 @@ async fn a_queued_request_leaves_the_queue_at_its_deadline(sim: Sim) {
     assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
 }
 
+/// Gives up after 50 ms by its own rule, and needs 10 ms of it.
+#[get("/brief", timeout_ms = 50, min_budget_ms = 10)]
+async fn brief() -> &'static str {
+    "brief"
+}
+
+/// Holds its slot for 80 ms: past `/brief`'s deadline, short of CoDel's
+/// interval.
+#[get("/busy", timeout = "off")]
+async fn busy() -> &'static str {
+    sleep(MS(80)).await;
+    "busy"
+}
+
+/// S4, O1: a route's own deadline that passes while the request waits in
+/// the limit's queue is answered as expired and told at admission, not
+/// refused as too short.
+#[sim_test]
+async fn a_route_deadline_spent_in_the_queue_is_told_at_admission_not_judged(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Enforce);
+    config.server.admission.concurrency =
+        Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
+    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let router: Router = routes![busy, brief].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    let holder = spawned(&app, request("GET", "/busy")).await;
+    let response = app.request(request("GET", "/brief")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(sheds(&sim), Vec::<String>::new());
+    assert!(lines(&sim.observed())
+        .contains(&"deadline_exceeded stage=admission route=/brief".to_owned()));
+    assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+}
+
 /// Gives up after 10 ms by its own rule: every request is timed-out work.
 #[get("/late", timeout_ms = 10)]
 async fn late() -> &'static str {

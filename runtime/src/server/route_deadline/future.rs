@@ -262,6 +262,14 @@ where
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
+                // A deadline that has passed before the handler first ran
+                // was spent before the route was reached (in the concurrency
+                // limit's queue, or in a middleware): at admission.
+                if future.first_poll().is_none() {
+                    if let Some(expiry) = expiry.as_mut() {
+                        expiry.waiting = Some(Stage::Admission);
+                    }
+                }
                 let (polled, waiting) = noting(|| future.as_mut().poll_at(cx, reading));
                 match polled {
                     Poll::Pending => {
@@ -340,6 +348,12 @@ impl<F> State<F> {
         };
         let now = Instant::now();
         let time_left = future.time_left(now);
+        // A deadline that has passed already (spent in a queue before the
+        // route was reached) is answered as expired (S4), not judged too
+        // short: the gate sees it at this same reading.
+        if time_left.is_zero() {
+            return Judged::Admitted(now);
+        }
         // Its deadline was told at this first poll, before the verdict.
         let refused = admit(
             &check,
