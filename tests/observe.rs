@@ -241,6 +241,32 @@ async fn a_route_deadline_is_told_when_set_and_when_exceeded() {
     );
 }
 
+#[timebox::get("/slow/{id}", timeout_ms = 500)]
+async fn slow_item() -> &'static str {
+    sleep(SECS(10)).await;
+    "late"
+}
+
+/// O3: `route` is the matched template, also for a macro route nested in
+/// a larger router.
+#[tokio::test(start_paused = true)]
+async fn a_nested_macro_route_is_named_by_its_whole_template() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let app = axum::Router::new().nest("/v1", timebox::routes![slow_item].into_router(&config));
+    let response = tower::ServiceExt::oneshot(app, request("GET", "/v1/slow/7"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "deadline_set source=route budget=500ms route=/v1/slow/{id}",
+            "deadline_exceeded stage=handler route=/v1/slow/{id}",
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn two_apps_in_one_process_never_hear_each_other() {
     let (first, second) = (Recording::new(), Recording::new());

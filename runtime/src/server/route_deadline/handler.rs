@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use std::{future::Future, pin::Pin};
 
-use axum::extract::Request;
+use axum::extract::{MatchedPath, Request};
 use axum::handler::Handler;
 use axum::response::Response;
 use pin_project::pin_project;
@@ -83,10 +83,18 @@ where
             None => settings.inbound.earliest(req.headers()),
         };
         let (budget, source) = settings.source.shortened(route_budget, inbound);
-        let route = RouteName::Mounted(settings.path);
         let observers = match context {
             Some(context) => context.observers.clone(),
             None => settings.observers,
+        };
+        // Events name the matched template, which differs from the route's
+        // own path inside a nested router (`Router::nest("/v1", ..)`); it is
+        // looked up only for someone listening.
+        let route = match req.extensions().get::<MatchedPath>() {
+            Some(matched) if observers.is_listening() && matched.as_str() != &*settings.path => {
+                RouteName::Matched(Some(matched.clone()))
+            }
+            _ => RouteName::Mounted(settings.path),
         };
         let expiry = Expiry {
             method: req.method().clone(),
