@@ -171,6 +171,11 @@ impl RequestBuilder {
     /// `timeout_secs` and retried. So an attempt that runs out of time has
     /// used the call's: attempts that fail (a `503`, a refused connection)
     /// are still retried within it, attempts that time out are not.
+    ///
+    /// Without it, the body is bounded by the current deadline alone:
+    /// `timeout_secs` ends with the response's head, unlike reqwest's
+    /// client-wide timeout, so that a long stream is not cut at it. Give a
+    /// call with no deadline whose body may stall a `.timeout()`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self

@@ -301,8 +301,10 @@ pub struct HttpConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ClientConfig {
     /// Timeout of one attempt, in seconds; an attempt under a deadline gets
-    /// the smaller of this and the time left. A `Client` request's own
-    /// `.timeout()` replaces it for that call. Default 30.
+    /// the smaller of this and the time left. It ends when the response's
+    /// head arrives: reading the body is bounded by the deadline, not by
+    /// this. A `Client` request's own `.timeout()` replaces it for that
+    /// call, and bounds its body too. Default 30.
     pub timeout_secs: u64,
     /// Retries after the first attempt (attempts = `max_retries + 1`).
     /// Default 3.

@@ -93,7 +93,8 @@ metrics! {
         "Requests refused before their handler ran";
 }
 
-/// The label of a request that matched no route.
+/// The label of a request no route took: it matched none, or the
+/// shutdown gate refused it before routing.
 #[cfg(any(feature = "metrics", feature = "otel"))]
 const UNMATCHED: &str = "unmatched";
 

@@ -36,7 +36,9 @@
 //! Both metric sinks register the same [`METRICS`], the table of DESIGN
 //! §13: names, kinds, units and attributes. Attribute values are bounded:
 //! `host` is the host key of one of a client's first `max_hosts - 1` hosts,
-//! or `other`; `route` is the matched route template, or `unmatched`.
+//! or `other`; `route` is the matched route template, or `unmatched` for
+//! a request no route took (it matched none, or the shutdown gate, which
+//! runs before routing, refused it).
 //!
 //! # Examples
 //!
