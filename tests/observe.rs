@@ -267,6 +267,57 @@ async fn a_nested_macro_route_is_named_by_its_whole_template() {
     );
 }
 
+#[timebox::get("/long", timeout_ms = 5000)]
+async fn long_item() -> &'static str {
+    "done"
+}
+
+/// A middleware that looks something up for 100 ms before it calls the
+/// route, as an authentication step would.
+async fn looks_up_first(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    sleep(MS(100)).await;
+    next.run(request).await
+}
+
+/// O1: a request is told its deadline once, also when a middleware under
+/// the `TimeboxLayer` waits before the route's own rule takes it over, and
+/// a plain route's is told before what its handler does.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_is_told_once_when_a_route_rule_takes_over_late() {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.server.timeouts.request_timeout_ms = Some(2_000);
+    let app = timebox::routes![long_item]
+        .into_router(&config)
+        .route(
+            "/plain",
+            axum::routing::get(|| async {
+                sleep(MS(10)).await;
+                "plain"
+            }),
+        )
+        .layer(axum::middleware::from_fn(looks_up_first))
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    for path in ["/long", "/long", "/plain", "/plain"] {
+        let response = tower::ServiceExt::oneshot(app.clone(), request("GET", path))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+    }
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "deadline_set source=route budget=5000ms route=/long",
+            "deadline_set source=route budget=5000ms route=/long",
+            "deadline_set source=global budget=2000ms route=/plain",
+            "deadline_set source=global budget=2000ms route=/plain",
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn two_apps_in_one_process_never_hear_each_other() {
     let (first, second) = (Recording::new(), Recording::new());

@@ -859,6 +859,31 @@ async fn a_route_run_on_a_task_of_its_own_keeps_its_own_rule() {
     assert_eq!(text(off).await, "None");
 }
 
+/// A route rule that took the request over on a task of its own keeps it
+/// when the layer above is polled again only after the global deadline
+/// (its workers were busy).
+#[tokio::test(start_paused = true)]
+async fn a_route_that_took_over_keeps_its_rule_when_the_layer_is_polled_late() {
+    use tower::ServiceExt;
+
+    let config = config_with_global(Some(2_000));
+    let app = layered(
+        routes![off_route]
+            .into_router(&config)
+            .layer(axum::middleware::from_fn(on_its_own_task)),
+        &config,
+    );
+    let mut call = tokio_test::task::spawn(app.oneshot(request("GET", "/off")));
+    tokio_test::assert_pending!(call.poll());
+    // The route's task takes the request over and waits for the layer.
+    tokio::task::yield_now().await;
+    assert!(call.is_woken(), "the take-over did not wake the layer");
+    tokio::time::advance(MS(2_500)).await;
+    let response = call.await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(text(response).await, "None");
+}
+
 /// A route that took the request over on a task of its own, then lost the
 /// `TimeboxLayer` above it (its client went away), runs on under its own
 /// rule rather than waiting for good.

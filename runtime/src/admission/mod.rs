@@ -18,7 +18,7 @@ mod fraction;
 mod limit;
 #[cfg(feature = "server")]
 mod limiter;
-#[cfg(any(feature = "server", feature = "grpc"))]
+#[cfg(feature = "grpc")]
 mod route_checks;
 mod window;
 
@@ -30,7 +30,7 @@ pub(crate) use deadline_check::TooShort;
 pub(crate) use fraction::FractionCap;
 #[cfg(feature = "server")]
 pub(crate) use limiter::{Acquire, Limiter, Permit, Refusal};
-#[cfg(any(feature = "server", feature = "grpc"))]
+#[cfg(feature = "grpc")]
 pub(crate) use route_checks::RouteChecks;
 #[cfg(feature = "client")]
 pub(crate) use window::{Estimate, LatencyWindow};

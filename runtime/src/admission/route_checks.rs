@@ -1,5 +1,5 @@
-//! [`RouteChecks`]: the deadline checks of the routes a layer learns of
-//! only by name (a router's matched route template, a gRPC method).
+//! [`RouteChecks`]: the deadline checks of the methods the gRPC layer
+//! learns of only by name.
 
 use std::sync::Arc;
 
@@ -7,16 +7,16 @@ use super::DeadlineCheck;
 use crate::bounded_map::BoundedMap;
 use crate::config::{AdmissionConfig, DeadlineCheck as CheckMode};
 
-/// One `T` (a [`DeadlineCheck`], or what wraps one) per route name, made on
-/// the route's first request with the server's admission settings; at most
-/// `max` routes, since a name may come from a caller.
+/// One [`DeadlineCheck`] per route name, made on the route's first request
+/// with the server's admission settings; at most `max` routes, since a name
+/// may come from a caller.
 #[derive(Debug)]
-pub(crate) struct RouteChecks<T> {
+pub(crate) struct RouteChecks {
     admission: AdmissionConfig,
-    routes: BoundedMap<Arc<T>>,
+    routes: BoundedMap<Arc<DeadlineCheck>>,
 }
 
-impl<T: From<DeadlineCheck>> RouteChecks<T> {
+impl RouteChecks {
     /// The checks of `admission`; `None` when the check is off.
     pub(crate) fn new(admission: &AdmissionConfig, max: usize) -> Option<Self> {
         (admission.deadline_check != CheckMode::Off).then(|| Self {
@@ -26,15 +26,14 @@ impl<T: From<DeadlineCheck>> RouteChecks<T> {
     }
 
     /// The check of `route`, if it has one yet.
-    #[cfg(feature = "grpc")]
-    pub(crate) fn find(&self, route: &str) -> Option<Arc<T>> {
+    pub(crate) fn find(&self, route: &str) -> Option<Arc<DeadlineCheck>> {
         self.routes.get(route)
     }
 
     /// The check of `route`, made the first time; `None` past `max` routes.
-    pub(crate) fn get(&self, route: &str) -> Option<Arc<T>> {
+    pub(crate) fn get(&self, route: &str) -> Option<Arc<DeadlineCheck>> {
         self.routes.get_or_make(route, || {
-            Arc::new(T::from(DeadlineCheck::new(&self.admission, None)))
+            Arc::new(DeadlineCheck::new(&self.admission, None))
         })
     }
 }

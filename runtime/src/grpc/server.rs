@@ -60,7 +60,7 @@ pub(crate) struct ServerSettings {
     /// The deadline check (A1) of each method, by full name, made at the
     /// method's first success: a path a caller made up never answers one, so
     /// it takes none of the table's places. `None` when the check is off.
-    pub(crate) checks: Option<Arc<RouteChecks<DeadlineCheck>>>,
+    pub(crate) checks: Option<Arc<RouteChecks>>,
 }
 
 /// A method's own rule.
@@ -298,7 +298,7 @@ enum Learner {
     Known(Arc<DeadlineCheck>),
     /// The method has none yet: its first success makes it (unless the
     /// table is full).
-    First(Arc<RouteChecks<DeadlineCheck>>, Uri),
+    First(Arc<RouteChecks>, Uri),
 }
 
 impl Learn {

@@ -16,8 +16,9 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal, RouteChecks};
-use crate::config::{AdmissionConfig, Config};
+use crate::admission::{Acquire, DeadlineCheck, Limiter, Permit, Refusal};
+use crate::bounded_map::BoundedMap;
+use crate::config::{AdmissionConfig, Config, DeadlineCheck as CheckMode};
 use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{DeadlineSource, Event, Observers, ShedReason, Stage};
@@ -59,10 +60,10 @@ use super::route_deadline::{admit, Answer, Expiry, Learn, Probe, Probed, RouteNa
 /// both from the same [`Config`]. Until the request reaches the route, the
 /// global deadline gates it: a middleware between the two that waits first
 /// (an authentication look-up) waits under it, and a request that is still
-/// there when it passes gets the global timeout. Observers are told the
-/// global deadline at the layer's first poll that has not reached a route
-/// rule, so a request that reaches one later is told twice: the global
-/// deadline it ran under first, then its route's.
+/// there when it passes gets the global timeout. Observers are told a
+/// request's deadline once: its route rule's when one takes over, else the
+/// global one, at the first poll when the layer has seen the route answer
+/// without a rule before, or else when the request ends.
 ///
 /// One exception: with an inbound deadline header of `0` the layer answers
 /// the timeout 503 at once, without polling the route, also when the route's
@@ -91,9 +92,10 @@ struct Settings {
     observers: Observers,
     /// The concurrency limit (A2) of every route under the layer.
     limiter: Option<Limiter>,
-    /// The deadline checks (A1) of the plain routes, by method and route
+    /// With a global deadline: what the layer learnt of each route, and
+    /// the deadline checks (A1) of the plain ones, by method and route
     /// template.
-    checks: Option<Arc<MethodChecks>>,
+    routes: Option<Arc<RouteKinds>>,
 }
 
 impl TimeboxLayer {
@@ -110,7 +112,7 @@ impl TimeboxLayer {
                 entropy: Entropy::from_os(),
                 observers: config.observers.clone(),
                 limiter: Limiter::new(admission.concurrency, &admission.queue),
-                checks: MethodChecks::new(admission).map(Arc::new),
+                routes: global.map(|_| Arc::new(RouteKinds::new(admission))),
             }),
         }
     }
@@ -192,9 +194,9 @@ where
         // An inbound header can only shorten the deadline.
         let (budget, source) = DeadlineSource::Global.shortened(global, inbound);
         // A request that matched no route has no check.
-        let plain = match (&settings.checks, &route) {
-            (Some(checks), RouteName::Matched(Some(path))) => {
-                checks.get(req.method(), path.as_str())
+        let plain = match (&settings.routes, &route) {
+            (Some(routes), RouteName::Matched(Some(path))) => {
+                routes.get(req.method(), path.as_str())
             }
             _ => None,
         };
@@ -202,7 +204,8 @@ where
         // expired below (S4), not judged too short.
         let judged = plain
             .as_ref()
-            .filter(|plain| !budget.is_zero() && plain.is_plain());
+            .filter(|plain| !budget.is_zero() && plain.is_plain())
+            .and_then(|plain| plain.check.as_ref());
         // Whether the request's deadline was told already.
         let told = Cell::new(false);
         if let Some(check) = judged {
@@ -219,14 +222,7 @@ where
                     route: route.label(),
                 });
             };
-            let refused = admit(
-                &check.check,
-                budget,
-                start,
-                &route,
-                &settings.observers,
-                tell_set,
-            );
+            let refused = admit(check, budget, start, &route, &settings.observers, tell_set);
             if let Some(refusal) = refused {
                 return TimeboxFuture::new(State::refused(refusal), None, None, None, entropy);
             }
@@ -249,7 +245,7 @@ where
             tell_at_first_poll: probe.is_none(),
             told: told.get(),
             check: None,
-            learn: Learn::from_check(plain.as_ref().map(|plain| Arc::clone(&plain.check))),
+            learn: Learn::from_check(plain.as_ref().and_then(|plain| plain.check.clone())),
             stage: Stage::Handler,
             waiting: None,
         };
@@ -363,6 +359,17 @@ where
                 Err(Refusal::Deadline) => this.state.as_mut().timed_out_at(Stage::Admission),
             }
         }
+        // A route rule that took the request over on a task of its own
+        // while this future waited is let go before the gate checks the
+        // clock: its rule alone applies from then on.
+        if this.probe.as_ref().is_some_and(Probe::is_taken) {
+            this.probe.take();
+            if let Some(plain) = this.plain.take() {
+                plain.ruled();
+            }
+            this.state.as_mut().forget_learning();
+            this.state.as_mut().release();
+        }
         let mut answer = this.state.as_mut().poll_answer(cx);
         let probed = this
             .probe
@@ -386,15 +393,25 @@ where
                 }
             }
             // The global deadline gates the request until a route rule
-            // takes it over, and is told at the first poll that leaves it
-            // untaken (once). A route reached only in a later poll (behind
-            // a middleware that waited) tells its own rule's deadline then.
-            Some(Probed::Open) => this.state.as_mut().tell_set(),
-            // The route ended under the global deadline: a plain route.
+            // takes it over. It is told now when the route is known to be a
+            // plain one (or is no route of a table); a route that may have a
+            // rule of its own (behind a middleware that waits) tells its
+            // own once it takes over, or the global one is told when the
+            // request ends without that.
+            Some(Probed::Open) => {
+                if this.plain.as_ref().is_none_or(|plain| plain.is_plain()) {
+                    this.state.as_mut().tell_set();
+                }
+            }
+            // The request ended under the global deadline. Its route is a
+            // plain one if it answered; a timeout, or a middleware's own
+            // answer before the route, shows nothing of the route.
             Some(Probed::Untaken) => {
                 *this.probe = None;
                 if let Some(plain) = this.plain.take() {
-                    plain.plain();
+                    if matches!(answer, Poll::Ready(Answer::Inner(_))) {
+                        plain.plain();
+                    }
                 }
                 this.state.as_mut().tell_set();
             }
@@ -427,28 +444,32 @@ where
     }
 }
 
-/// The checks of the plain routes, one table per method: the methods of
-/// one path can have different rules (a macro's `GET` beside a plain
+/// What the layer learnt of its routes, one table per method: the methods
+/// of one path can have different rules (a macro's `GET` beside a plain
 /// `POST`) and different service times. `HEAD` shares `GET`'s, as axum
 /// answers it with the `GET` handler; methods beyond the standard ones
 /// share one table.
 #[derive(Debug)]
-struct MethodChecks([RouteChecks<PlainRoute>; METHOD_TABLES]);
+struct RouteKinds {
+    /// The admission settings a plain route's check is made with; `None`
+    /// when the check is off.
+    check: Option<AdmissionConfig>,
+    tables: [BoundedMap<Arc<PlainRoute>>; METHOD_TABLES],
+}
 
 /// The standard methods, `HEAD` with `GET`, and one for the others.
 const METHOD_TABLES: usize = 9;
 
-impl MethodChecks {
-    /// The checks of `admission`; `None` when the check is off.
-    fn new(admission: &AdmissionConfig) -> Option<Self> {
-        // The check is on or off for every table alike.
-        let tables: Option<Vec<_>> = (0..METHOD_TABLES)
-            .map(|_| RouteChecks::new(admission, MAX_ROUTES))
-            .collect();
-        tables?.try_into().ok().map(Self)
+impl RouteKinds {
+    fn new(admission: &AdmissionConfig) -> Self {
+        Self {
+            check: (admission.deadline_check != CheckMode::Off).then(|| admission.clone()),
+            tables: std::array::from_fn(|_| BoundedMap::new(MAX_ROUTES)),
+        }
     }
 
-    /// The check of `method` on `route`, made the first time.
+    /// What the layer knows of `method` on `route`, made the first time;
+    /// `None` past [`MAX_ROUTES`].
     fn get(&self, method: &Method, route: &str) -> Option<Arc<PlainRoute>> {
         let table = match *method {
             Method::GET | Method::HEAD => 0,
@@ -461,16 +482,24 @@ impl MethodChecks {
             Method::CONNECT => 7,
             _ => 8,
         };
-        self.0[table].get(route)
+        self.tables[table].get_or_make(route, || {
+            Arc::new(PlainRoute {
+                check: self
+                    .check
+                    .as_ref()
+                    .map(|admission| Arc::new(DeadlineCheck::new(admission, None))),
+                kind: AtomicU8::new(UNKNOWN),
+            })
+        })
     }
 }
 
-/// One route's check for one method, and whether the route is a plain one
-/// for it: a route with a rule of its own checks for itself, and the layer
-/// learns which it is from the first request.
+/// One route for one method: whether it is a plain one (a route with a rule
+/// of its own checks for itself and tells its own deadline), learnt from
+/// its requests, and the deadline check it has as a plain one.
 #[derive(Debug)]
 struct PlainRoute {
-    check: Arc<DeadlineCheck>,
+    check: Option<Arc<DeadlineCheck>>,
     kind: AtomicU8,
 }
 
@@ -478,17 +507,8 @@ const UNKNOWN: u8 = 0;
 const PLAIN: u8 = 1;
 const RULED: u8 = 2;
 
-/// Most routes a layer keeps a check for: far more than a router has.
+/// Most routes a layer keeps: far more than a router has.
 const MAX_ROUTES: usize = 1024;
-
-impl From<DeadlineCheck> for PlainRoute {
-    fn from(check: DeadlineCheck) -> Self {
-        Self {
-            check: Arc::new(check),
-            kind: AtomicU8::new(UNKNOWN),
-        }
-    }
-}
 
 impl PlainRoute {
     fn is_plain(&self) -> bool {
@@ -501,8 +521,8 @@ impl PlainRoute {
         self.kind.store(RULED, Ordering::Relaxed);
     }
 
-    /// A request ended with no route rule taking it over: the route is a
-    /// plain one, unless a request showed it has a rule.
+    /// A request its route answered with no route rule taking it over: the
+    /// route is a plain one, unless a request showed it has a rule.
     fn plain(&self) {
         let _ = self
             .kind

@@ -29,7 +29,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::Context;
+use std::task::{Context, Waker};
 
 use futures_util::task::AtomicWaker;
 
@@ -93,28 +93,40 @@ impl RouteClaim {
                 return Probed::Open;
             }
         }
-        match self.0.state.swap(SETTLED, Ordering::AcqRel) {
-            TAKEN => {
-                if let Some(route) = self.0.route.take() {
-                    if !route.will_wake(cx.waker()) {
-                        route.wake();
-                    }
-                }
-                Probed::Taken
-            }
-            _ => Probed::Untaken,
+        if self.settle(Some(cx.waker())) {
+            Probed::Taken
+        } else {
+            Probed::Untaken
         }
     }
 
-    /// For the outer layer's future when it is dropped: no route rule can
-    /// take over from now on, and one that did is let go.
+    /// Whether a route rule took the claim over and waits to be let go.
+    pub(crate) fn is_taken(&self) -> bool {
+        self.0.state.load(Ordering::Acquire) == TAKEN
+    }
+
+    /// For the outer layer's future when it is dropped, or when it finds
+    /// the claim taken before it polls: no route rule can take over from
+    /// now on, and one that did is let go.
     pub(crate) fn let_go(&self) {
-        if self.0.state.load(Ordering::Acquire) == SETTLED {
-            return;
+        if self.0.state.load(Ordering::Acquire) != SETTLED {
+            self.settle(None);
         }
-        if self.0.state.swap(SETTLED, Ordering::AcqRel) == TAKEN {
-            self.0.route.wake();
+    }
+
+    /// Settles the claim: whether a route rule had taken it over. One that
+    /// did is woken, unless its task is the one `polling` it next (the
+    /// outer layer's, which polls it again at once).
+    fn settle(&self, polling: Option<&Waker>) -> bool {
+        if self.0.state.swap(SETTLED, Ordering::AcqRel) != TAKEN {
+            return false;
         }
+        if let Some(route) = self.0.route.take() {
+            if !polling.is_some_and(|polling| route.will_wake(polling)) {
+                route.wake();
+            }
+        }
+        true
     }
 
     /// For the route rule's future: whether the outer layer has yet to let
@@ -144,6 +156,11 @@ impl Probe {
     /// See [`RouteClaim::probe`].
     pub(crate) fn after_poll(&self, cx: &Context<'_>, running: bool) -> Probed {
         self.0.probe(cx, running)
+    }
+
+    /// See [`RouteClaim::is_taken`].
+    pub(crate) fn is_taken(&self) -> bool {
+        self.0.is_taken()
     }
 }
 
@@ -217,20 +234,6 @@ mod tests {
             "the take-over did not wake the outer layer"
         );
         assert_eq!(claim.probe(&cx, true), Probed::Taken);
-    }
-
-    #[test]
-    fn a_take_over_in_the_first_poll_wakes_nothing() {
-        let claim = RouteClaim::default();
-        let outer = Arc::new(Woken::default());
-        assert!(claim.take_over());
-        assert!(!outer.was_woken());
-        let waker = outer.waker();
-        assert_eq!(
-            claim.probe(&Context::from_waker(&waker), true),
-            Probed::Taken
-        );
-        assert!(!outer.was_woken());
     }
 
     #[test]
