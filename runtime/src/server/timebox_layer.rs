@@ -398,10 +398,8 @@ where
             // rule of its own (behind a middleware that waits) tells its
             // own once it takes over, or the global one is told when the
             // request ends without that.
-            Some(Probed::Open) => {
-                if this.plain.as_ref().is_none_or(|plain| plain.is_plain()) {
-                    this.state.as_mut().tell_set();
-                }
+            Some(Probed::Open) if this.plain.as_ref().is_none_or(|plain| plain.is_plain()) => {
+                this.state.as_mut().tell_set();
             }
             // The request ended under the global deadline. Its route is a
             // plain one if it answered; a timeout, or a middleware's own
@@ -415,7 +413,7 @@ where
                 }
                 this.state.as_mut().tell_set();
             }
-            None => {}
+            Some(Probed::Open) | None => {}
         }
         let answer = ready!(answer);
         if let Some(mut permit) = this.permit.take() {

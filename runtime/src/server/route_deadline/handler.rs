@@ -87,11 +87,11 @@ where
             Some(context) => context.observers.clone(),
             None => settings.observers,
         };
-        // Events name the matched template, which differs from the route's
-        // own path inside a nested router (`Router::nest("/v1", ..)`); it is
-        // looked up only for someone listening.
+        // Events and the log name the matched template, which differs from
+        // the route's own path inside a nested router
+        // (`Router::nest("/v1", ..)`).
         let route = match req.extensions().get::<MatchedPath>() {
-            Some(matched) if observers.is_listening() && matched.as_str() != &*settings.path => {
+            Some(matched) if matched.as_str() != &*settings.path => {
                 RouteName::Matched(Some(matched.clone()))
             }
             _ => RouteName::Mounted(settings.path),
