@@ -1049,3 +1049,32 @@ async fn a_303_after_a_streaming_body_is_followed_as_a_get() {
         .collect();
     assert_eq!(seen, [("POST", "/"), ("GET", "/next")]);
 }
+
+/// B6: through the middleware too, a request reqwest could not build (an
+/// `http` URL for an `https_only` client) is no failure of the host.
+#[tokio::test]
+async fn through_the_middleware_a_request_reqwest_could_not_build_is_no_failure_of_the_host() {
+    let recording = timebox::observe::Recording::new();
+    let reqwest = reqwest_builder().https_only(true).build().unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest)
+        .with(Timebox::new(&config().observed_by(recording.clone())))
+        .build();
+    for _ in 0..12 {
+        ends(client.get("http://127.0.0.1:9/").send())
+            .await
+            .unwrap_err();
+    }
+    let outcomes: Vec<_> = recording
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            timebox::observe::Event::BreakerCall { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [timebox::observe::BreakerCallOutcome::Cancelled; 12],
+        "the host was never asked"
+    );
+}
