@@ -214,6 +214,12 @@ impl<B> Call<B> {
         });
     }
 
+    /// Gives a retry's tokens back, and tells its bucket's new level.
+    pub(super) fn refund(&self, charge: Charge) {
+        let (budget, host) = charge.refund();
+        self.tell_tokens(&budget, host);
+    }
+
     /// The target's `host` value in events.
     pub(super) fn label(&self) -> Label {
         let target = &self.target;
@@ -241,8 +247,7 @@ impl<B> Drop for Call<B> {
         // backoff, or the breaker refused it) go back, and the bucket's new
         // level is told as every other change of it is.
         if let Some(charge) = self.charge.take().filter(|charge| !charge.sent) {
-            let (budget, host) = charge.refund();
-            self.tell_tokens(&budget, host);
+            self.refund(charge);
         }
         if self.ended {
             return;

@@ -292,8 +292,7 @@ impl<B: Body> Call<B> {
         if let Ok(response) = &result {
             if response.status().as_u16() < 400 {
                 if let Some(charge) = self.charge.take() {
-                    let (budget, host) = charge.refund();
-                    self.tell_tokens(&budget, host);
+                    self.refund(charge);
                 }
             }
         }
