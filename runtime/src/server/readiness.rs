@@ -1,6 +1,5 @@
 //! [`readiness`]: the route a load balancer polls.
 
-use axum::extract::Extension;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use http::StatusCode;
@@ -19,10 +18,10 @@ use super::context::RequestContext;
 /// The 503's detail says which part of the sequence the server is in: during
 /// the pre-stop grace it still serves requests (that is what the grace is
 /// for), from phase 1 on it accepts none. `Retry-After` is 1, 2 or 3 seconds
-/// drawn from the app's source, as the timeout 503's is: the
-/// [`TimeboxLayer`](super::TimeboxLayer)'s around the router, else the
-/// request's [`Entropy`] extension (as under `Sim::app`, so the sequence
-/// replays), else one OS-seeded source.
+/// drawn from the same source as the timeout 503's: the request's
+/// [`Entropy`] extension (as under `Sim::app`, so the sequence replays),
+/// else the [`TimeboxLayer`](super::TimeboxLayer)'s around the router,
+/// else one OS-seeded source.
 ///
 /// ```
 /// use timebox::config::Config;
@@ -34,16 +33,12 @@ use super::context::RequestContext;
 /// ```
 pub fn readiness<S: Clone + Send + Sync + 'static>(shutdown: &Shutdown) -> MethodRouter<S> {
     let shutdown = shutdown.clone();
-    get(
-        move |context: Option<Extension<RequestContext>>, entropy: Option<Extension<Entropy>>| {
-            let entropy = match context {
-                Some(Extension(context)) => Some(context.entropy),
-                None => entropy.map(|Extension(entropy)| entropy),
-            };
-            let answer = answer(&shutdown, entropy);
-            async move { answer }
-        },
-    )
+    get(move |request: axum::extract::Request| {
+        let extensions = request.extensions();
+        let entropy = RequestContext::entropy_of(extensions.get(), extensions);
+        let answer = answer(&shutdown, entropy);
+        async move { answer }
+    })
 }
 
 fn answer(shutdown: &Shutdown, entropy: Option<Entropy>) -> Response {
