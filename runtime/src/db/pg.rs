@@ -86,9 +86,10 @@ const OURS_WITHIN: Duration = Duration::from_millis(51);
 ///
 /// # Errors
 ///
-/// [`PgError::Pool`]: the deadline passed before a connection came (a
-/// passed deadline sends nothing to the server), or the pool or `BEGIN`
-/// failed (sqlx's `Pool::begin` does both, and says which in its error);
+/// [`PgError::Pool`]: the deadline passed before the transaction began,
+/// waiting for a connection or during `BEGIN` (a passed deadline sends
+/// nothing to the server), or the pool or `BEGIN` failed (sqlx's
+/// `Pool::begin` does both, and says which in its error);
 /// [`PgError::DeadlineExceeded`]: it passed right after `BEGIN`;
 /// [`PgError::Database`]: setting the statement timeout failed.
 ///

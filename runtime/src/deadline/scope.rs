@@ -19,7 +19,8 @@ thread_local! {
     /// task, so the value it finds is not its own (D4). A `const` `Cell` of
     /// a `Copy` value keeps the read to a plain load (no lazy
     /// initialisation, no destructor), which matters because every poll of
-    /// a scope reads it.
+    /// a scope reads it; the task's id is one more such read, of tokio's
+    /// own thread-local.
     static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
 }
 
