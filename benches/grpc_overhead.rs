@@ -9,9 +9,12 @@
 //!   parses them and runs the call and its body gated with the deadline
 //!   current, and the client gates the response and its body;
 //! - `bare_with_headers`: bare tonic, each call given the same two headers
-//!   by hand (`Request::set_timeout` and the metadata): what tonic itself
-//!   spends on a call that carries a deadline (its channel and its server
-//!   each put a timer on a call with `grpc-timeout`), without timebox;
+//!   by hand (`Request::set_timeout` and the metadata), their values the
+//!   time the deadline has left, as the client layer sends them (so they
+//!   change from call to call, and HPACK cannot index them): what tonic
+//!   itself spends on a call that carries a deadline (its channel and its
+//!   server each put a timer on a call with `grpc-timeout`), without
+//!   timebox;
 //! - `client_layer`: the client layer only, against the bare server.
 //!
 //! The handler answers at once with what `Deadline::current` said, so the
@@ -48,7 +51,6 @@ use rounds::Variant;
 
 /// The calls' deadline: far enough that none meets it.
 const DEADLINE: Duration = Duration::from_secs(3600);
-const DEADLINE_MS: &str = "3600000";
 
 /// Answers `Wait` at once with the deadline it ran under.
 #[derive(Debug, Clone, Copy)]
@@ -87,11 +89,12 @@ impl Caller {
         let reply = match self {
             Self::Bare(client) => client.wait(request).await,
             Self::BareWithHeaders(client) => {
+                let left = Deadline::current().map_or(DEADLINE, |deadline| deadline.remaining());
                 let mut request = Request::new(request);
-                request.set_timeout(DEADLINE);
+                request.set_timeout(left);
                 request.metadata_mut().insert(
                     "x-timebox-deadline-ms",
-                    DEADLINE_MS.parse().expect("digits"),
+                    left.as_millis().to_string().parse().expect("digits"),
                 );
                 client.wait(request).await
             }
