@@ -6,8 +6,11 @@
 //! (a neighbour's job, a frequency change) can fall on one variant only and
 //! move a ratio by several percent between runs of the same code. Here each
 //! round runs every variant for the same number of operations, in an order
-//! that rotates from round to round; each round gives one ratio per variant
-//! to the baseline, and the report is the median of those ratios with the
+//! that rotates from round to round and runs backwards every other round
+//! (so no variant always follows the same one, inheriting its caches, its
+//! allocator's state or its closing connections); each round gives one
+//! ratio per variant to the baseline, and the report is the median of those
+//! ratios with the
 //! spread between the 10th and 90th percentiles. The per-operation times of
 //! every round go to `target/bench-rounds/<group>.json` for
 //! `benches/ratios.py --summary`.
@@ -51,7 +54,12 @@ pub(crate) fn run(
     let mut per_op: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); count];
     for round in 0..rounds {
         for step in 0..count {
-            let index = (round + step) % count;
+            let position = (round + step) % count;
+            let index = if round % 2 == 0 {
+                position
+            } else {
+                count - 1 - position
+            };
             let took = (variants[index].run)(iters);
             per_op[index].push(took.as_nanos() as f64 / iters as f64);
         }
