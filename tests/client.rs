@@ -715,19 +715,21 @@ async fn the_get_a_post_is_redirected_to_retries_as_any_get(sim: Sim) {
     );
 }
 
+/// A host that answers 503 once, then redirects to `http://b/`.
+fn unavailable_then_to_b() -> axum::Router {
+    recording(&Recorder::new(), |n| async move {
+        match n {
+            1 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+            _ => axum::response::Redirect::temporary("http://b/").into_response(),
+        }
+    })
+}
+
 /// B2, B4: a retry that failed keeps what it cost, also when a later retry,
 /// to a host past `max_hosts` (no bucket), succeeds.
 #[sim_test]
 async fn a_failed_retry_keeps_its_cost_when_a_later_one_without_a_bucket_succeeds(sim: Sim) {
-    sim.net().host(
-        "a",
-        recording(&Recorder::new(), |n| async move {
-            match n {
-                1 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
-                _ => axum::response::Redirect::temporary("http://b/").into_response(),
-            }
-        }),
-    );
+    sim.net().host("a", unavailable_then_to_b());
     sim.net().host(
         "b",
         recording(&Recorder::new(), |n| async move {
@@ -757,15 +759,7 @@ async fn a_failed_retry_keeps_its_cost_when_a_later_one_without_a_bucket_succeed
 async fn a_refund_after_a_redirect_is_told_as_the_retried_hosts(sim: Sim) {
     use timebox::observe::{Event, Recording};
 
-    sim.net().host(
-        "a",
-        recording(&Recorder::new(), |n| async move {
-            match n {
-                1 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
-                _ => axum::response::Redirect::temporary("http://b/").into_response(),
-            }
-        }),
-    );
+    sim.net().host("a", unavailable_then_to_b());
     sim.net().host("b", echo(&Recorder::new()));
     let events = Recording::new();
     let client = sim.client_with(&budget_only().observed_by(events.clone()));

@@ -1064,16 +1064,8 @@ async fn through_the_middleware_a_request_reqwest_could_not_build_is_no_failure_
             .await
             .unwrap_err();
     }
-    let outcomes: Vec<_> = recording
-        .events()
-        .into_iter()
-        .filter_map(|event| match event {
-            timebox::observe::Event::BreakerCall { outcome, .. } => Some(outcome),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        outcomes,
+        support::observe::breaker_calls(&recording.events()),
         [timebox::observe::BreakerCallOutcome::Cancelled; 12],
         "the host was never asked"
     );

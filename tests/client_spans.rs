@@ -119,6 +119,15 @@ async fn a_4xx_answer_is_an_error_of_a_client_span(sim: Sim) {
     assert!(matches!(spans[0].status, Status::Error { .. }));
 }
 
+/// A client that hedges every first attempt still under way at 20 ms.
+fn hedging_at_20ms() -> timebox::config::Config {
+    let mut config = timebox::config::Config::default();
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(20);
+    config.http.client.hedge.max_extra_load = 1.0;
+    config
+}
+
 #[sim_test]
 async fn the_loser_of_a_hedge_race_is_no_error(sim: Sim) {
     // The first request is slow: the hedge, sent at 20 ms, wins.
@@ -131,11 +140,7 @@ async fn the_loser_of_a_hedge_race_is_no_error(sim: Sim) {
             StatusCode::OK
         }),
     );
-    let mut config = timebox::config::Config::default();
-    config.http.client.hedge.enabled = true;
-    config.http.client.hedge.delay_ms = Some(20);
-    config.http.client.hedge.max_extra_load = 1.0;
-    let client = sim.client_with(&config);
+    let client = sim.client_with(&hedging_at_20ms());
     let spans = attempt_spans(async {
         let response = client.get("http://up/").send().await.unwrap();
         assert_eq!(response.status(), 200);
@@ -158,11 +163,7 @@ async fn both_attempts_of_a_hedge_race_the_deadline_ends_say_deadline_exceeded(s
         "up",
         recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
     );
-    let mut config = timebox::config::Config::default();
-    config.http.client.hedge.enabled = true;
-    config.http.client.hedge.delay_ms = Some(20);
-    config.http.client.hedge.max_extra_load = 1.0;
-    let client = sim.client_with(&config);
+    let client = sim.client_with(&hedging_at_20ms());
     let spans = attempt_spans(async {
         let err = Deadline::after(MS(200))
             .scope(client.get("http://up/").send())

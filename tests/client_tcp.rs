@@ -534,16 +534,8 @@ async fn a_refused_redirecting_client_is_no_failure_of_the_host() {
             .await
             .unwrap_err();
     }
-    let outcomes: Vec<_> = recording
-        .events()
-        .into_iter()
-        .filter_map(|event| match event {
-            timebox::observe::Event::BreakerCall { outcome, .. } => Some(outcome),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        outcomes,
+        support::observe::breaker_calls(&recording.events()),
         [timebox::observe::BreakerCallOutcome::Cancelled; 3],
         "the host answered; the client was set up wrong"
     );
@@ -569,16 +561,8 @@ async fn a_request_reqwest_could_not_build_is_no_failure_of_the_host() {
             .unwrap_err();
         assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
     }
-    let outcomes: Vec<_> = recording
-        .events()
-        .into_iter()
-        .filter_map(|event| match event {
-            timebox::observe::Event::BreakerCall { outcome, .. } => Some(outcome),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        outcomes,
+        support::observe::breaker_calls(&recording.events()),
         [timebox::observe::BreakerCallOutcome::Cancelled; 12],
         "the host was never asked"
     );

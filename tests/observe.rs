@@ -272,16 +272,6 @@ async fn long_item() -> &'static str {
     "done"
 }
 
-/// A middleware that looks something up for 100 ms before it calls the
-/// route, as an authentication step would.
-async fn looks_up_first(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    sleep(MS(100)).await;
-    next.run(request).await
-}
-
 /// O1: a request is told its deadline once, also when a middleware under
 /// the `TimeboxLayer` waits before the route's own rule takes it over, and
 /// a plain route's is told before what its handler does.
@@ -299,7 +289,7 @@ async fn a_deadline_is_told_once_when_a_route_rule_takes_over_late() {
                 "plain"
             }),
         )
-        .layer(axum::middleware::from_fn(looks_up_first))
+        .layer(axum::middleware::from_fn(support::http::looks_up_first))
         .layer(timebox::server::TimeboxLayer::new(&config));
     for path in ["/long", "/long", "/plain", "/plain"] {
         let response = tower::ServiceExt::oneshot(app.clone(), request("GET", path))

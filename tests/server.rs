@@ -789,14 +789,31 @@ async fn an_answer_from_between_timebox_layer_and_a_route_with_its_own_rule_stan
     assert_eq!(text(response).await, "answered by the middleware");
 }
 
-/// A middleware that looks something up for 100 ms before it calls the
-/// route, as an authentication step would.
-async fn looks_up_first(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    sleep(MS(100)).await;
-    next.run(request).await
+/// Checks that each of `long_override`, `off_route`, `short_override` and
+/// `inherit_route` in `app` (under a `TimeboxLayer` with a 2 s global
+/// deadline) keeps its own rule, counted from when the request reached the
+/// layer, its handler starting `late` after that.
+async fn each_keeps_its_rule(app: &Router, late: Duration) {
+    let start = Instant::now();
+    let long = send(app, request("GET", "/long")).await;
+    assert_eq!(long.status(), StatusCode::OK);
+    let left = MS(5_000) - late;
+    assert_eq!(text(long).await, format!("Some({})", left.as_millis()));
+    assert_eq!(start.elapsed(), late + Duration::from_secs(3));
+
+    let off = send(app, request("GET", "/off")).await;
+    assert_eq!(off.status(), StatusCode::OK);
+    assert_eq!(text(off).await, "None");
+
+    let start = Instant::now();
+    let short = send(app, request("GET", "/short")).await;
+    assert_eq!(short.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(500));
+
+    let start = Instant::now();
+    let inherit = send(app, request("GET", "/inherit")).await;
+    assert_eq!(inherit.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(2_000));
 }
 
 /// A middleware that runs the route on a task of its own.
@@ -815,29 +832,11 @@ async fn a_route_reached_after_a_middleware_waited_keeps_its_own_rule() {
     let app = layered(
         routes![long_override, short_override, off_route, inherit_route]
             .into_router(&config)
-            .layer(axum::middleware::from_fn(looks_up_first)),
+            .layer(axum::middleware::from_fn(support::http::looks_up_first)),
         &config,
     );
-    let start = Instant::now();
-    let long = send(&app, request("GET", "/long")).await;
-    assert_eq!(long.status(), StatusCode::OK);
-    // Counted from when the request reached the `TimeboxLayer`.
-    assert_eq!(text(long).await, "Some(4900)");
-    assert_eq!(start.elapsed(), MS(3_100));
-
-    let off = send(&app, request("GET", "/off")).await;
-    assert_eq!(off.status(), StatusCode::OK);
-    assert_eq!(text(off).await, "None");
-
-    let start = Instant::now();
-    let short = send(&app, request("GET", "/short")).await;
-    assert_eq!(short.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(start.elapsed(), MS(500));
-
-    let start = Instant::now();
-    let inherit = send(&app, request("GET", "/inherit")).await;
-    assert_eq!(inherit.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(start.elapsed(), MS(2_000));
+    // The middleware's 100 ms count: the rules start at the layer.
+    each_keeps_its_rule(&app, MS(100)).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -929,25 +928,7 @@ async fn under_timebox_layer_macro_routes_keep_their_own_rule() {
         routes![long_override, short_override, off_route, inherit_route].into_router(&config),
         &config,
     );
-    let start = Instant::now();
-    let long = send(&app, request("GET", "/long")).await;
-    assert_eq!(long.status(), StatusCode::OK);
-    assert_eq!(text(long).await, "Some(5000)");
-    assert_eq!(start.elapsed(), Duration::from_secs(3));
-
-    let off = send(&app, request("GET", "/off")).await;
-    assert_eq!(off.status(), StatusCode::OK);
-    assert_eq!(text(off).await, "None");
-
-    let start = Instant::now();
-    let short = send(&app, request("GET", "/short")).await;
-    assert_eq!(short.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(start.elapsed(), MS(500));
-
-    let start = Instant::now();
-    let inherit = send(&app, request("GET", "/inherit")).await;
-    assert_eq!(inherit.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(start.elapsed(), MS(2_000));
+    each_keeps_its_rule(&app, Duration::ZERO).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -93,3 +93,14 @@ pub fn line(event: &Event) -> String {
 pub fn lines(events: &[Event]) -> Vec<String> {
     events.iter().map(line).collect()
 }
+
+/// How the breakers counted each call, in order.
+pub fn breaker_calls(events: &[Event]) -> Vec<timebox::observe::BreakerCallOutcome> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::BreakerCall { outcome, .. } => Some(*outcome),
+            _ => None,
+        })
+        .collect()
+}
