@@ -43,7 +43,7 @@ pub(crate) async fn section() -> Section {
             too_short(Some(DeadlineCheck::Enforce)).await,
         ),
         Row::new(
-            "the same with the default check (dark): served",
+            "the same with the default check (dark): admitted, cut at its 10 ms",
             "503 at 0.01 s, told deadline_too_short_dark",
             too_short(None).await,
         ),

@@ -28,8 +28,10 @@ pub(crate) async fn section() -> Section {
         title: "Deadlines",
         intro: &[
             "A deadline is a point on tokio's clock that the code below a scope reads without",
-            "being passed it. Scopes only shorten it, `bounded` stops work at it before every",
-            "poll, and it travels to the next service as the milliseconds left.",
+            "being passed it. Scopes only shorten it, a spawned task does not inherit it,",
+            "`bounded` stops work at it before every poll, and it travels to the next service",
+            "as the milliseconds left. The 503 it ends in carries a Retry-After jittered from",
+            "the app's seed, so a test replays it.",
         ],
         rows,
     }
@@ -57,10 +59,11 @@ async fn scope_rows() -> Vec<Row> {
         seen,
     ));
 
-    let built_in_five = Deadline::after(secs(5)).scope(async { remaining_ms() });
-    let seen = Deadline::after(secs(1)).scope(built_in_five).await;
+    // The deadline is read when the work runs, not when its future is made.
+    let made_under_five = Deadline::after(secs(5)).sync_scope(|| async { remaining_ms() });
+    let seen = Deadline::after(secs(1)).scope(made_under_five).await;
     rows.push(Row::new(
-        "future built in a 5 s scope, polled in a 1 s scope",
+        "future made while a 5 s deadline was current, polled in a 1 s scope",
         "1000 ms",
         seen,
     ));
@@ -193,8 +196,9 @@ async fn config_and_entropy_rows() -> Vec<Row> {
             .map_or("none".to_owned(), |d| format!("{} ms", d.as_millis())),
     ));
     let (first, second) = (retry_afters(42).await, retry_afters(42).await);
-    let alike = "alike, each 503 with 1..=3 s";
-    let seen = if first == second && first.iter().all(|s| matches!(s, Some(1..=3))) {
+    let alike = "alike, each 503 with 1..=3 s, not all the same";
+    let jittered = first.windows(2).any(|pair| pair[0] != pair[1]);
+    let seen = if first == second && jittered && first.iter().all(|s| matches!(s, Some(1..=3))) {
         alike.to_owned()
     } else {
         format!("{first:?} and {second:?}")

@@ -145,10 +145,12 @@ pub(crate) async fn section() -> Section {
     Section {
         title: "Server",
         intro: &[
-            "Each route's deadline comes from its attribute or the global one, counts from",
-            "before extraction, and drops the handler when it passes: the client gets a 503",
-            "that says so, with a jittered Retry-After. A caller's deadline header (timebox's,",
-            "gRPC's or Envoy's, as configured) can only shorten it. The clock is paused.",
+            "Each route's deadline comes from its attribute or the global one (a plain axum",
+            "router gets the global one from `TimeboxLayer`), counts from before extraction, and",
+            "drops the handler when it passes: the client gets a 503 that says so, with a",
+            "jittered Retry-After; a handler whose call ran out of time answers 504. A caller's",
+            "deadline header (timebox's, gRPC's or Envoy's, as configured) can only shorten it,",
+            "and a client that trickles its request head is cut off. The clock is paused.",
         ],
         rows,
     }

@@ -32,11 +32,20 @@ pub(crate) async fn section() -> Section {
     });
     let start = Instant::now();
     shutdown.trigger();
+    rows.push(Row::new(
+        "readiness right after the trigger",
+        "not ready",
+        if shutdown.is_ready() {
+            "ready"
+        } else {
+            "not ready"
+        },
+    ));
     shutdown.wait_drained().await;
     rows.push(Row::new(
-        "grace 30 s, last request ends at 4 s",
-        "drained at 4 s",
-        format!("drained at {} s", start.elapsed().as_secs()),
+        "shutdown_timeout_secs 30, last request ends at 4 s",
+        "drained at 4000 ms",
+        format!("drained at {} ms", start.elapsed().as_millis()),
     ));
 
     let shutdown = Shutdown::new(&config);
@@ -53,21 +62,22 @@ pub(crate) async fn section() -> Section {
     shutdown.trigger();
     shutdown.wait_drained().await;
     rows.push(Row::new(
-        "a stream that outlives the 30 s grace",
+        "a stream that outlives shutdown_timeout_secs (30)",
         "[DONE] at 30 s",
         client.await.unwrap_or_else(|err| err.to_string()),
     ));
     rows.push(Row::new(
         "serve, triggered with nothing in flight",
-        "returned at 0 s",
+        "returned at 0 ms",
         serve_and_stop(&config).await,
     ));
     Section {
         title: "Shutdown",
         intro: &[
-            "A shutdown flips readiness, waits the pre-stop grace, stops admitting (503), lets",
-            "requests in flight finish within the grace, tells streams to end, and never waits",
-            "without a bound. The wait ends as soon as the last request does.",
+            "A shutdown flips readiness at once, waits the pre-stop grace (none here), stops",
+            "admitting (503), lets requests in flight finish within shutdown_timeout_secs, tells",
+            "streams to end, and never waits without a bound. The wait ends as soon as the last",
+            "request does.",
         ],
         rows,
     }
@@ -85,7 +95,7 @@ async fn serve_and_stop(config: &Config) -> String {
     let start = Instant::now();
     shutdown.trigger();
     match server.await {
-        Ok(Ok(())) => format!("returned at {} s", start.elapsed().as_secs()),
+        Ok(Ok(())) => format!("returned at {} ms", start.elapsed().as_millis()),
         Ok(Err(err)) => err.to_string(),
         Err(err) => err.to_string(),
     }

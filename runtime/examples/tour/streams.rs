@@ -69,9 +69,10 @@ pub(crate) async fn section() -> Section {
     Section {
         title: "Streams",
         intro: &[
-            "A long stream runs under a watchdog: time to the first item, inactivity, total.",
-            "A timeout ends it with an error event naming the cause before [DONE], so a cut-off",
-            "answer never looks like a short one; a tool call suspends the inactivity timer.",
+            "A long stream runs under a watchdog (time to the first item, inactivity, total;",
+            "inactivity below). A timeout ends it with an error event naming the cause before",
+            "[DONE], so a cut-off answer never looks like a short one; a tool call suspends the",
+            "inactivity timer, and a client that hangs up gets its tool call cancelled.",
         ],
         rows,
     }
