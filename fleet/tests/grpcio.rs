@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use timebox::config::{Config, MethodTimeout};
 use timebox::deadline::Deadline;
 use timebox::grpc::GrpcDeadlineLayer;
+use timebox::observe::{Event, Recording};
 use timebox::shutdown::Shutdown;
 use timebox_fleet::pb::relay_server::RelayServer;
 use timebox_fleet::pb::WaitRequest;
@@ -96,12 +97,28 @@ async fn dropped(relay: &Relay, n: usize) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpcio_client_with_a_short_timeout_gets_deadline_exceeded_and_the_handler_is_dropped() {
-    let (addr, relay) = serve(GrpcDeadlineLayer::server(&Config::default())).await;
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let (addr, relay) = serve(GrpcDeadlineLayer::server(&config)).await;
     let seen = grpcio_call(addr, "/fleet.Relay/Wait", 0.3, 2000).await;
     assert_eq!(seen["code"], "DEADLINE_EXCEEDED", "{seen}");
     let elapsed = seen["elapsed"].as_f64().unwrap();
     assert!(elapsed < 0.3 + ROOM.as_secs_f64(), "{seen}");
     assert_eq!(dropped(&relay, 1).await, 1, "the handler was dropped");
+    // grpcio's client and tonic's own timer would give the two above
+    // without timebox: the layer took the call's deadline from grpcio's
+    // `grpc-timeout`, and ran the handler under it.
+    let set: Vec<_> = recording
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::DeadlineSet { source, budget, .. } => Some((source.as_str(), budget)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(set.len(), 1, "{set:?}");
+    assert_eq!(set[0].0, "grpc-timeout", "{set:?}");
+    assert!(set[0].1 <= Duration::from_millis(300), "{set:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
