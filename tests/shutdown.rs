@@ -26,6 +26,15 @@ fn config(prestop: u64, grace: u64, drain_force: u64) -> Config {
 /// When phase 1 and phase 2 began, and when the sequence returned, measured
 /// from the trigger.
 async fn timeline(shutdown: &Shutdown) -> (Duration, Duration, Duration) {
+    timeline_checking(shutdown, || {}).await
+}
+
+/// [`timeline`], running `right_after_trigger` as soon as the trigger
+/// returns, before any time passes.
+async fn timeline_checking(
+    shutdown: &Shutdown,
+    right_after_trigger: impl FnOnce(),
+) -> (Duration, Duration, Duration) {
     let start = Instant::now();
     let phase1 = tokio::spawn({
         let token = shutdown.token();
@@ -42,6 +51,7 @@ async fn timeline(shutdown: &Shutdown) -> (Duration, Duration, Duration) {
         }
     });
     shutdown.trigger();
+    right_after_trigger();
     shutdown.wait_drained().await;
     let done = start.elapsed();
     (phase1.await.unwrap(), phase2.await.unwrap(), done)
@@ -57,16 +67,11 @@ async fn with_nothing_in_flight_phase_two_follows_at_once() {
 async fn readiness_flips_at_once_and_phase_one_waits_for_the_prestop_grace() {
     let shutdown = Shutdown::new(&config(5, 30, 10));
     assert!(shutdown.is_ready());
-    let ready_after_trigger = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            shutdown.token().cancelled().await;
-        })
-    };
-    let (phase1, phase2, done) = timeline(&shutdown).await;
-    assert!(!shutdown.is_ready());
-    ready_after_trigger.await.unwrap();
-    assert_eq!((phase1, phase2, done), (SECS(5), SECS(5), SECS(5)));
+    let timeline = timeline_checking(&shutdown, || {
+        assert!(!shutdown.is_ready(), "readiness flips with the trigger");
+    })
+    .await;
+    assert_eq!(timeline, (SECS(5), SECS(5), SECS(5)));
 }
 
 #[tokio::test(start_paused = true)]
