@@ -67,7 +67,8 @@ async fn a_route_calling_a_hanging_upstream_answers_503_at_its_deadline(sim: Sim
     let start = Instant::now();
     let response = app.request(request("GET", "/")).await;
     assert_eq!(response.status(), 503);
-    assert!(start.elapsed() <= SECS(5) + MS(10), "{:?}", start.elapsed());
+    let took = start.elapsed();
+    assert!(took >= SECS(5) && took <= SECS(5) + MS(10), "{took:?}");
     let hits = recorder.hits();
     assert!(!hits.is_empty());
     assert!(hits.iter().all(|hit| hit.at < SECS(5)), "{hits:?}");

@@ -342,7 +342,18 @@ async fn two_waiters_of_one_shutdown_tell_each_phase_once() {
     let shutdown = Shutdown::new(&shutdown_config(&recording));
     shutdown.trigger();
     tokio::join!(shutdown.wait_drained(), shutdown.wait_drained());
-    assert_eq!(recording.events().len(), 3);
+    let phases: Vec<String> = lines(&recording.events())
+        .iter()
+        .map(|line| line.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "shutdown_phase phase=prestop",
+            "shutdown_phase phase=grace",
+            "shutdown_phase phase=drain",
+        ]
+    );
 }
 
 #[sim_test]

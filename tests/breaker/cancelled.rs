@@ -41,9 +41,15 @@ async fn a_permit_dropped_by_a_panic_frees_its_half_open_slot() {
     let breaker = half_open(&config).await;
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
         let _trial = breaker.try_acquire().unwrap();
+        // The one trial slot is taken while the caller runs.
+        assert!(breaker.try_acquire().is_err());
         panic!("the caller crashed mid-call");
     }));
-    assert!(caught.is_err());
+    let payload = caught.expect_err("the caller panicked");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"the caller crashed mid-call")
+    );
     assert_eq!(breaker.state(), BreakerState::HalfOpen);
     breaker.try_acquire().unwrap().success();
     assert_eq!(breaker.state(), BreakerState::Closed);
