@@ -278,7 +278,8 @@ async fn a_half_sent_request_head_is_disconnected_within_the_header_bound() {
     let mut stream = connect(server.addr).await;
     stream.write_all(HALF_HEAD).await.unwrap();
     let took = closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
-    assert!(took < Duration::from_millis(300) + ROOM, "{took:?}");
+    // Not before the bound, less the time the head took to be written.
+    assert!(took >= Duration::from_millis(250), "{took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

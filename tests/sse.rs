@@ -601,7 +601,9 @@ async fn a_client_gone_during_a_silent_tool_run_is_found_at_the_next_heartbeat()
         .await
         .expect("the tool was cancelled")
         .unwrap();
-    assert!(cancelled_after < SECS(5));
+    // The next heartbeat is 100 ms away; the rest is room for a busy
+    // machine.
+    assert!(cancelled_after < SECS(2), "{cancelled_after:?}");
     assert_eq!(registry.len(), 0);
 }
 

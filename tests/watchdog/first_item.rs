@@ -135,7 +135,7 @@ async fn a_touch_before_the_first_item_changes_nothing() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn heartbeats_every_5s_do_not_keep_a_silent_stream_alive() {
+async fn a_handle_held_by_a_heartbeat_writer_does_not_keep_a_silent_stream_alive() {
     let script = Script::start(first_90s_inactivity_30s());
     script.send(Ok(1));
     let beats = Arc::new(AtomicUsize::new(0));
