@@ -364,11 +364,7 @@ where
         // clock: its rule alone applies from then on.
         if this.probe.as_ref().is_some_and(Probe::is_taken) {
             this.probe.take();
-            if let Some(plain) = this.plain.take() {
-                plain.ruled();
-            }
-            this.state.as_mut().forget_learning();
-            this.state.as_mut().release();
+            step_aside(this.state.as_mut(), this.plain);
         }
         let mut answer = this.state.as_mut().poll_answer(cx);
         let probed = this
@@ -383,13 +379,11 @@ where
             // before it was reached: that answer stands.)
             Some(Probed::Taken) => {
                 *this.probe = None;
-                if let Some(plain) = this.plain.take() {
-                    plain.ruled();
-                }
                 if answer.is_pending() {
-                    this.state.as_mut().forget_learning();
-                    this.state.as_mut().release();
+                    step_aside(this.state.as_mut(), this.plain);
                     answer = this.state.poll_answer(cx);
+                } else if let Some(plain) = this.plain.take() {
+                    plain.ruled();
                 }
             }
             // The global deadline gates the request until a route rule
@@ -440,6 +434,16 @@ where
             Answer::Timeout(response) | Answer::Refused(response) => Ok(response),
         })
     }
+}
+
+/// A route rule took the request over: the layer stops gating it and
+/// learning from it, and its route checks for itself from now on.
+fn step_aside<F>(mut state: Pin<&mut State<F>>, plain: &mut Option<Arc<PlainRoute>>) {
+    if let Some(plain) = plain.take() {
+        plain.ruled();
+    }
+    state.as_mut().forget_learning();
+    state.release();
 }
 
 /// What the layer learnt of its routes, one table per method: the methods
