@@ -262,14 +262,7 @@ where
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
-                // A deadline that has passed before the handler first ran
-                // was spent before the route was reached (in the concurrency
-                // limit's queue, or in a middleware): at admission.
-                if future.first_poll().is_none() {
-                    if let Some(expiry) = expiry.as_mut() {
-                        expiry.waiting = Some(Stage::Admission);
-                    }
-                }
+                let first = future.first_poll().is_none();
                 let (polled, waiting) = noting(|| future.as_mut().poll_at(cx, reading));
                 match polled {
                     Poll::Pending => {
@@ -288,11 +281,25 @@ where
                         }
                         return Poll::Ready(Answer::Inner(output));
                     }
-                    Poll::Ready(Err(_)) => expiry.take().map(|expiry| Expiry {
-                        start: expiry.start.or(future.first_poll()),
-                        stage: waiting.or(expiry.waiting).unwrap_or(expiry.stage),
-                        ..expiry
-                    }),
+                    Poll::Ready(Err(_)) => {
+                        // A deadline that had passed at the first poll, so
+                        // before the handler ran, was spent before the route
+                        // was reached (in the concurrency limit's queue, or
+                        // in a middleware): at admission.
+                        let before_handler = first
+                            && future
+                                .first_poll()
+                                .is_some_and(|at| future.time_left(at).is_zero());
+                        expiry.take().map(|expiry| Expiry {
+                            start: expiry.start.or(future.first_poll()),
+                            stage: if before_handler {
+                                Stage::Admission
+                            } else {
+                                waiting.or(expiry.waiting).unwrap_or(expiry.stage)
+                            },
+                            ..expiry
+                        })
+                    }
                 }
             }
             StateProj::Expired(expiry) => {
