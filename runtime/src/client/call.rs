@@ -179,12 +179,7 @@ where
                 call.lose(pending, &outcome);
                 return (hedge, second.await);
             }
-            // The deadline ends both attempts: neither lost a race.
-            if matches!(outcome, Outcome::DeadlineExceeded) {
-                call.lose(hedge, &outcome);
-            } else {
-                call.abandon(hedge);
-            }
+            call.beaten(hedge, &outcome, false);
             (pending, outcome)
         }
         outcome = &mut second => {
@@ -192,11 +187,7 @@ where
                 call.lose(hedge, &outcome);
                 return (pending, first.await);
             }
-            if matches!(outcome, Outcome::DeadlineExceeded) {
-                call.lose(pending, &outcome);
-            } else {
-                call.outrun(pending);
-            }
+            call.beaten(pending, &outcome, true);
             (hedge, outcome)
         }
     }

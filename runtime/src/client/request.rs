@@ -260,7 +260,7 @@ impl RequestBuilder {
             client,
             method,
             url,
-            headers,
+            mut headers,
             body,
             options,
             // `send` applies it as a deadline scope around the call, and
@@ -276,7 +276,6 @@ impl RequestBuilder {
             ..options
         };
         let mut url = Url::parse(&url)?;
-        let mut headers = headers;
         if let Some(credentials) = take_credentials(&mut url) {
             headers.entry(AUTHORIZATION).or_insert(credentials);
         }

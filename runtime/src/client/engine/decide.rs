@@ -78,6 +78,24 @@ impl<B: Body> Call<B> {
         span::record_outcome(&pending.span, observed, false);
     }
 
+    /// Settles `pending`, the attempt of a hedge race that the other one
+    /// ended first with `outcome`. When that was the deadline, it ended
+    /// both and nobody won: told as the deadline's. Otherwise `pending`
+    /// lost: as outrun when it `was_first` (see [`Call::outrun`]), else as
+    /// abandoned.
+    pub(crate) fn beaten<R: Answer>(
+        &mut self,
+        pending: Pending,
+        outcome: &Outcome<R>,
+        was_first: bool,
+    ) {
+        match outcome {
+            Outcome::DeadlineExceeded => self.lose(pending, outcome),
+            _ if was_first => self.outrun(pending),
+            _ => self.abandon(pending),
+        }
+    }
+
     fn settle<R: Answer>(
         &mut self,
         pending: Pending,
