@@ -95,13 +95,8 @@ impl Permit {
         let elapsed = now.saturating_duration_since(self.started);
         let generation = self.generation;
         // The call is told before the change of state it caused.
-        let (counted, transition) = self
-            .shared
-            .step(|machine| machine.finish(generation, outcome, elapsed, now));
-        if let Some(counted) = counted {
-            self.shared.told(counted);
-        }
-        self.shared.tell(transition);
+        self.shared
+            .step(|machine| ((), machine.finish(generation, outcome, elapsed, now)));
     }
 }
 

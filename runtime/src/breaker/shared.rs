@@ -1,5 +1,6 @@
 //! [`Shared`]: the state one breaker's clones and permits share.
 
+use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::state::Machine;
@@ -9,7 +10,7 @@ use crate::observe::{BreakerCallOutcome, Event, Label, Observers};
 /// The state every clone and every permit of one breaker share.
 #[derive(Debug)]
 pub(super) struct Shared {
-    machine: Mutex<Machine>,
+    locked: Mutex<Locked>,
     /// The host the logs name.
     host: Box<str>,
     /// The host the events name (bounded, see `BoundedLabels`).
@@ -17,10 +18,35 @@ pub(super) struct Shared {
     observers: Observers,
 }
 
+/// What the breaker's lock guards.
+#[derive(Debug)]
+struct Locked {
+    machine: Machine,
+    /// Changes of state made but not told yet, oldest first, each with the
+    /// call that caused it, if one did.
+    untold: VecDeque<Untold>,
+    /// Whether a thread is telling `untold`. One tells at a time, so every
+    /// observer sees the changes in the order they were made, and without
+    /// the lock held, so an observer may call the breaker again: a change
+    /// it causes waits in `untold` until the event in hand is told.
+    telling: bool,
+}
+
+/// A change of state not told yet.
+#[derive(Debug)]
+struct Untold {
+    call: Option<BreakerCallOutcome>,
+    transition: Transition,
+}
+
 impl Shared {
     pub(super) fn new(machine: Machine, host: &str, label: Label, observers: Observers) -> Self {
         Self {
-            machine: Mutex::new(machine),
+            locked: Mutex::new(Locked {
+                machine,
+                untold: VecDeque::new(),
+                telling: false,
+            }),
             host: host.into(),
             label,
             observers,
@@ -29,29 +55,52 @@ impl Shared {
 
     /// The state, also after a panic elsewhere poisoned the lock: no code
     /// panics while holding it, so the state is never half-updated.
-    fn lock(&self) -> MutexGuard<'_, Machine> {
-        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Locked> {
+        self.locked.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `step` on the state, then logs and tells the change of state it
     /// made, if any, once the lock is released.
     pub(super) fn run<R>(&self, step: impl FnOnce(&mut Machine) -> R) -> R {
-        let (result, transition) = self.step(step);
-        self.tell(transition);
+        self.step(|machine| (step(machine), None))
+    }
+
+    /// Runs `step` on the state, then tells the call it counted, if any,
+    /// and after it the change of state it made, if any, once the lock is
+    /// released.
+    pub(super) fn step<R>(
+        &self,
+        step: impl FnOnce(&mut Machine) -> (R, Option<BreakerCallOutcome>),
+    ) -> R {
+        let mut locked = self.lock();
+        let (result, call) = step(&mut locked.machine);
+        let Some(transition) = locked.machine.take_transition() else {
+            drop(locked);
+            if let Some(call) = call {
+                self.told(call);
+            }
+            return result;
+        };
+        locked.untold.push_back(Untold { call, transition });
+        let turn = !std::mem::replace(&mut locked.telling, true);
+        drop(locked);
+        if turn {
+            self.tell_untold();
+        }
         result
     }
 
-    /// Runs `step` on the state; the change of state it made is the
-    /// caller's to [`tell`](Self::tell).
-    pub(super) fn step<R>(&self, step: impl FnOnce(&mut Machine) -> R) -> (R, Option<Transition>) {
-        let mut machine = self.lock();
-        let result = step(&mut machine);
-        (result, machine.take_transition())
-    }
-
-    /// Logs and tells a change of state.
-    pub(super) fn tell(&self, transition: Option<Transition>) {
-        if let Some(transition) = transition {
+    /// Tells the changes of state in `untold`, oldest first, until none is
+    /// left; the caller has taken the turn to tell.
+    fn tell_untold(&self) {
+        let mut turn = Turn {
+            shared: self,
+            held: true,
+        };
+        while let Some(Untold { call, transition }) = turn.next() {
+            if let Some(call) = call {
+                self.told(call);
+            }
             transition.log(&self.host);
             let (from, to) = transition.states();
             self.observers.emit(|| Event::BreakerTransition {
@@ -68,5 +117,194 @@ impl Shared {
             host: self.label.clone(),
             outcome,
         });
+    }
+}
+
+/// A thread's turn to tell the breaker's changes of state. It ends when
+/// none is left to tell, or when an observer panics: the next change of
+/// state then takes the turn and tells what is left.
+struct Turn<'a> {
+    shared: &'a Shared,
+    held: bool,
+}
+
+impl Turn<'_> {
+    /// The next change to tell; `None`, and the turn given up, when none
+    /// is left.
+    fn next(&mut self) -> Option<Untold> {
+        let mut locked = self.shared.lock();
+        let next = locked.untold.pop_front();
+        if next.is_none() {
+            locked.telling = false;
+            self.held = false;
+        }
+        next
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            self.shared.lock().telling = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::mpsc::{self, Receiver, Sender};
+    use std::sync::{Arc, Mutex, OnceLock};
+    use std::time::Duration;
+
+    use crate::breaker::{BreakerState, CircuitBreaker};
+    use crate::config::BreakerConfig;
+    use crate::observe::{Event, Observer, Observers, Recording};
+
+    /// One failure opens the breaker, and the next look half-opens it.
+    fn config() -> BreakerConfig {
+        BreakerConfig {
+            minimum_sample_count: 1,
+            open_secs: 0,
+            ..BreakerConfig::default()
+        }
+    }
+
+    fn breaker(observers: Observers) -> CircuitBreaker {
+        CircuitBreaker::observed("host", "host".into(), &config(), observers)
+    }
+
+    fn transitions(recording: &Recording) -> Vec<(BreakerState, BreakerState)> {
+        recording
+            .events()
+            .into_iter()
+            .filter_map(|event| match event {
+                Event::BreakerTransition { from, to, .. } => Some((from, to)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const OPENED_THEN_HALF_OPENED: [(BreakerState, BreakerState); 2] = [
+        (BreakerState::Closed, BreakerState::Open),
+        (BreakerState::Open, BreakerState::HalfOpen),
+    ];
+
+    fn is_opened(event: &Event) -> bool {
+        matches!(
+            event,
+            Event::BreakerTransition {
+                to: BreakerState::Open,
+                ..
+            }
+        )
+    }
+
+    /// Looks at the breaker when told that it opened, which half-opens it.
+    #[derive(Default)]
+    struct LooksWhenOpened(OnceLock<CircuitBreaker>);
+
+    impl Observer for LooksWhenOpened {
+        fn on_event(&self, event: &Event) {
+            if is_opened(event) {
+                if let Some(breaker) = self.0.get() {
+                    let _half_open = breaker.state();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_change_an_observer_causes_reaches_every_observer_after_the_one_in_hand() {
+        let looks = Arc::new(LooksWhenOpened::default());
+        let recording = Recording::new();
+        let breaker = breaker(
+            Observers::new()
+                .with(Arc::clone(&looks))
+                .with(recording.clone()),
+        );
+        assert!(looks.0.set(breaker.clone()).is_ok());
+        breaker.try_acquire().expect("closed").failure();
+        assert_eq!(transitions(&recording), OPENED_THEN_HALF_OPENED);
+        assert_eq!(breaker.state(), BreakerState::HalfOpen);
+    }
+
+    /// Holds the opening it is told until the test lets it go.
+    struct HoldsTheFirst {
+        telling: Mutex<Option<Sender<()>>>,
+        go: Mutex<Receiver<()>>,
+    }
+
+    impl Observer for HoldsTheFirst {
+        fn on_event(&self, event: &Event) {
+            if !is_opened(event) {
+                return;
+            }
+            let Some(telling) = self.telling.lock().unwrap().take() else {
+                return;
+            };
+            telling.send(()).unwrap();
+            self.go
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the test lets the first change go");
+        }
+    }
+
+    #[test]
+    fn changes_made_on_two_threads_are_told_in_the_order_they_were_made() {
+        let (telling_tx, telling) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let holds = HoldsTheFirst {
+            telling: Mutex::new(Some(telling_tx)),
+            go: Mutex::new(go_rx),
+        };
+        let recording = Recording::new();
+        let breaker = breaker(Observers::new().with(holds).with(recording.clone()));
+        let opening = std::thread::spawn({
+            let breaker = breaker.clone();
+            move || breaker.try_acquire().expect("closed").failure()
+        });
+        telling
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the opening is being told");
+        // While the opening is told on the other thread, this one
+        // half-opens the breaker.
+        assert_eq!(breaker.state(), BreakerState::HalfOpen);
+        go.send(()).unwrap();
+        opening.join().expect("the opening thread ends");
+        assert_eq!(transitions(&recording), OPENED_THEN_HALF_OPENED);
+    }
+
+    /// Panics at the first change it is told.
+    #[derive(Default)]
+    struct PanicsOnce(Mutex<bool>);
+
+    impl Observer for PanicsOnce {
+        fn on_event(&self, event: &Event) {
+            let mut panicked = self.0.lock().unwrap();
+            if is_opened(event) && !*panicked {
+                *panicked = true;
+                drop(panicked);
+                panic!("an observer's own failure");
+            }
+        }
+    }
+
+    #[test]
+    fn changes_are_still_told_after_an_observer_panicked() {
+        let recording = Recording::new();
+        let breaker = breaker(
+            Observers::new()
+                .with(recording.clone())
+                .with(PanicsOnce::default()),
+        );
+        let failed = catch_unwind(AssertUnwindSafe(|| {
+            breaker.try_acquire().expect("closed").failure();
+        }));
+        assert!(failed.is_err(), "the observer's panic reaches the caller");
+        assert_eq!(breaker.state(), BreakerState::HalfOpen);
+        assert_eq!(transitions(&recording), OPENED_THEN_HALF_OPENED);
     }
 }
