@@ -217,7 +217,7 @@ async fn half_a_head() -> String {
             match stream.read(&mut buf).await {
                 Ok(0) | Err(_) => format!(
                     "closed at {} s (server.header_read_timeout_ms)",
-                    start.elapsed().as_secs()
+                    start.elapsed().as_secs_f64()
                 ),
                 Ok(_) => "answered".to_owned(),
             }

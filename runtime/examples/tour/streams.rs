@@ -49,7 +49,7 @@ where
     if tokio::time::timeout(STILL_OPEN_AFTER, read).await.is_err() {
         return format!("still open at {} s", STILL_OPEN_AFTER.as_secs());
     }
-    let at = start.elapsed().as_secs();
+    let at = start.elapsed().as_secs_f64();
     let error = frames
         .iter()
         .find(|f| f.starts_with("event: error"))
