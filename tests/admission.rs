@@ -313,6 +313,25 @@ async fn a_macro_routes_own_timeout_counts_as_dropped_work_for_the_limit(sim: Si
     assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
 }
 
+/// An adaptive limit that moves says so in the logs, from where to where:
+/// Vegas steps down once for each timed-out request, to a single slot.
+#[sim_test]
+async fn a_limit_that_moves_says_so_in_the_logs(sim: Sim) {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let mut config = sim.config();
+    config.server.admission.concurrency = Concurrency::Vegas;
+    let router: Router = routes![late].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    for _ in 0..25 {
+        app.request(request("GET", "/late")).await;
+    }
+    let moves = logs.lines_with("concurrency limit moved");
+    assert_eq!(moves.len(), 19, "from 20 to 1: {moves:?}");
+    assert!(moves[0].contains("DEBUG"), "{moves:?}");
+    assert!(moves[0].contains("limit=19 previous=20"), "{moves:?}");
+    assert!(moves[18].contains("moved from 2 to 1"), "{moves:?}");
+}
+
 /// A route's own A1 refusal did no work, so the limit takes no sample from
 /// it: Vegas does not learn a "no-load" latency of nothing from refusals
 /// and then read every real request as queued.

@@ -151,14 +151,25 @@ impl Shared {
     fn release(self: &Arc<Self>, mut sample: Option<(Instant, Duration, usize, bool)>) {
         let mut freed = 1;
         while freed > 0 {
-            let handed = {
+            let (handed, moved) = {
                 let mut state = self.lock();
+                let mut moved = None;
                 if let Some((ended, rtt, in_flight, dropped)) = sample.take() {
+                    let before = state.algorithm.limit();
                     state.algorithm.on_sample(ended, rtt, in_flight, dropped);
+                    let after = state.algorithm.limit();
+                    moved = (after != before).then_some((before, after));
                 }
                 state.in_flight -= freed;
-                state.hand_over(self.interval)
+                (state.hand_over(self.interval), moved)
             };
+            if let Some((before, after)) = moved {
+                tracing::debug!(
+                    limit = after,
+                    previous = before,
+                    "concurrency limit moved from {before} to {after}",
+                );
+            }
             // Sent outside the lock: a waiter that has gone hands its
             // permit straight back, which frees the slot again.
             freed = 0;

@@ -72,7 +72,9 @@ pub enum DeadlineCheck {
 /// Written `"off"`, `"fixed:N"` (N at least 1), `"gradient2"` or `"vegas"`;
 /// the last two adapt the limit to the latency they see, as Netflix's
 /// `concurrency-limits` does, with its builders' defaults. Both start at 20
-/// and grow only while at least half the limit is in flight.
+/// and grow only while at least half the limit is in flight. Each move of
+/// an adaptive limit is logged at `debug` (target
+/// `timebox::admission::limiter`, fields `limit` and `previous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Concurrency {
     /// No limit.
