@@ -13,12 +13,14 @@
 //! when its client hangs up). No retries, no breaker: the offered load is
 //! what arrives.
 //!
-//! Two figures per run: the goodput (answers within their deadline, per
+//! Three figures per run: the goodput (answers within their deadline, per
 //! second) and the p99 latency of the admitted requests: those the server
 //! let through to the handler, timed at the host from their arrival (before
 //! any admission) until the handler ended, or was dropped when its client
 //! gave up at the deadline (so a late one counts as at least 200 ms). A
-//! request shed, or cut in timebox's queue, was not admitted. The goal at
+//! request shed, or cut in timebox's queue, was not admitted. And the
+//! range of an adaptive limit over the run, read from the limiter's
+//! `concurrency limit moved` debug lines. The goal at
 //! 4×: timebox's goodput at least 90 % of capacity, and its admitted p99 at
 //! most twice the unloaded median.
 //!
@@ -31,7 +33,7 @@
 use std::error::Error;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::error_handling::HandleErrorLayer;
@@ -49,6 +51,9 @@ use timebox::sim::Sim;
 use tokio::sync::Semaphore;
 use tokio::time::{sleep, sleep_until, Instant};
 use tower::ServiceBuilder;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::Layer;
 
 #[path = "support/virtual_load.rs"]
 mod virtual_load;
@@ -189,8 +194,61 @@ struct Server {
     admitted: std::sync::Mutex<Vec<(Instant, Duration)>>,
 }
 
+/// The lowest and highest an adaptive limit was in one run, from the
+/// limiter's `concurrency limit moved` lines (`limit`, and the `previous`
+/// limit it moved from).
+#[derive(Debug, Clone, Default)]
+struct LimitRange(Arc<Mutex<Option<(u64, u64)>>>);
+
+impl LimitRange {
+    fn get(&self) -> Option<(u64, u64)> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for LimitRange {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
+        metadata.target() == "timebox::admission::limiter"
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut limits = Limits::default();
+        event.record(&mut limits);
+        let mut range = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for limit in limits.0.into_iter().flatten() {
+            let (low, high) = range.get_or_insert((limit, limit));
+            *low = (*low).min(limit);
+            *high = (*high).max(limit);
+        }
+    }
+}
+
+/// The `limit` and `previous` fields of one line.
+#[derive(Default)]
+struct Limits([Option<u64>; 2]);
+
+impl Visit for Limits {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        match field.name() {
+            "limit" => self.0[0] = Some(value),
+            "previous" => self.0[1] = Some(value),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+}
+
 /// What one run saw, of the requests sent after the warm-up.
 struct Outcome {
+    /// The adaptive limit's range over the whole run, if it moved.
+    limit: Option<(u64, u64)>,
     offered: usize,
     /// Latencies of the requests answered 200 within their deadline.
     good: Vec<Duration>,
@@ -213,6 +271,9 @@ impl Outcome {
 /// Offers `load` × capacity to `variant` for [`RUN`], in virtual time.
 fn execute(variant: Variant, load: f64) -> Result<Outcome, BoxError> {
     let runtime = paused_runtime()?;
+    let limit = LimitRange::default();
+    let _logs =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(limit.clone()));
     runtime.block_on(async {
         let sim = Sim::new(SEED);
         let server = Arc::new(Server {
@@ -266,6 +327,7 @@ fn execute(variant: Variant, load: f64) -> Result<Outcome, BoxError> {
             .map(|&(_, latency)| latency)
             .collect();
         Ok(Outcome {
+            limit: limit.get(),
             offered,
             good,
             admitted,
@@ -364,12 +426,16 @@ fn main() -> Result<(), BoxError> {
         unloaded.as_secs_f64() * 1000.0
     );
     println!();
-    println!("| admission | load | offered /s | goodput /s | goodput / capacity | admitted p50 (ms) | admitted p99 (ms) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| admission | load | offered /s | goodput /s | goodput / capacity | admitted p50 (ms) | admitted p99 (ms) | adaptive limit |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for (variant, runs) in &results {
         for (load, outcome) in runs {
+            let limit = match outcome.limit {
+                Some((low, high)) => format!("{low}–{high}"),
+                None => "–".to_owned(),
+            };
             println!(
-                "| {} | {load}× | {:.0} | {:.0} | {:.3} | {:.1} | {:.1} |",
+                "| {} | {load}× | {:.0} | {:.0} | {:.3} | {:.1} | {:.1} | {limit} |",
                 variant.label(),
                 outcome.offered as f64 / (RUN - WARM_UP).as_secs_f64(),
                 outcome.goodput(),
