@@ -33,9 +33,12 @@ use std::future::Future;
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use axum::Router;
 use bytes::Bytes;
 use criterion::{criterion_group, Criterion, Throughput};
@@ -181,17 +184,25 @@ fn current_thread() -> Runtime {
         .expect("a current-thread runtime builds")
 }
 
-/// Serves `GET /` answering `ok` on a loopback port.
-async fn serve(rt: &Runtime) -> SocketAddr {
+/// Serves `GET /` answering `ok` on a loopback port; the count of
+/// connections it accepted.
+async fn serve(rt: &Runtime) -> (SocketAddr, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a loopback port binds");
     let addr = listener
         .local_addr()
         .expect("a bound listener has an address");
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let listener = listener.tap_io({
+        let accepted = Arc::clone(&accepted);
+        move |_| {
+            accepted.fetch_add(1, Ordering::Relaxed);
+        }
+    });
     let router = Router::new().route("/", get(|| async { "ok" }));
     rt.spawn(async move { axum::serve(listener, router).await });
-    addr
+    (addr, accepted)
 }
 
 fn middleware_variants() -> Variants {
@@ -314,7 +325,7 @@ fn in_process_variants() -> Variants {
 
 fn loopback(c: &mut Criterion) {
     let rt = current_thread();
-    let url = format!("http://{}/", rt.block_on(serve(&rt)));
+    let url = format!("http://{}/", rt.block_on(serve(&rt)).0);
     for Group { name, variants, .. } in GROUPS {
         let mut group = c.benchmark_group(name);
         group.throughput(Throughput::Elements(1));
@@ -330,10 +341,13 @@ fn loopback(c: &mut Criterion) {
     }
 }
 
-/// Each group's variants in interleaved rounds.
+/// Each group's variants in interleaved rounds; checks that each client
+/// kept the one connection it opened, so that every variant's calls reuse
+/// a connection alike.
 fn interleaved() {
     let rt = current_thread();
-    let url = format!("http://{}/", rt.block_on(serve(&rt)));
+    let (addr, accepted) = rt.block_on(serve(&rt));
+    let url = format!("http://{addr}/");
     for Group {
         name,
         baseline,
@@ -348,7 +362,15 @@ fn interleaved() {
                 Variant::new(name, move |iters| rt.block_on(calls(caller, url, iters)))
             })
             .collect();
+        let before = accepted.load(Ordering::Relaxed);
         rounds::run(name, baseline, true, &mut variants, 60, 1_000);
+        let opened = accepted.load(Ordering::Relaxed) - before;
+        println!("{name}: the server accepted {opened} connections");
+        assert!(
+            opened <= callers.len(),
+            "{name}: {opened} connections for {} clients; a client did not keep its connection",
+            callers.len()
+        );
     }
 }
 
