@@ -365,6 +365,57 @@ async fn two_waves_run_at_once(app: &SimApp) {
     }
 }
 
+/// A route's own deadline spent in the limit's queue did no work either:
+/// the slot it was handed at the end goes back with no sample, so Vegas
+/// does not learn a latency of nothing from it, and read every real
+/// request after it as queued.
+#[sim_test]
+async fn a_route_deadline_spent_in_the_queue_teaches_the_limit_nothing(sim: Sim) {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let mut config = config(&sim, DeadlineCheck::Off);
+    config.server.admission.concurrency = Concurrency::Vegas;
+    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let router: Router = routes![work, busy, brief].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    // Vegas starts at 20 slots: twenty holders for 80 ms, and `/brief`
+    // waits past its own 50 ms for the first slot to come free.
+    let mut holders = Vec::new();
+    for _ in 0..20 {
+        holders.push(spawned(&app, request("GET", "/busy")).await);
+    }
+    let response = app.request(request("GET", "/brief")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    for holder in holders {
+        assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+    }
+    // Forty at once, enough to fill the grown limit: each takes 40 ms,
+    // half the holders' time, so the limit has no reason to step down.
+    let mut tasks = Vec::new();
+    for _ in 0..40 {
+        tasks.push(spawned(&app, request("GET", "/work")).await);
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap().status(), StatusCode::OK);
+    }
+    let moves = logs.lines_with("concurrency limit moved");
+    assert!(!moves.is_empty());
+    for line in &moves {
+        let (before, after) = moved(line);
+        assert!(after > before, "{moves:#?}");
+    }
+}
+
+/// The limits a `concurrency limit moved from A to B` line names.
+fn moved(line: &str) -> (usize, usize) {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|word| *word == "from")
+        .expect("a move says from where");
+    let limit = |word: &str| word.parse().expect("a limit is a number");
+    (limit(words[at + 1]), limit(words[at + 3]))
+}
+
 /// S4's answer to a deadline that passed before the request arrived did no
 /// work either, whether the route gives it (no global deadline) or the
 /// layer does: no sample, so a caller sending `0` cannot teach Vegas a

@@ -127,10 +127,12 @@ pub(crate) fn deadline_too_short(time_left: Duration, estimate: Duration, from: 
 }
 
 /// Marks the answer of a request that did no work, so the concurrency
-/// limit takes no latency sample from it: A1's refusal, and S4's answer to a
-/// deadline that had passed when the request arrived. Either takes next to
-/// no time, and a limit fed those times would learn a latency of nothing
-/// (Vegas: a "no-load" latency that makes every real request look queued).
+/// limit takes no latency sample from it: A1's refusal, S4's answer to a
+/// deadline that had passed when the request arrived, and a route's answer
+/// to its own deadline spent before its handler first ran (in the limit's
+/// queue). Each holds its slot for next to no time, and a limit fed those
+/// times would learn a latency of nothing (Vegas: a "no-load" latency that
+/// makes every real request look queued).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NoWork;
 

@@ -256,8 +256,9 @@ where
                 return Poll::Ready(Answer::Refused(response));
             }
         };
-        // Whether the inner future was there to run: not when the deadline
-        // had passed before the inner service was called (S4).
+        // Whether the inner future ran: not when the deadline had passed
+        // before the inner service was called (S4), nor when it had passed
+        // by its first poll (spent in a queue before the route).
         let mut worked = true;
         let expiry = match self.as_mut().project() {
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
@@ -290,6 +291,7 @@ where
                             && future
                                 .first_poll()
                                 .is_some_and(|at| future.time_left(at).is_zero());
+                        worked = !before_handler;
                         expiry.take().map(|expiry| Expiry {
                             start: expiry.start.or(future.first_poll()),
                             stage: if before_handler {
