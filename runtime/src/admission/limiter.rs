@@ -319,6 +319,10 @@ impl Queued {
         if self.shared.lock().leave(self.id) {
             return Err(self.refusal);
         }
+        // Closed first: a slot sent after this comes back to `release`,
+        // which frees it, rather than waiting in the channel to be
+        // dropped with it and sampled.
+        self.receiver.close();
         match self.receiver.try_recv() {
             Ok(permit) => self.unless_too_late(permit),
             Err(_) => Err(self.refusal),
@@ -345,7 +349,9 @@ impl Drop for Queued {
         let left = self.shared.lock().leave(self.id);
         if !left {
             // Handed a slot it will not take (its request was dropped, the
-            // client gone): back with no sample, as above.
+            // client gone): back with no sample, as above. Closed first, as
+            // in `give_up`.
+            self.receiver.close();
             if let Ok(permit) = self.receiver.try_recv() {
                 permit.release_unsampled();
             }
