@@ -287,6 +287,36 @@ async fn a_route_deadline_spent_in_the_queue_is_told_at_admission_not_judged(sim
     assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
 }
 
+/// A1 under a `TimeboxLayer`: a macro route is judged at its first poll,
+/// after any wait in the limit's queue, so it learns its service time from
+/// there too. Learnt from the request's arrival, the wait would count
+/// twice: in the estimate, and off the time left.
+#[sim_test]
+async fn a_macro_route_learns_its_service_time_after_the_queue(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Enforce);
+    config.server.admission.concurrency =
+        Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
+    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let router: Router = routes![busy, work].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    // A hundred successes of `/work` (40 ms), each after 80 ms in the
+    // queue behind `/busy`.
+    for _ in 0..100 {
+        let holder = spawned(&app, request("GET", "/busy")).await;
+        let response = app.request(request("GET", "/work")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+    }
+    // 150 ms, 80 of them in the queue: 70 ms left for 40 ms of work.
+    let holder = spawned(&app, request("GET", "/busy")).await;
+    let start = Instant::now();
+    let response = app.request(get_with_deadline_header("/work", "150")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(Instant::now() - start, MS(120));
+    assert_eq!(sheds(&sim), Vec::<String>::new());
+    assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+}
+
 /// Gives up after 10 ms by its own rule: every request is timed-out work.
 #[get("/late", timeout_ms = 10)]
 async fn late() -> &'static str {

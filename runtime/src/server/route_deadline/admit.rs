@@ -41,7 +41,8 @@ pub(crate) fn admit(
 }
 
 /// What a route learns its service time from: the latency of each
-/// successful request, from when its deadline started.
+/// successful request, from the first poll of its handler's future, where
+/// the request was judged.
 #[derive(Debug, Clone)]
 pub(crate) struct Learn {
     check: Arc<DeadlineCheck>,
