@@ -848,6 +848,19 @@ fn admission_and_hedging_values_out_of_range_are_refused_by_key() {
     assert!(keys(&err).contains(&"server.admission.queue.interval_ms"));
 }
 
+/// A2: without a deadline a queued request waits until CoDel's interval,
+/// so the interval is a bound: at most a day, as every other wait.
+#[test]
+fn a_queue_interval_longer_than_a_day_is_an_error_naming_it() {
+    let mut config = Config::default();
+    config.server.admission.queue.interval_ms = 86_400_001;
+    let err = config.validate().unwrap_err();
+    assert_eq!(keys(&err), ["server.admission.queue.interval_ms"]);
+    assert!(err.to_string().contains("at most one day"), "{err}");
+    config.server.admission.queue.interval_ms = 86_400_000;
+    config.validate().expect("a day is a bound");
+}
+
 /// An application's own section, read from the same sources as the
 /// `Config` beside it.
 #[derive(Debug, Default, serde::Deserialize)]

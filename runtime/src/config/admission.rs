@@ -23,8 +23,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// ```
 ///
 /// [`Config::validate`](super::Config::validate) rejects a
-/// `max_reject_fraction` outside `0.0..=1.0` and a queue `target_ms` or
-/// `interval_ms` of 0, or a target longer than the interval.
+/// `max_reject_fraction` outside `0.0..=1.0`, a queue `target_ms` or
+/// `interval_ms` of 0 or over a day, and a target longer than the interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdmissionConfig {

@@ -402,9 +402,18 @@ fn check_admission(admission: &AdmissionConfig, errors: &mut ConfigError) {
         ("target_ms", queue.target_ms),
         ("interval_ms", queue.interval_ms),
     ] {
+        let key = format!("server.admission.queue.{name}");
         if value == 0 {
-            let key = format!("server.admission.queue.{name}");
             errors.push(&key, format!("`{key}` must be at least 1"));
+        } else if Duration::from_millis(value) > LONGEST_BOUND {
+            // Without a deadline, a queued request waits until CoDel's
+            // bound: it must be one.
+            errors.push(
+                &key,
+                format!(
+                    "`{key}` must be at most one day: a queued request never waits without a bound"
+                ),
+            );
         }
     }
     if queue.target_ms > queue.interval_ms {
