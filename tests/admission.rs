@@ -201,6 +201,36 @@ async fn the_reject_cap_holds_at_a_fifth_over_ten_seconds(sim: Sim) {
     assert_eq!(refused, 20);
 }
 
+/// `count` requests for `/fixed` at once with `header` as their deadline;
+/// how many were refused.
+async fn refused_of(app: &SimApp, count: usize, header: &str) -> usize {
+    let mut refused = 0;
+    for _ in 0..count {
+        let response = app
+            .request(get_with_deadline_header("/fixed", header))
+            .await;
+        if response.status() == StatusCode::GATEWAY_TIMEOUT {
+            refused += 1;
+        }
+    }
+    refused
+}
+
+/// The cap's window is ten seconds, not less and not more: requests served
+/// five seconds before a burst make room for its refusals, and requests
+/// served eleven seconds before make none.
+#[sim_test]
+async fn the_reject_cap_counts_the_requests_of_the_last_ten_seconds(sim: Sim) {
+    let app = app(&sim, &config(&sim, DeadlineCheck::Enforce));
+    assert_eq!(refused_of(&app, 100, "1000").await, 0);
+    sleep(MS(5_000)).await;
+    assert_eq!(refused_of(&app, 100, "10").await, 40, "a fifth of 200");
+    sleep(MS(20_000)).await;
+    assert_eq!(refused_of(&app, 100, "1000").await, 0);
+    sleep(MS(11_000)).await;
+    assert_eq!(refused_of(&app, 100, "10").await, 20, "a fifth of 100");
+}
+
 #[sim_test]
 async fn with_the_check_off_nothing_is_refused_or_counted(sim: Sim) {
     let app = app(&sim, &config(&sim, DeadlineCheck::Off));
