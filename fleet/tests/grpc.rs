@@ -482,6 +482,7 @@ async fn calls_count_in_flight_and_phase_one_refuses_new_ones() {
     let mut relay = RelayClient::new(serve(Probe::default(), Some(layer)).await);
 
     let mut in_flight = relay.clone();
+    let started = Instant::now();
     let call = tokio::spawn(async move { in_flight.wait(wait(1000)).await });
     tokio::time::sleep(MS(10)).await;
     assert_eq!(shutdown.in_flight().count(), 1, "the call counts");
@@ -503,7 +504,87 @@ async fn calls_count_in_flight_and_phase_one_refuses_new_ones() {
 
     call.await.unwrap().expect("the call in flight finishes");
     drained.await.unwrap();
+    assert_eq!(
+        Instant::now() - started,
+        MS(1000),
+        "the drain waited for the call"
+    );
     assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+/// G1: phase 2 ends streams, not answers: a unary call whose work ends
+/// during phase 2 gets its answer, as an HTTP request does then.
+#[tokio::test(start_paused = true)]
+async fn a_unary_call_that_finishes_during_phase_two_gets_its_answer() {
+    let mut config = Config::default();
+    config.server.prestop_grace_secs = 0;
+    config.server.shutdown_timeout_secs = 1;
+    let shutdown = Shutdown::new(&config);
+    let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
+    let probe = Probe::default();
+    let mut relay = RelayClient::new(serve(probe.clone(), Some(layer)).await);
+    let call = tokio::spawn(async move { relay.wait(wait(1500)).await });
+    tokio::time::sleep(MS(10)).await;
+    shutdown.trigger();
+    let drained = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    shutdown.drain_token().cancelled().await;
+    call.await
+        .unwrap()
+        .expect("the answer made during phase 2 arrives");
+    drained.await.unwrap();
+    assert_eq!(probe.dropped(), 0);
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+/// G2: a unary call still unanswered when the drain's bound passes is ended
+/// then with `UNAVAILABLE` and its handler dropped, as `serve` closes the
+/// connections still open then; tonic's graceful shutdown, set to phase 2,
+/// then has no call left to wait for.
+#[tokio::test(start_paused = true)]
+async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdown_returns() {
+    let mut config = with_method("/fleet.Relay/Wait", MethodTimeout::Off);
+    config.server.prestop_grace_secs = 0;
+    config.server.shutdown_timeout_secs = 1;
+    config.server.drain_force_secs = 1;
+    let shutdown = Shutdown::new(&config);
+    let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)])
+        .chain(futures_util::stream::pending());
+    let probe = Probe::default();
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .layer(layer)
+            .add_service(RelayServer::new(probe.clone()))
+            .serve_with_incoming_shutdown(incoming, shutdown.drain_token().cancelled_owned()),
+    );
+    let mut relay = RelayClient::new(connect(client_io).await);
+    let call = tokio::spawn(async move { relay.wait(wait(60_000)).await });
+    tokio::time::sleep(MS(10)).await;
+    assert_eq!(shutdown.in_flight().count(), 1);
+
+    let start = Instant::now();
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    assert_eq!(
+        start.elapsed(),
+        SECS(2),
+        "the grace, then the drain's bound"
+    );
+    let status = call.await.unwrap().unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(status.message().contains("drain"), "{status:?}");
+    assert_eq!(start.elapsed(), SECS(2), "ended when the drain was over");
+    assert_eq!(probe.dropped(), 1, "the handler was dropped");
+    assert_eq!(shutdown.in_flight().count(), 0);
+    tokio::time::timeout(SECS(1), server)
+        .await
+        .expect("tonic's shutdown returns")
+        .unwrap()
+        .expect("the server stops cleanly");
 }
 
 /// G1, G2: a stream still open at phase 2 is told to end: it ends with

@@ -8,7 +8,7 @@ use bytes::Buf;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 use pin_project::pin_project;
-use tokio_util::sync::WaitForCancellationFutureOwned;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::{Code, Status};
 
 use crate::deadline::{Deadline, Gated};
@@ -31,11 +31,15 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// is empty: the status is in the response's headers (Trailers-Only).
 ///
 /// On a server with a [`Shutdown`](crate::shutdown::Shutdown), a body still
-/// streaming at phase 2 (G1: remaining streams are told to end) ends at its
-/// next poll with trailers saying `UNAVAILABLE`, which gRPC clients retry; a
-/// body waiting for its next frame is woken for it. A stream whose client
-/// has stopped reading is not polled (HTTP/2 flow control holds it), so it
-/// ends only when its connection does.
+/// streaming at phase 2 (G1: remaining streams are told to end) ends with
+/// trailers saying `UNAVAILABLE`, which gRPC clients retry: at its first
+/// poll that finds no frame ready (a body waiting for its next frame is
+/// woken for it), or once it has sent two more frames. Those two carry a
+/// unary answer whole (its message, then its own trailers), so a call that
+/// finished its work during phase 2 says how it went, as an HTTP response
+/// does then; a stream whose frames are always ready ends all the same. A
+/// stream whose client has stopped reading is not polled (HTTP/2 flow
+/// control holds it), so it ends only when its connection does.
 #[pin_project]
 #[derive(Debug, Default)]
 pub struct GrpcBody<B> {
@@ -46,7 +50,8 @@ pub struct GrpcBody<B> {
 }
 
 /// A server call's place in its shutdown: counted in flight until its body
-/// is done, and ended at phase 2.
+/// is done, its stream ended at phase 2, and the call ended when the
+/// sequence does.
 #[derive(Debug)]
 pub(crate) struct Counted {
     _guard: InFlightGuard,
@@ -54,20 +59,51 @@ pub(crate) struct Counted {
     /// The wait for phase 2, made when the body first waits for its next
     /// frame: a body that is ready at once (a unary answer) never boxes it.
     drained: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// Cancelled when the shutdown's sequence has run to its end.
+    finished: CancellationToken,
+    /// The wait for that end, made when the call first waits for its
+    /// answer.
+    ended: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// Frames the body sent since phase 2 began.
+    sent_since_drain: u8,
 }
 
+/// Frames a body still sends after phase 2 began, while they are ready: a
+/// unary answer's message and its trailers.
+const FRAMES_AFTER_DRAIN: u8 = 2;
+
 impl Counted {
-    pub(crate) fn new(guard: InFlightGuard, drain: DrainToken) -> Self {
+    pub(crate) fn new(
+        guard: InFlightGuard,
+        drain: DrainToken,
+        finished: CancellationToken,
+    ) -> Self {
         Self {
             _guard: guard,
             drain,
             drained: None,
+            finished,
+            ended: None,
+            sent_since_drain: 0,
         }
     }
 
     /// Whether phase 2 has begun.
     fn is_drained(&self) -> bool {
         self.drain.is_cancelled()
+    }
+
+    /// Whether the shutdown's sequence has ended; when it has not, the task
+    /// is woken when it does.
+    pub(crate) fn poll_ended(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.finished.is_cancelled() {
+            return true;
+        }
+        let finished = &self.finished;
+        let ended = self
+            .ended
+            .get_or_insert_with(|| Box::pin(finished.clone().cancelled_owned()));
+        ended.as_mut().poll(cx).is_ready()
     }
 
     /// Whether phase 2 has begun; when it has not, the task is woken when
@@ -195,8 +231,15 @@ where
         let this = self.project();
         let mut state = this.state;
         // G1: at phase 2 a stream ends, also one whose frames are always
-        // ready.
-        if this.counted.as_ref().is_some_and(Counted::is_drained) && !state.is_empty() {
+        // ready, once it has sent what a unary answer needs.
+        let drained = this.counted.as_ref().is_some_and(Counted::is_drained);
+        if drained
+            && !state.is_empty()
+            && this
+                .counted
+                .as_ref()
+                .is_some_and(|counted| counted.sent_since_drain >= FRAMES_AFTER_DRAIN)
+        {
             return drained_end(state, this.counted);
         }
         let polled = match state.as_mut().project() {
@@ -236,6 +279,11 @@ where
                 .is_some_and(|counted| counted.poll_drained(cx))
         {
             return drained_end(state, this.counted);
+        }
+        if drained && matches!(polled, Poll::Ready(Some(Ok(_)))) {
+            if let Some(counted) = this.counted.as_mut() {
+                counted.sent_since_drain += 1;
+            }
         }
         polled
     }
@@ -338,5 +386,76 @@ pub(crate) fn is_the_deadlines(headers: &HeaderMap, side: Side) -> bool {
         Code::DeadlineExceeded => true,
         Code::Cancelled => side.client_past_sent(),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use bytes::Bytes;
+    use http::HeaderMap;
+    use http_body::{Body, Frame};
+    use tokio_util::sync::CancellationToken;
+
+    use super::{Counted, GrpcBody};
+    use crate::config::Config;
+    use crate::shutdown::Shutdown;
+
+    /// A stream whose next message is always ready.
+    struct Endless;
+
+    impl Body for Endless {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"tick")))))
+        }
+    }
+
+    /// The frames `body` gives until it ends or pends: data as `data`,
+    /// trailers as their `grpc-status`.
+    fn frames<B: Body<Data = Bytes> + Unpin>(body: &mut B) -> Vec<String> {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut frames = Vec::new();
+        while let Poll::Ready(Some(frame)) = Pin::new(&mut *body).poll_frame(&mut cx) {
+            let Ok(frame) = frame else {
+                frames.push("error".to_owned());
+                break;
+            };
+            let trailers: Option<&HeaderMap> = frame.trailers_ref();
+            frames.push(match trailers {
+                Some(trailers) => format!("grpc-status {:?}", trailers.get("grpc-status")),
+                None => "data".to_owned(),
+            });
+            assert!(frames.len() < 100, "the body never ends: {frames:?}");
+        }
+        frames
+    }
+
+    #[test]
+    fn at_phase_two_a_stream_whose_frames_are_always_ready_ends_after_two_more() {
+        let shutdown = Shutdown::new(&Config::default());
+        let counted = Counted::new(
+            shutdown.in_flight().enter(),
+            shutdown.drain_token(),
+            CancellationToken::new(),
+        );
+        let mut body = GrpcBody::plain(Endless, Some(counted));
+        shutdown.force();
+        assert_eq!(
+            frames(&mut body),
+            ["data", "data", "grpc-status Some(\"14\")"]
+        );
+        assert_eq!(
+            shutdown.in_flight().count(),
+            0,
+            "the call is no longer counted"
+        );
     }
 }

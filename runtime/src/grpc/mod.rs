@@ -47,11 +47,17 @@
 //! and once phase 1 begins new calls get `UNAVAILABLE` (14) with
 //! `grpc-retry-pushback-ms` of 1000 to 3000. At phase 2 a response still
 //! streaming ends with trailers saying `UNAVAILABLE` (G1: remaining streams
-//! are told to end). Serve with tonic's own shutdown signal set to phase 2,
-//! so that connections stay open (and say `UNAVAILABLE`) while calls drain,
-//! and tonic's graceful shutdown, which waits for every stream, has none
-//! left to wait for (but one whose client stopped reading, see
-//! [`GrpcBody`]):
+//! are told to end), once it has no frame ready or has sent two more, so an
+//! answer a call makes during phase 2 still goes out whole (see
+//! [`GrpcBody`]). A call still waiting for its answer when the sequence
+//! ends (nothing left in flight, or `drain_force_secs` passed) is ended
+//! then with `UNAVAILABLE` and its handler dropped, as
+//! `timebox::server::serve` closes the connections still open then.
+//! Serve with tonic's own shutdown signal set to phase 2, so that
+//! connections stay open (and say `UNAVAILABLE`) while calls drain, and
+//! tonic's graceful shutdown, which waits for every stream, has none left
+//! to wait for once the sequence ends (but one whose client stopped
+//! reading, see [`GrpcBody`]):
 //! `serve_with_shutdown(addr, shutdown.drain_token().cancelled_owned())`.
 //!
 //! # Examples

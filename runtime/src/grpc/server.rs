@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{HeaderMap, Request, Response, Uri};
@@ -187,7 +187,11 @@ where
                 let extensions = req.extensions_mut();
                 extensions.insert(shutdown.token());
                 extensions.insert(shutdown.drain_token());
-                Some(Counted::new(guard, shutdown.drain_token()))
+                Some(Counted::new(
+                    guard,
+                    shutdown.drain_token(),
+                    shutdown.finished_token(),
+                ))
             }
         };
         // A1: each method learns its service time from every call.
@@ -362,14 +366,18 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let status = match this.state.as_mut().project() {
-            CallStateProj::Passthrough(future) => {
-                let response = ready!(future.poll(cx))?;
-                if let Some(learn) = this.learn.take() {
-                    learn.answered(response.headers());
+            CallStateProj::Passthrough(future) => match future.poll(cx) {
+                Poll::Pending if ended(this.counted, cx) => ended_by_shutdown(),
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(response) => {
+                    let response = response?;
+                    if let Some(learn) = this.learn.take() {
+                        learn.answered(response.headers());
+                    }
+                    let counted = this.counted.take();
+                    return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, counted))));
                 }
-                let counted = this.counted.take();
-                return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, counted))));
-            }
+            },
             CallStateProj::Bounded {
                 mut future,
                 budget,
@@ -379,7 +387,10 @@ where
             } => match noting(|| future.as_mut().poll(cx)) {
                 (Poll::Pending, seen) => {
                     *waiting = seen;
-                    return Poll::Pending;
+                    if !ended(this.counted, cx) {
+                        return Poll::Pending;
+                    }
+                    ended_by_shutdown()
                 }
                 (Poll::Ready(polled), seen) => match polled {
                     Ok(result) => {
@@ -410,6 +421,23 @@ where
         let counted = this.counted.take();
         Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(counted))))
     }
+}
+
+/// Whether the shutdown a call counts in has run its sequence to the end;
+/// when it has not, the task is woken when it does.
+fn ended(counted: &mut Option<Counted>, cx: &mut Context<'_>) -> bool {
+    counted
+        .as_mut()
+        .is_some_and(|counted| counted.poll_ended(cx))
+}
+
+/// `UNAVAILABLE` for a call still waiting for its answer when the
+/// shutdown's sequence ended, said in the log: its handler is dropped, as
+/// `serve` closes the connections still open then, and tonic's graceful
+/// shutdown has no call left to wait for.
+fn ended_by_shutdown() -> Status {
+    tracing::info!("grpc call ended unanswered: the shutdown's drain is over");
+    Status::unavailable("the server is shutting down: the call was ended when its drain was over")
 }
 
 /// `DEADLINE_EXCEEDED` for the call to `uri`, said in the log and told.

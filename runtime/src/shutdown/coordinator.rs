@@ -186,6 +186,14 @@ impl Shutdown {
         self.shared.drain.clone()
     }
 
+    /// Cancelled when the sequence has run to its end (see
+    /// [`wait_drained`](Self::wait_drained)): what is still in flight then
+    /// is ended, as `serve` closes its connections.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn finished_token(&self) -> CancellationToken {
+        self.shared.finished.clone()
+    }
+
     /// The count of requests in flight.
     #[must_use]
     pub fn in_flight(&self) -> InFlight {
