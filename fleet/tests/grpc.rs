@@ -392,6 +392,42 @@ async fn the_client_ends_the_call_at_the_callers_deadline() {
     assert!(is_deadline_exceeded(&status), "{status:?}");
 }
 
+/// I3: the wait for a channel that is not ready counts against the
+/// deadline too. A channel with room for one request, whose connection
+/// never opens: once it is full, a call waits for room, and ends at its
+/// deadline, never sent.
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_for_a_full_channel_ends_at_the_callers_deadline() {
+    let channel = tonic::transport::Endpoint::from_static("http://never-connects")
+        .buffer_size(1)
+        .connect_with_connector_lazy(tower::service_fn(|_: http::Uri| {
+            std::future::pending::<
+                Result<hyper_util::rt::TokioIo<tokio::io::DuplexStream>, std::io::Error>,
+            >()
+        }));
+    // One request the channel's worker holds, waiting for the connection,
+    // and one in the room.
+    let mut holders = Vec::new();
+    for _ in 0..2 {
+        let mut holder = client(&Config::default(), channel.clone());
+        holders.push(tokio::spawn(async move { holder.wait(wait(0)).await }));
+        tokio::task::yield_now().await;
+    }
+    let mut second = client(&Config::default(), channel);
+    let start = Instant::now();
+    let status = tokio::time::timeout(
+        SECS(5),
+        Deadline::after(MS(200)).scope(second.wait(wait(0))),
+    )
+    .await
+    .expect("the wait for the channel ends at the deadline")
+    .unwrap_err();
+    assert_eq!(start.elapsed(), MS(200));
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(is_deadline_exceeded(&status), "{status:?}");
+    assert!(status.message().contains("not sent"), "{status:?}");
+}
+
 /// I3: a `CANCELLED` that comes once the `grpc-timeout` sent has run out
 /// is the deadline's. Sent to a peer that is not tonic (tonic's channel
 /// would end the call itself at the timeout), so the peer's own answer is

@@ -8,7 +8,7 @@ use std::task::{ready, Context, Poll};
 
 use http::{Request, Response};
 use pin_project::pin_project;
-use tokio::time::Instant;
+use tokio::time::{sleep_until, Instant, Sleep};
 use tonic::Status;
 use tower_service::Service;
 
@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 
 use super::body::{is_the_deadlines, BoxError, GrpcBody, Side, Told};
-use super::status::{Budget, Origin};
+use super::status::{deadline_status, Budget, Origin};
 use super::timeout;
 use crate::observe::{waiting_now, Stage};
 
@@ -44,13 +44,39 @@ impl ClientSettings {
 }
 
 /// The service of [`GrpcDeadlineLayer::client`](super::GrpcDeadlineLayer::client).
-#[derive(Debug, Clone)]
+///
+/// The wait for the inner service to be ready (a tonic `Channel` whose
+/// request buffer is full, while its connection is down) counts against
+/// the caller's deadline too: once the deadline passes, the service says
+/// it is ready, and the call it is asked for fails at once with
+/// `DEADLINE_EXCEEDED` without reaching the inner service.
+#[derive(Debug)]
 pub struct GrpcClientDeadline<S> {
-    pub(crate) inner: S,
-    pub(crate) settings: Arc<ClientSettings>,
+    inner: S,
+    settings: Arc<ClientSettings>,
+    /// The caller's deadline, while `inner` is not ready.
+    waiting: Option<Pin<Box<Sleep>>>,
+    /// Said ready because the caller's deadline passed, not because
+    /// `inner` is: the next call must not reach it.
+    expired: bool,
+}
+
+impl<S: Clone> Clone for GrpcClientDeadline<S> {
+    fn clone(&self) -> Self {
+        Self::new(self.inner.clone(), Arc::clone(&self.settings))
+    }
 }
 
 impl<S> GrpcClientDeadline<S> {
+    pub(crate) fn new(inner: S, settings: Arc<ClientSettings>) -> Self {
+        Self {
+            inner,
+            settings,
+            waiting: None,
+            expired: false,
+        }
+    }
+
     /// A reference to the inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -72,10 +98,43 @@ where
     type Future = GrpcClientFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
+        if self.expired {
+            return Poll::Ready(Ok(()));
+        }
+        if let Poll::Ready(ready) = self.inner.poll_ready(cx) {
+            self.waiting = None;
+            return Poll::Ready(ready.map_err(Into::into));
+        }
+        let Some(deadline) = Deadline::current() else {
+            self.waiting = None;
+            return Poll::Pending;
+        };
+        let until = deadline.instant();
+        let waiting = self
+            .waiting
+            .get_or_insert_with(|| Box::pin(sleep_until(until)));
+        if waiting.deadline() != until {
+            waiting.as_mut().reset(until);
+        }
+        ready!(waiting.as_mut().poll(cx));
+        self.waiting = None;
+        self.expired = true;
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        if std::mem::take(&mut self.expired) {
+            // Its deadline passed while the inner service was not ready.
+            self.settings.told.exceeded(Stage::Outbound);
+            let status = deadline_status(
+                "the caller's deadline passed while the channel was not ready; the call was \
+                 not sent"
+                    .to_owned(),
+            );
+            return GrpcClientFuture {
+                state: CallState::Failed(Some(status)),
+            };
+        }
         let Some(deadline) = Deadline::current() else {
             return GrpcClientFuture {
                 state: CallState::Passthrough(self.inner.call(req)),

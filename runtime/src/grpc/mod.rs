@@ -191,9 +191,6 @@ impl<S> Layer<S> for GrpcDeadlineLayer<Outbound> {
     type Service = GrpcClientDeadline<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        GrpcClientDeadline {
-            inner,
-            settings: Arc::clone(&self.side.settings),
-        }
+        GrpcClientDeadline::new(inner, Arc::clone(&self.side.settings))
     }
 }
