@@ -9,6 +9,7 @@ use futures_util::StreamExt;
 use timebox::config::{Config, MethodTimeout};
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::grpc::GrpcDeadlineLayer;
+use timebox::observe::{Event, Recording};
 use timebox::shutdown::Shutdown;
 use timebox_fleet::pb::relay_client::RelayClient;
 use timebox_fleet::pb::relay_server::RelayServer;
@@ -480,19 +481,62 @@ async fn tonics_own_cancelled_at_the_timeout_sent_is_reported_as_deadline_exceed
     assert!(is_deadline_exceeded(&status));
 }
 
+/// I4, O1: a peer's own `DEADLINE_EXCEEDED`, long before the caller's
+/// deadline, carries timebox's source, keeps the peer's message, and is
+/// not told as the caller's deadline passing.
 #[tokio::test(start_paused = true)]
 async fn a_deadline_exceeded_from_the_peer_carries_timeboxs_source() {
     let probe = Probe {
         wait_answer: Some(|| Status::deadline_exceeded("the peer's own deadline")),
         ..Probe::default()
     };
-    let mut relay = client(&Config::default(), serve(probe, None).await);
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let mut relay = client(&config, serve(probe, None).await);
     let status = Deadline::after(MS(1000))
         .scope(relay.wait(wait(10)))
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::DeadlineExceeded);
     assert!(is_deadline_exceeded(&status), "{status:?}");
+    assert_eq!(status.message(), "the peer's own deadline");
+    let exceeded: Vec<Event> = recording
+        .events()
+        .into_iter()
+        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
+        .collect();
+    assert_eq!(exceeded, Vec::<Event>::new());
+}
+
+/// I4, O1: the same for a stream the peer ends at its own method's
+/// deadline, in its trailers.
+#[tokio::test(start_paused = true)]
+async fn a_stream_the_peer_ends_at_its_own_deadline_keeps_the_peers_status() {
+    let server = with_method("/fleet.Relay/Ticks", MethodTimeout::Millis(250));
+    let layer = GrpcDeadlineLayer::server(&server);
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let mut relay = client(&config, serve(Probe::default(), Some(layer)).await);
+    let status = Deadline::after(SECS(5))
+        .scope(async {
+            let mut ticks = relay.ticks(wait(100)).await?.into_inner();
+            while ticks.message().await?.is_some() {}
+            Ok::<_, Status>(())
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(is_deadline_exceeded(&status), "{status:?}");
+    assert!(
+        status.message().contains("250 ms"),
+        "the peer's own message: {status:?}"
+    );
+    let exceeded = recording
+        .events()
+        .into_iter()
+        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
+        .count();
+    assert_eq!(exceeded, 0, "the caller's deadline did not pass");
 }
 
 #[tokio::test(start_paused = true)]

@@ -15,7 +15,7 @@ use crate::deadline::{Deadline, Gated};
 use crate::observe::{owner_tells, Event, Label, Observers, Stage};
 use crate::shutdown::{DrainToken, InFlightGuard};
 
-use super::status::Budget;
+use super::status::{peers_deadline, Budget};
 
 /// A boxed error, as tonic's services and bodies carry them.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -257,7 +257,13 @@ where
                         .trailers_ref()
                         .is_some_and(|trailers| is_the_deadlines(trailers, *side)) =>
                 {
-                    let how = deadline_passed(budget, *side, told);
+                    let how = match frame.trailers_ref() {
+                        // The peer's own deadline passed, not the caller's.
+                        Some(trailers) if !side.client_past_sent() => {
+                            Expired::Fail(peers_deadline(trailers))
+                        }
+                        _ => deadline_passed(budget, *side, told),
+                    };
                     return end(state, this.counted, how);
                 }
                 Poll::Ready(Ok(Some(Err(_)))) if side.client_past_sent() => {
@@ -371,9 +377,11 @@ fn end<B, D>(
 }
 
 /// Client side: whether the status in `headers` (a Trailers-Only head,
-/// or trailers) is the deadline's: `DEADLINE_EXCEEDED` from the peer, or a
-/// `CANCELLED` that came once the `grpc-timeout` sent had run out. Either is reported as
-/// timebox's own deadline status, whose source makes
+/// or trailers) is a deadline's: `DEADLINE_EXCEEDED` from the peer, or a
+/// `CANCELLED` that came once the `grpc-timeout` sent had run out. Once
+/// that time has run out either is reported as timebox's own deadline
+/// status; before, a `DEADLINE_EXCEEDED` is the peer's own deadline, kept
+/// as the peer said it. Both have a source that makes
 /// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) hold.
 pub(crate) fn is_the_deadlines(headers: &HeaderMap, side: Side) -> bool {
     if side == Side::Server {

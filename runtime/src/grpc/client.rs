@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 
 use super::body::{is_the_deadlines, BoxError, GrpcBody, Side, Told};
-use super::status::{deadline_status, Budget, Origin};
+use super::status::{deadline_status, peers_deadline, Budget, Origin};
 use super::timeout;
 use crate::observe::{waiting_now, Stage};
 
@@ -265,6 +265,11 @@ where
                         let body =
                             GrpcBody::gated(future.hand_over(body), budget, side, told, None);
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
+                    }
+                    // The peer's own deadline passed, not the caller's: its
+                    // status as it said it (no deadline of ours to tell).
+                    Ok(Ok(response)) if !side.client_past_sent() => {
+                        peers_deadline(response.headers())
                     }
                     // A reset stream, a dropped connection or tonic's own
                     // timeout once the time sent has run out is the

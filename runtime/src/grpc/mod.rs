@@ -30,7 +30,10 @@
 //!   `CANCELLED`, a reset stream or a transport error once the time sent
 //!   has run out (tonic's channel itself ends a call at the `grpc-timeout`
 //!   it carries, with `CANCELLED`), are reported as timebox's
-//!   `DEADLINE_EXCEEDED`.
+//!   `DEADLINE_EXCEEDED`. A `DEADLINE_EXCEEDED` the peer answers before
+//!   then is its own deadline's (its method's, or its deadline check's): it
+//!   keeps the peer's message and metadata, and is not told as the
+//!   caller's deadline passing (O1).
 //!
 //! Every `DEADLINE_EXCEEDED` status the layers make carries a
 //! [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) as its source,

@@ -82,6 +82,17 @@ pub(crate) fn deadline_status(message: String) -> Status {
     status
 }
 
+/// A peer's own `DEADLINE_EXCEEDED` (its method's deadline, or its A1
+/// check), from the status in `headers` (a Trailers-Only head, or
+/// trailers): its message and metadata as the peer said them, with a
+/// [`DeadlineExceeded`] as its source all the same.
+pub(crate) fn peers_deadline(headers: &http::HeaderMap) -> Status {
+    let mut status = Status::from_header_map(headers)
+        .unwrap_or_else(|| Status::deadline_exceeded("the peer answered DEADLINE_EXCEEDED"));
+    status.set_source(Arc::new(DeadlineExceeded::new()));
+    status
+}
+
 /// `grpc-retry-pushback-ms`: when a client told `UNAVAILABLE` may retry.
 const RETRY_PUSHBACK: &str = "grpc-retry-pushback-ms";
 
