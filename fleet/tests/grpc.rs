@@ -10,6 +10,7 @@ use timebox::config::{Config, MethodTimeout};
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::grpc::GrpcDeadlineLayer;
 use timebox::observe::{Event, Recording};
+use timebox::registry::CancelReason;
 use timebox::shutdown::Shutdown;
 use timebox_fleet::pb::relay_client::RelayClient;
 use timebox_fleet::pb::relay_server::RelayServer;
@@ -539,6 +540,57 @@ async fn a_stream_the_peer_ends_at_its_own_deadline_keeps_the_peers_status() {
     assert_eq!(exceeded, 0, "the caller's deadline did not pass");
 }
 
+/// Reads the relay's ticks, a second apart, for as long as its route's
+/// 300 ms allow.
+#[timebox::get("/collect", timeout_ms = 300)]
+async fn collect(axum::extract::State(mut relay): axum::extract::State<support::Client>) -> String {
+    let Ok(response) = relay.ticks(wait(1000)).await else {
+        return "no stream".to_owned();
+    };
+    let mut ticks = response.into_inner();
+    let mut read = 0;
+    while let Ok(Some(_)) = ticks.message().await {
+        read += 1;
+    }
+    format!("{read} ticks")
+}
+
+/// O1: a route's deadline that passes while the handler waits for the next
+/// message of a stream it reads through the client layer is told at the
+/// `outbound` stage, as one that passes while it waits for an answer.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_that_passes_while_a_stream_is_read_is_told_at_the_outbound_stage() {
+    use tower::ServiceExt;
+
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let relay = client(&config, serve(Probe::default(), None).await);
+    let router = timebox::routes![collect]
+        .into_router(&config)
+        .with_state(relay);
+    let response = router
+        .oneshot(
+            http::Request::get("/collect")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), http::StatusCode::SERVICE_UNAVAILABLE);
+    let exceeded: Vec<Event> = recording
+        .events()
+        .into_iter()
+        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
+        .collect();
+    assert_eq!(
+        exceeded,
+        [Event::DeadlineExceeded {
+            stage: timebox::observe::Stage::Outbound,
+            route: Some("/collect".into()),
+        }]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_a_deadline_the_client_sends_no_timeout() {
     let probe = Probe::default();
@@ -629,6 +681,8 @@ async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdow
     config.server.prestop_grace_secs = 0;
     config.server.shutdown_timeout_secs = 1;
     config.server.drain_force_secs = 1;
+    let recording = Recording::new();
+    let config = config.observed_by(recording.clone());
     let shutdown = Shutdown::new(&config);
     let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
@@ -660,6 +714,17 @@ async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdow
     assert_eq!(start.elapsed(), SECS(2), "ended when the drain was over");
     assert_eq!(probe.dropped(), 1, "the handler was dropped");
     assert_eq!(shutdown.in_flight().count(), 0);
+    let cancelled: Vec<Event> = recording
+        .events()
+        .into_iter()
+        .filter(|event| matches!(event, Event::RequestCancelled { .. }))
+        .collect();
+    assert_eq!(
+        cancelled,
+        [Event::RequestCancelled {
+            reason: CancelReason::Shutdown
+        }]
+    );
     tokio::time::timeout(SECS(1), server)
         .await
         .expect("tonic's shutdown returns")

@@ -12,7 +12,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::{Code, Status};
 
 use crate::deadline::{Deadline, Gated};
-use crate::observe::{owner_tells, Event, Label, Observers, Stage};
+use crate::observe::{owner_tells, waiting_now, Event, Label, Observers, Stage};
+use crate::registry::CancelReason;
 use crate::shutdown::{DrainToken, InFlightGuard};
 
 use super::status::{peers_deadline, Budget};
@@ -66,6 +67,8 @@ pub(crate) struct Counted {
     ended: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     /// Frames the body sent since phase 2 began.
     sent_since_drain: u8,
+    /// Who hears of the call ended by the shutdown.
+    observers: Observers,
 }
 
 /// Frames a body still sends after phase 2 began, while they are ready: a
@@ -77,6 +80,7 @@ impl Counted {
         guard: InFlightGuard,
         drain: DrainToken,
         finished: CancellationToken,
+        observers: Observers,
     ) -> Self {
         Self {
             _guard: guard,
@@ -85,7 +89,15 @@ impl Counted {
             finished,
             ended: None,
             sent_since_drain: 0,
+            observers,
         }
+    }
+
+    /// Tells that the shutdown ended the call (O1).
+    pub(crate) fn tell_cancelled(&self) {
+        self.observers.emit(|| Event::RequestCancelled {
+            reason: CancelReason::Shutdown,
+        });
     }
 
     /// Whether phase 2 has begun.
@@ -251,7 +263,14 @@ where
                 side,
                 told,
             } => match body.poll_with(cx, |body, cx| body.poll_frame(cx)) {
-                Poll::Pending => Poll::Pending,
+                Poll::Pending => {
+                    // A client's body waits on its peer: a request deadline
+                    // that passes meanwhile is told at the `outbound` stage.
+                    if matches!(side, Side::Client { .. }) {
+                        waiting_now(Stage::Outbound);
+                    }
+                    Poll::Pending
+                }
                 Poll::Ready(Ok(Some(Ok(frame))))
                     if frame
                         .trailers_ref()
@@ -343,6 +362,9 @@ fn drained_end<B, D>(
     counted: &mut Option<Counted>,
 ) -> Poll<Option<Result<Frame<D>, BoxError>>> {
     tracing::info!("grpc stream ended by the drain (shutdown phase 2)");
+    if let Some(counted) = counted.as_ref() {
+        counted.tell_cancelled();
+    }
     let status =
         Status::unavailable("the server is shutting down: the stream was ended at the drain");
     end(state, counted, Expired::End(status))
@@ -409,6 +431,8 @@ mod tests {
 
     use super::{Counted, GrpcBody};
     use crate::config::Config;
+    use crate::observe::{Event, Observers, Recording};
+    use crate::registry::CancelReason;
     use crate::shutdown::Shutdown;
 
     /// A stream whose next message is always ready.
@@ -449,10 +473,12 @@ mod tests {
     #[test]
     fn at_phase_two_a_stream_whose_frames_are_always_ready_ends_after_two_more() {
         let shutdown = Shutdown::new(&Config::default());
+        let recording = Recording::new();
         let counted = Counted::new(
             shutdown.in_flight().enter(),
             shutdown.drain_token(),
             CancellationToken::new(),
+            Observers::new().with(recording.clone()),
         );
         let mut body = GrpcBody::plain(Endless, Some(counted));
         shutdown.force();
@@ -464,6 +490,12 @@ mod tests {
             shutdown.in_flight().count(),
             0,
             "the call is no longer counted"
+        );
+        assert_eq!(
+            recording.events(),
+            [Event::RequestCancelled {
+                reason: CancelReason::Shutdown
+            }]
         );
     }
 }

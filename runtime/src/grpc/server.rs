@@ -191,6 +191,7 @@ where
                     guard,
                     shutdown.drain_token(),
                     shutdown.finished_token(),
+                    settings.observers.clone(),
                 ))
             }
         };
@@ -423,12 +424,17 @@ where
     }
 }
 
-/// Whether the shutdown a call counts in has run its sequence to the end;
-/// when it has not, the task is woken when it does.
+/// Whether the shutdown a call counts in has run its sequence to the end,
+/// told as the call's cancellation (O1); when it has not, the task is woken
+/// when it does.
 fn ended(counted: &mut Option<Counted>, cx: &mut Context<'_>) -> bool {
-    counted
+    let ended = counted
         .as_mut()
-        .is_some_and(|counted| counted.poll_ended(cx))
+        .is_some_and(|counted| counted.poll_ended(cx));
+    if let (true, Some(counted)) = (ended, counted.as_ref()) {
+        counted.tell_cancelled();
+    }
+    ended
 }
 
 /// `UNAVAILABLE` for a call still waiting for its answer when the
