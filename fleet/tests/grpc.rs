@@ -942,6 +942,31 @@ async fn a_call_shorter_than_its_methods_median_is_refused_with_deadline_exceede
     );
 }
 
+/// A1: a streamed method learns how long its calls take to end with `OK`,
+/// not how soon their head comes: four ticks 10 ms apart take 40 ms.
+#[tokio::test(start_paused = true)]
+async fn a_streamed_method_learns_how_long_its_calls_take_to_end() {
+    let mut config = Config::default();
+    config.server.admission.deadline_check = timebox::config::DeadlineCheck::Enforce;
+    let probe = Probe {
+        ticks: Some(4),
+        ..Probe::default()
+    };
+    let channel = serve(probe.clone(), Some(GrpcDeadlineLayer::server(&config))).await;
+    let mut relay = RelayClient::new(channel);
+    for _ in 0..100 {
+        let mut ticks = relay.ticks(wait(10)).await.unwrap().into_inner();
+        while ticks.message().await.unwrap().is_some() {}
+    }
+    let calls = probe.calls();
+    let mut request = Request::new(wait(10));
+    request.set_timeout(MS(20));
+    let status = relay.ticks(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(status.message().contains("takes 40 ms"), "{status:?}");
+    assert_eq!(probe.calls(), calls, "the handler never ran");
+}
+
 // A path a caller makes up never answers a success, so it takes none of
 // the places of the checks' table: the methods that exist keep theirs.
 #[tokio::test(start_paused = true)]

@@ -121,6 +121,9 @@ pub struct Probe {
     pub next: Option<Client>,
     /// What `Wait` answers once it has waited, instead of OK.
     pub wait_answer: Option<fn() -> Status>,
+    /// How many ticks `Ticks` sends before it ends with OK; without it,
+    /// ticks go on until the call ends.
+    pub ticks: Option<i64>,
 }
 
 /// The deadline headers of one call, every value of each.
@@ -198,7 +201,11 @@ impl Relay for Probe {
     async fn ticks(&self, request: Request<WaitRequest>) -> Result<Response<Ticks>, Status> {
         self.record(&request).finish();
         let every = Duration::from_millis(request.get_ref().millis);
+        let last = self.ticks.unwrap_or(i64::MAX);
         let ticks = futures_util::stream::unfold(0_i64, move |n| async move {
+            if n == last {
+                return None;
+            }
             tokio::time::sleep(every).await;
             Some((Ok(WaitReply { deadline_ms: n }), n + 1))
         });

@@ -16,6 +16,7 @@ use crate::observe::{owner_tells, waiting_now, Event, Label, Observers, Stage};
 use crate::registry::CancelReason;
 use crate::shutdown::{DrainToken, InFlightGuard};
 
+use super::learn::Learn;
 use super::status::{peers_deadline, Budget};
 
 /// A boxed error, as tonic's services and bodies carry them.
@@ -48,6 +49,9 @@ pub struct GrpcBody<B> {
     state: State<B>,
     /// The call's place in its shutdown (server side).
     counted: Option<Counted>,
+    /// The method's learning of its service time, at the call's end
+    /// (server side, A1).
+    learn: Option<Learn>,
 }
 
 /// A server call's place in its shutdown: counted in flight until its body
@@ -196,6 +200,7 @@ impl<B> GrpcBody<B> {
         Self {
             state: State::Plain(body),
             counted,
+            learn: None,
         }
     }
 
@@ -215,6 +220,7 @@ impl<B> GrpcBody<B> {
                 told,
             },
             counted,
+            learn: None,
         }
     }
 
@@ -223,7 +229,15 @@ impl<B> GrpcBody<B> {
         Self {
             state: State::Empty,
             counted,
+            learn: None,
         }
+    }
+
+    /// The body, learning the call's latency for its method when it ends
+    /// with `OK` in its trailers.
+    pub(crate) fn learning(mut self, learn: Option<Learn>) -> Self {
+        self.learn = learn;
+        self
     }
 }
 
@@ -305,9 +319,16 @@ where
         {
             return drained_end(state, this.counted);
         }
-        if drained && matches!(polled, Poll::Ready(Some(Ok(_)))) {
-            if let Some(counted) = this.counted.as_mut() {
-                counted.sent_since_drain += 1;
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            if drained {
+                if let Some(counted) = this.counted.as_mut() {
+                    counted.sent_since_drain += 1;
+                }
+            }
+            if let Some(trailers) = frame.trailers_ref() {
+                if let Some(learn) = this.learn.take() {
+                    learn.ended(trailers);
+                }
             }
         }
         polled

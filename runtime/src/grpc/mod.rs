@@ -82,6 +82,7 @@
 
 mod body;
 mod client;
+mod learn;
 mod server;
 mod status;
 pub mod timeout;

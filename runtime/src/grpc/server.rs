@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tonic::Status;
 use tower_service::Service;
 
-use crate::admission::{DeadlineCheck, RouteChecks};
+use crate::admission::RouteChecks;
 use crate::config::{Config, MethodTimeout};
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
@@ -23,6 +23,7 @@ use crate::observe::{
 use crate::shutdown::Shutdown;
 
 use super::body::{Counted, GrpcBody, Side, Told};
+use super::learn::Learn;
 use super::status::{self, Budget, Origin};
 use super::timeout;
 
@@ -198,13 +199,8 @@ where
         // A1: each method learns its service time from every call.
         let check = (settings.checks.as_ref()).and_then(|checks| checks.find(req.uri().path()));
         let start = Instant::now();
-        let learn = settings.checks.as_ref().map(|checks| Learn {
-            check: match &check {
-                Some(check) => Learner::Known(Arc::clone(check)),
-                None => Learner::First(Arc::clone(checks), req.uri().clone()),
-            },
-            start,
-        });
+        let learn = (settings.checks.as_ref())
+            .map(|checks| Learn::new(check.as_ref(), checks, req.uri(), start));
         let Some((budget, grpc_timeout)) = settings.budget(req.uri().path(), req.headers()) else {
             // Not judged, but one of the method's calls for the cap.
             if let Some(check) = &check {
@@ -288,44 +284,6 @@ pub struct GrpcServerFuture<F> {
     learn: Option<Learn>,
 }
 
-/// A method's check and when its call started: a call whose head says no
-/// error is a success whose latency the method learns (A1).
-#[derive(Debug)]
-struct Learn {
-    check: Learner,
-    start: Instant,
-}
-
-/// The check a call's success goes to.
-#[derive(Debug)]
-enum Learner {
-    /// The method's.
-    Known(Arc<DeadlineCheck>),
-    /// The method has none yet: its first success makes it (unless the
-    /// table is full).
-    First(Arc<RouteChecks>, Uri),
-}
-
-impl Learn {
-    fn answered(self, headers: &HeaderMap) {
-        // A trailers-only answer carries its status in the head.
-        let failed = headers
-            .get("grpc-status")
-            .is_some_and(|code| code.as_bytes() != b"0");
-        if failed {
-            return;
-        }
-        let check = match self.check {
-            Learner::Known(check) => check,
-            Learner::First(checks, uri) => match checks.get(uri.path()) {
-                Some(check) => check,
-                None => return,
-            },
-        };
-        check.record_success(self.start);
-    }
-}
-
 #[pin_project(project = CallStateProj)]
 #[derive(Debug)]
 // The large variants hold the inner future; boxing it would allocate per call.
@@ -372,11 +330,11 @@ where
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(response) => {
                     let response = response?;
-                    if let Some(learn) = this.learn.take() {
-                        learn.answered(response.headers());
-                    }
+                    let learn = learning(this.learn.take(), response.headers());
                     let counted = this.counted.take();
-                    return Poll::Ready(Ok(response.map(|body| GrpcBody::plain(body, counted))));
+                    return Poll::Ready(Ok(
+                        response.map(|body| GrpcBody::plain(body, counted).learning(learn))
+                    ));
                 }
             },
             CallStateProj::Bounded {
@@ -396,14 +354,13 @@ where
                 (Poll::Ready(polled), seen) => match polled {
                     Ok(result) => {
                         let (parts, body) = result?.into_parts();
-                        if let Some(learn) = this.learn.take() {
-                            learn.answered(&parts.headers);
-                        }
+                        let learn = learning(this.learn.take(), &parts.headers);
                         let budget = budget.take().expect("polled after completion");
                         let body = future.hand_over(body);
                         let told = told.clone();
                         let body =
-                            GrpcBody::gated(body, budget, Side::Server, told, this.counted.take());
+                            GrpcBody::gated(body, budget, Side::Server, told, this.counted.take())
+                                .learning(learn);
                         return Poll::Ready(Ok(Response::from_parts(parts, body)));
                     }
                     Err(_) => {
@@ -422,6 +379,18 @@ where
         let counted = this.counted.take();
         Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(counted))))
     }
+}
+
+/// What is left to learn once a response's head is out: nothing when the
+/// head ends the call (Trailers-Only, learnt now), else `learn`, for the
+/// body to learn from at the call's end.
+fn learning(learn: Option<Learn>, head: &HeaderMap) -> Option<Learn> {
+    let learn = learn?;
+    if Learn::ends_the_call(head) {
+        learn.ended(head);
+        return None;
+    }
+    Some(learn)
 }
 
 /// Whether the shutdown a call counts in has run its sequence to the end,
