@@ -85,6 +85,17 @@ async fn upgrade(phase1: ShutdownToken) -> axum::response::Response {
         .expect("a valid 101")
 }
 
+/// Opens an `echo` tunnel: what the client sends through it comes back.
+async fn tunnel(mut request: axum::extract::Request) -> http::StatusCode {
+    let upgrade = hyper::upgrade::on(&mut request);
+    tokio::spawn(async move {
+        let Ok(upgraded) = upgrade.await else { return };
+        let (mut read, mut write) = tokio::io::split(TokioIo::new(upgraded));
+        let _ = tokio::io::copy(&mut read, &mut write).await;
+    });
+    http::StatusCode::OK
+}
+
 fn config(header_read_ms: u64, keep_alive_secs: u64) -> Config {
     let mut config = Config::default();
     config.server.header_read_timeout_ms = header_read_ms;
@@ -105,7 +116,9 @@ async fn start(config: &Config) -> Server {
         .expect("loopback binds");
     let addr = listener.local_addr().expect("a local address");
     let shutdown = Shutdown::new(config);
-    let app: Router = routes![hello, slow, big, stream, hold, upgrade].into_router(config);
+    let app: Router = routes![hello, slow, big, stream, hold, upgrade]
+        .into_router(config)
+        .route("/tunnel", axum::routing::any(tunnel));
     let served = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
     Server {
         addr,
@@ -310,6 +323,37 @@ async fn an_idle_keep_alive_connection_is_closed_after_its_timeout() {
     let mut stream = connect(server.addr).await;
     assert_eq!(get_hello(&mut stream).await.status, 200);
     closed_within(&mut stream, Duration::from_secs(1) + ROOM).await;
+}
+
+/// A WebSocket over HTTP/2 is a tunnel (an extended `CONNECT`, RFC 8441)
+/// whose answer's body hyper drops at once: the tunnel keeps its
+/// connection from the idle bound, as an HTTP/1 upgrade leaves `serve`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_tunnel_quiet_past_the_idle_bound_stays_open() {
+    let server = start(&config(30_000, 1)).await;
+    let (mut sender, _connection) = http2(server.addr).await;
+    let mut connect = http::Request::builder()
+        .method(http::Method::CONNECT)
+        .uri(format!("http://{}/tunnel", server.addr))
+        .body(Empty::new())
+        .expect("a valid request");
+    connect
+        .extensions_mut()
+        .insert(hyper::ext::Protocol::from_static("echo"));
+    let response = sender.send_request(connect).await.expect("an answer");
+    assert_eq!(response.status(), 200);
+    let mut tunnel = TokioIo::new(hyper::upgrade::on(response).await.expect("a tunnel"));
+    for word in [&b"ping"[..], b"pong"] {
+        tunnel.write_all(word).await.expect("the tunnel is open");
+        let mut echo = [0u8; 4];
+        tokio::time::timeout(ROOM, tunnel.read_exact(&mut echo))
+            .await
+            .expect("the echo comes back")
+            .expect("the tunnel is open");
+        assert_eq!(&echo, word);
+        // Quiet for longer than the idle bound.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

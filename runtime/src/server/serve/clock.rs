@@ -207,6 +207,7 @@ impl ConnectionClock {
         drop(state);
         RequestEnd {
             clock: Arc::clone(self),
+            tunnel: false,
         }
     }
 
@@ -350,11 +351,26 @@ impl ConnectionClock {
 #[derive(Debug)]
 pub(super) struct RequestEnd {
     clock: Arc<ConnectionClock>,
+    /// The request opened a tunnel: it never ends on the clock.
+    tunnel: bool,
+}
+
+impl RequestEnd {
+    /// The request opened a tunnel (an HTTP/2 extended `CONNECT` answered
+    /// 2xx: a WebSocket over HTTP/2), which lives on in a task of its own
+    /// where the connection cannot see it: the connection stays busy for
+    /// the rest of its life, so no idle bound cuts the tunnel. An HTTP/1
+    /// upgrade leaves `serve` with its socket, likewise.
+    pub(super) fn open_tunnel(mut self) {
+        self.tunnel = true;
+    }
 }
 
 impl Drop for RequestEnd {
     fn drop(&mut self) {
-        self.clock.on_request_end();
+        if !self.tunnel {
+            self.clock.on_request_end();
+        }
     }
 }
 

@@ -66,9 +66,15 @@ use connection::Connections;
 /// answer: from then on the socket belongs to the task the upgrade handed
 /// it to, and neither the in-flight count nor the shutdown sees it. End it
 /// from that task, on the [`DrainToken`](crate::shutdown::DrainToken) or the
-/// [`ShutdownToken`](crate::shutdown::ShutdownToken). When the process runs out of file descriptors, accepting
-/// waits (logging a rate-limited warning) until a connection closes, and
-/// resumes at once.
+/// [`ShutdownToken`](crate::shutdown::ShutdownToken). Over HTTP/2 the same
+/// WebSocket is a tunnel inside the connection (an extended `CONNECT`,
+/// RFC 8441, which `serve` offers): a tunnel the router answers with a 2xx
+/// keeps its connection busy for the rest of its life, so no idle bound
+/// cuts it, and the connection closes when its client closes it, or at the
+/// end of the drain; at phase 1 it gets the GOAWAY, which ends no stream.
+///
+/// When the process runs out of file descriptors, accepting waits (logging
+/// a rate-limited warning) until a connection closes, and resumes at once.
 ///
 /// Signals are not listened for implicitly: call
 /// [`Shutdown::listen_for_signals`] in `main`.

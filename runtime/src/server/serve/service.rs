@@ -9,7 +9,7 @@ use std::task::{ready, Context, Poll};
 use axum::body::Body;
 use axum::response::Response;
 use http::header::CONNECTION;
-use http::{HeaderValue, Request, StatusCode, Version};
+use http::{HeaderValue, Method, Request, StatusCode, Version};
 use http_body::Body as _;
 use hyper::body::Incoming;
 use pin_project::pin_project;
@@ -51,12 +51,15 @@ where
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let version = req.version();
         let end = self.clock.on_request(version, req.body().is_end_stream());
+        let tunnel = req.method() == Method::CONNECT
+            && req.extensions().get::<hyper::ext::Protocol>().is_some();
         // An axum `Router` (behind the shutdown gate) is always ready, so
         // there is no readiness to wait for, as in `axum::serve`.
         let future = self.inner.clone().call(req.map(Body::new));
         TrackedResponse {
             future,
             end: Some(end),
+            tunnel,
             close: (version < Version::HTTP_2).then(|| self.phase1.clone()),
         }
     }
@@ -70,6 +73,9 @@ pub(super) struct TrackedResponse<F> {
     #[pin]
     future: F,
     end: Option<RequestEnd>,
+    /// Whether the request asks for a tunnel (an HTTP/2 extended
+    /// `CONNECT`).
+    tunnel: bool,
     /// Phase 1's token, for an HTTP/1 request.
     close: Option<ShutdownToken>,
 }
@@ -92,7 +98,14 @@ where
                 .headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("close"));
         }
-        let end = this.end.take();
+        let mut end = this.end.take();
+        if *this.tunnel && response.status().is_success() {
+            // hyper drops the body of a tunnel's answer at once: the tunnel
+            // keeps the connection busy instead (see `open_tunnel`).
+            if let Some(end) = end.take() {
+                end.open_tunnel();
+            }
+        }
         // The connection stays busy until the response body is done.
         Poll::Ready(Ok(response.map(|body| GuardedBody::new(body, end))))
     }
