@@ -392,8 +392,12 @@ async fn a_guard_decrements_exactly_once_even_when_its_task_panics() {
     assert_eq!(in_flight.count(), 0);
 }
 
+/// G3: a waiter parked on a count above zero is woken when the count gets
+/// there. (That a decrement between a waiter's read of the count and its
+/// parking is not lost follows from `wait_zero` registering before it
+/// reads; a test on one thread cannot put a decrement between the two.)
 #[tokio::test(start_paused = true)]
-async fn wait_zero_has_no_lost_wakeups() {
+async fn wait_zero_wakes_every_waiter_parked_before_the_count_reaches_zero() {
     let in_flight = InFlight::new();
     for _ in 0..100 {
         let guard = in_flight.enter();
