@@ -46,7 +46,7 @@ use connection::Connections;
 /// | starts a later head on a keep-alive connection and stalls | the header bound, from its first byte | `server.header_read_timeout_ms` |
 /// | keeps a connection open between requests | the idle bound, from the last bytes of its last response | `server.keep_alive_timeout_secs` (75) |
 /// | trickles a request body | the route's deadline (extractors run under it); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
-/// | reads the response slowly, or stops reading it | the route's deadline up to the response head; once hyper has queued the whole body, the idle bound from the last bytes that went out; while the body still streams, nothing in `serve` (there is no write bound; an [`SseStream`](crate::server::sse::SseStream) has its own watchdog) | `server.keep_alive_timeout_secs` |
+/// | reads the response slowly, or stops reading it (over HTTP/2, also by granting no flow-control window, which holds even a short body) | the route's deadline up to the response head; once hyper has queued the whole body, the idle bound from the last bytes that went out; while the body still streams, nothing in `serve` (there is no write bound; an [`SseStream`](crate::server::sse::SseStream) has its own watchdog) | `server.keep_alive_timeout_secs` |
 ///
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
