@@ -848,6 +848,24 @@ fn admission_and_hedging_values_out_of_range_are_refused_by_key() {
     assert!(keys(&err).contains(&"server.admission.queue.interval_ms"));
 }
 
+/// Two variables that make one key a value and a table at once are an
+/// error naming both, in whichever order the environment lists them.
+#[test]
+fn variables_that_make_a_key_a_value_and_a_table_are_an_error_naming_both() {
+    let shallow = ("TIMEBOX_HTTP__CLIENT", "fast");
+    let deep = ("TIMEBOX_HTTP__CLIENT__TIMEOUT_SECS", "10");
+    for vars in [[shallow, deep], [deep, shallow]] {
+        let err = load_env(&vars).unwrap_err();
+        assert_eq!(keys(&err), ["http.client"], "{vars:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("`TIMEBOX_HTTP__CLIENT`")
+                && message.contains("`TIMEBOX_HTTP__CLIENT__TIMEOUT_SECS`"),
+            "{message}"
+        );
+    }
+}
+
 /// A2: without a deadline a queued request waits until CoDel's interval,
 /// so the interval is a bound: at most a day, as every other wait.
 #[test]

@@ -157,6 +157,25 @@ impl Layer {
             insert(&mut dict, &path, value);
             names.insert(path.join("."), name.clone());
         }
+        // `TIMEBOX_A__B` and `TIMEBOX_A__B__C` make `a.b` a value and a
+        // table at once: which one would win depends on the order of the
+        // environment, which is no order at all.
+        for (key, name) in &names {
+            let under = format!("{key}.");
+            if let Some((_, deeper)) = names
+                .range(under.clone()..)
+                .next()
+                .filter(|(deeper, _)| deeper.starts_with(&under))
+            {
+                errors.push(
+                    key,
+                    format!(
+                        "environment variables `{name}` and `{deeper}` both set `{key}`, \
+                         one as a value and one as a table; remove one"
+                    ),
+                );
+            }
+        }
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -221,8 +240,8 @@ fn insert(dict: &mut Dict, path: &[String], value: Value) {
         .entry(first.clone())
         .or_insert_with(|| Value::from(Dict::new()));
     if entry.as_dict().is_none() {
-        // `TIMEBOX_A__B=1` and `TIMEBOX_A__B__C=2`: the deeper key wins, and
-        // deserializing reports whatever is wrong with it.
+        // `TIMEBOX_A__B=1` and `TIMEBOX_A__B__C=2`: an error once every
+        // variable is in (see `env`); until then the deeper key wins.
         *entry = Value::from(Dict::new());
     }
     if let Value::Dict(_, inner) = entry {
