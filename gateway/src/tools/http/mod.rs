@@ -15,8 +15,18 @@
 //!   of a session are retried within the budget.
 //! - `http.client.timeout_secs` bounds each attempt until the response's
 //!   head arrives. A tool call's answer is an event stream that lasts as
-//!   long as the tool runs; it is read without a bound of its own, because
-//!   the stream's watchdog and the request's deadline already bound it.
+//!   long as the tool runs; it is read without a bound of its own. The
+//!   request's own bound (the stream's watchdog, or the deadline of an
+//!   answer that is not streamed) ends the call on the gateway's side, and
+//!   the request's cleanup then tells the server to stop
+//!   (`notifications/cancelled`).
+//! - The POSTs carry no deadline header. The SDK sends them from a worker
+//!   task of the session's, where no request's deadline is current, and a
+//!   deadline the `Client` knew of would also bound the answer's event
+//!   stream: cut at the deadline, the stream closes the whole session (the
+//!   SDK ends it on a broken stream), before the cancellation notice could
+//!   go out on it. In MCP a lost connection does not cancel a request, so
+//!   the notice is what stops the tool.
 //!
 //! Response bodies are bounded as the SDK's own client bounds them
 //! ([`StreamableHttpResponseLimits`]): a JSON body past its limit, or an
