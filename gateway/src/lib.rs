@@ -59,10 +59,15 @@ const DEFAULT_LOG: &str = "info,rmcp=warn";
 /// Logs go to stderr; `RUST_LOG` filters them (default `info,rmcp=warn`).
 #[must_use]
 pub fn serve_until_shutdown() -> ExitCode {
+    let filter = match log_filter() {
+        Ok(filter) => filter,
+        Err(err) => {
+            eprintln!("chat gateway: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG)),
-        )
+        .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
@@ -79,6 +84,17 @@ pub fn serve_until_shutdown() -> ExitCode {
             eprintln!("chat gateway: {err}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The log filter `RUST_LOG` says, [`DEFAULT_LOG`] when it is not set; an
+/// error naming it when it is set to something that is not a filter.
+fn log_filter() -> Result<EnvFilter, String> {
+    match std::env::var(EnvFilter::DEFAULT_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(EnvFilter::new(DEFAULT_LOG)),
+        Err(std::env::VarError::NotUnicode(_)) => Err("`RUST_LOG` is not valid UTF-8".to_owned()),
+        Ok(directives) => EnvFilter::try_new(&directives)
+            .map_err(|err| format!("`RUST_LOG` is not a log filter ({directives:?}): {err}")),
     }
 }
 

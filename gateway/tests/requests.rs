@@ -1,6 +1,6 @@
 //! Requests the gateway refuses (each error in OpenAI's shape, naming the
 //! field that is wrong), one it cuts off at the request deadline, and one it
-//! must not cut off.
+//! must not cut off; and a bad `RUST_LOG` at startup.
 
 mod support;
 
@@ -181,4 +181,32 @@ async fn a_half_sent_request_head_is_disconnected_at_the_header_bound() {
         .await
         .expect("the gateway closed the connection within 2 s");
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+}
+
+/// Bad input at startup gets an error naming it, not a silent default: a
+/// `RUST_LOG` that is no log filter.
+#[test]
+fn a_rust_log_that_is_no_filter_is_an_error_naming_it() {
+    let dir = support::scratch_dir("bad-rust-log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chat-gateway"))
+        .current_dir(&dir)
+        .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
+        .env("RUST_LOG", "info,rmcp=loud")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the gateway runs");
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("the gateway's status").is_none() {
+        if std::time::Instant::now() > give_up {
+            let _ = child.kill();
+            panic!("the gateway started with a `RUST_LOG` that is no filter");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("the gateway's output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`RUST_LOG`"), "{stderr}");
+    assert!(stderr.contains("rmcp=loud"), "{stderr}");
 }
