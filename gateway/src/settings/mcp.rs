@@ -201,13 +201,14 @@ impl ServerSettings {
                 format!("`{BUILTIN}` is the in-process server; give yours another name"),
             ));
         }
-        let name_ok = name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        let name_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
         if !name_ok {
             return Err(error(
                 "",
-                "a server name is lowercase letters, digits, `-` and `_`, \
+                "a server name is one or more lowercase letters, digits, `-` and `_`, \
                  so that a model name can carry it after `@`"
                     .to_owned(),
             ));
@@ -352,6 +353,11 @@ mod tests {
                 "[mcp.servers.A]\nurl = \"http://x\"",
                 "mcp.servers.A",
                 "lowercase",
+            ),
+            (
+                "[mcp.servers.\"\"]\nurl = \"http://x\"",
+                "mcp.servers.",
+                "one or more",
             ),
             (
                 "[mcp.servers.a]\nurl = \"http://x\"\nconnect_timeout_ms = 0",
