@@ -429,6 +429,27 @@ fn a_shutdown_grace_shorter_than_the_longest_route_plus_five_seconds_warns() {
     assert!(!warned(35));
 }
 
+/// G4's warning advises only what validation takes: for a deadline no
+/// shutdown may wait for (over a day), it says to shorten the deadline.
+#[test]
+fn the_shutdown_warning_never_advises_a_value_validation_refuses() {
+    let advice = |route: Duration| {
+        let warnings = config(5, 30, 10)
+            .validate_with_route_deadline(Some(route))
+            .unwrap();
+        let warning = warnings
+            .iter()
+            .find(|w| w.key() == "server.shutdown_timeout_secs")
+            .expect("a warning")
+            .to_string();
+        warning
+    };
+    assert!(advice(SECS(60)).contains("set it to at least 65"));
+    let day = advice(SECS(86_400));
+    assert!(!day.contains("set it to"), "{day}");
+    assert!(day.contains("shorten the deadline"), "{day}");
+}
+
 /// `into_router` cannot refuse a configuration, but it says what is wrong
 /// with one, naming each key, instead of mounting it silently.
 #[test]

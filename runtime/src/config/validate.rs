@@ -164,15 +164,25 @@ impl Config {
         let shutdown = Duration::from_secs(self.server.shutdown_timeout_secs);
         let needed = longest.saturating_add(SHUTDOWN_MARGIN);
         if shutdown < needed {
+            // What to set it to, when a value validation takes covers it.
+            let advice = if needed <= LONGEST_BOUND {
+                format!(
+                    "set it to at least {}",
+                    needed.as_secs() + u64::from(needed.subsec_nanos() > 0)
+                )
+            } else {
+                "no shutdown can wait that long (it waits at most one day): shorten the \
+                 deadline"
+                    .to_owned()
+            };
             warnings.push(Warning {
                 key: "server.shutdown_timeout_secs",
                 message: format!(
                     "`server.shutdown_timeout_secs` is {} s, shorter than the longest \
                      request or gRPC call deadline ({} ms) plus 5 s; requests running \
-                     at shutdown may be cut, set it to at least {}",
+                     at shutdown may be cut, {advice}",
                     shutdown.as_secs(),
                     longest.as_millis(),
-                    needed.as_secs() + u64::from(needed.subsec_nanos() > 0),
                 ),
             });
         }
