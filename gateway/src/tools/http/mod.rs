@@ -40,6 +40,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use http::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
@@ -320,12 +321,18 @@ impl Failed {
     ) -> Self {
         let status = response.status();
         let retry_after = header_text(&response, RETRY_AFTER.as_str());
-        let body = match kind {
-            BodyKind::Json => bounded_body(response, limits.max_json_response_size)
-                .await
-                .unwrap_or_default(),
+        // A JSON body that could not be read whole (past its limit, or
+        // broken) is said as such in the failure, not taken as empty.
+        let (body, unread) = match kind {
+            BodyKind::Json => match bounded_body(response, limits.max_json_response_size).await {
+                Ok(body) => (body, None),
+                Err(err) => (Bytes::new(), Some(err)),
+            },
             // A diagnostic: what came, cut at the size, is enough.
-            _ => read_up_to(response, limits.max_error_response_size).await.0,
+            _ => (
+                read_up_to(response, limits.max_error_response_size).await.0,
+                None,
+            ),
         };
         // An error naming the request it answers. One with no id (what the
         // MCP Python SDK sends when it fails to handle a POST) answers no
@@ -341,9 +348,15 @@ impl Failed {
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             return Self::Http(HttpStatusError::new(status.as_u16(), retry_after).into());
         }
-        let prefix = &body[..body.len().min(limits.max_error_response_size)];
+        let said = match unread {
+            Some(err) => format!("its JSON body was not read: {err}"),
+            None => {
+                let prefix = &body[..body.len().min(limits.max_error_response_size)];
+                String::from_utf8_lossy(prefix).into_owned()
+            }
+        };
         Self::Http(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-            format!("HTTP {status}: {}", String::from_utf8_lossy(prefix)),
+            format!("HTTP {status}: {said}"),
         )))
     }
 
@@ -491,6 +504,21 @@ mod tests {
             matches!(&failed, Err(StreamableHttpError::HttpStatus(status)) if status.status == 500),
             "{failed:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_error_whose_json_body_is_past_its_limit_says_so() {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_json_response_size = 16;
+        let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no"}}"#;
+        let failed = post(json(StatusCode::BAD_REQUEST, body), None, limits).await;
+        match failed {
+            Err(StreamableHttpError::UnexpectedServerResponse(said)) => {
+                assert!(said.starts_with("HTTP 400 Bad Request: "), "{said}");
+                assert!(said.contains("not read") && said.contains("16"), "{said}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]
