@@ -674,6 +674,51 @@ async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim
     assert_eq!(sheds(&sim).len(), 1, "{:?}", sheds(&sim));
 }
 
+/// A1 under a `TimeboxLayer`: a plain route is judged at its arrival,
+/// before any wait in the limit's queue, so it learns its service time
+/// from there too, the wait included.
+#[sim_test]
+async fn a_plain_route_learns_its_service_time_from_its_arrival(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Enforce);
+    config.server.admission.concurrency =
+        Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
+    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let router: Router = Router::new()
+        .route(
+            "/plain",
+            axum::routing::get(|| async {
+                sleep(MS(40)).await;
+                "done"
+            }),
+        )
+        .route(
+            "/held",
+            axum::routing::get(|| async {
+                sleep(MS(80)).await;
+                "held"
+            }),
+        )
+        .layer(TimeboxLayer::new(&config));
+    let app = sim.app(router);
+    // A hundred successes of `/plain` (40 ms), each after 80 ms in the
+    // queue behind `/held`: 120 ms from arrival.
+    for _ in 0..100 {
+        let holder = spawned(&app, request("GET", "/held")).await;
+        let response = app.request(request("GET", "/plain")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+    }
+    // 100 ms at arrival, against the 120 ms its requests took from there.
+    let holder = spawned(&app, request("GET", "/held")).await;
+    let response = app.request(get_with_deadline_header("/plain", "100")).await;
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        sheds(&sim),
+        ["request_shed reason=deadline_too_short route=/plain"]
+    );
+    assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+}
+
 /// In dark mode too, a plain route's request is told its deadline before
 /// the check's count, and once (O1).
 #[sim_test]

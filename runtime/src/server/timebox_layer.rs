@@ -245,7 +245,9 @@ where
             tell_at_first_poll: probe.is_none(),
             told: told.get(),
             check: None,
-            learn: Learn::from_check(plain.as_ref().and_then(|plain| plain.check.clone())),
+            // Judged at arrival, above: learnt from there too.
+            learn: Learn::from_check(plain.as_ref().and_then(|plain| plain.check.clone()))
+                .map(|learn| learn.judged_at(start)),
             stage: Stage::Handler,
             waiting: None,
         };

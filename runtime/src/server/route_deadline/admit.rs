@@ -41,23 +41,38 @@ pub(crate) fn admit(
 }
 
 /// What a route learns its service time from: the latency of each
-/// successful request, from the first poll of its handler's future, where
-/// the request was judged.
+/// successful request, timed from where the request was judged: so that a
+/// wait before that point (in a limit's queue) is in both the estimate and
+/// the time left it is compared with, or in neither.
 #[derive(Debug, Clone)]
 pub(crate) struct Learn {
     check: Arc<DeadlineCheck>,
+    /// Where the request was judged, when that was before its handler's
+    /// first poll (a plain route's arrival at `TimeboxLayer`); else the
+    /// first poll (a macro route's).
+    judged_at: Option<Instant>,
 }
 
 impl Learn {
-    /// Learning for `check`, when it learns (no `min_budget_ms`).
+    /// Learning for `check`, when it learns (no `min_budget_ms`), from the
+    /// handler's first poll.
     pub(crate) fn from_check(check: Option<Arc<DeadlineCheck>>) -> Option<Self> {
-        check
-            .filter(|check| check.learns())
-            .map(|check| Self { check })
+        check.filter(|check| check.learns()).map(|check| Self {
+            check,
+            judged_at: None,
+        })
     }
 
-    /// A request that started at `start` succeeded now.
-    pub(crate) fn succeeded(&self, start: Instant) {
-        self.check.record_success(start);
+    /// Learning from `at`, where the request was judged.
+    pub(crate) fn judged_at(mut self, at: Instant) -> Self {
+        self.judged_at = Some(at);
+        self
+    }
+
+    /// A request whose handler was first polled at `first_poll` succeeded
+    /// now.
+    pub(crate) fn succeeded(&self, first_poll: Instant) {
+        self.check
+            .record_success(self.judged_at.unwrap_or(first_poll));
     }
 }

@@ -273,15 +273,11 @@ where
                         return Poll::Pending;
                     }
                     Poll::Ready(Ok(output)) => {
-                        // Learnt from the first poll, where the request
-                        // was judged: a wait before it (in a limit's
-                        // queue) is already off the time left it was
-                        // judged with, so it is no part of the service
-                        // time it is judged against.
                         if let Some(expiry) = expiry.as_ref().filter(|_| output.is_success()) {
-                            if let (Some(learn), Some(start)) = (&expiry.learn, future.first_poll())
+                            if let (Some(learn), Some(first_poll)) =
+                                (&expiry.learn, future.first_poll())
                             {
-                                learn.succeeded(start);
+                                learn.succeeded(first_poll);
                             }
                         }
                         return Poll::Ready(Answer::Inner(output));
