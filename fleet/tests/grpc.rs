@@ -509,6 +509,38 @@ async fn a_deadline_exceeded_from_the_peer_carries_timeboxs_source() {
     assert_eq!(exceeded, Vec::<Event>::new());
 }
 
+/// I3, O1: a timebox server answers the `grpc-timeout` it was sent a
+/// millisecond early, so that its answer beats tonic's own: that answer is
+/// still the caller's deadline passing, not a deadline of the peer's own.
+#[tokio::test(start_paused = true)]
+async fn a_timebox_servers_answer_to_the_time_sent_is_the_callers_deadline() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let layer = GrpcDeadlineLayer::server(&Config::default());
+    let mut relay = client(&config, serve(Probe::default(), Some(layer)).await);
+    let status = Deadline::after(MS(300))
+        .scope(relay.wait(wait(2000)))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(
+        status.message(),
+        "deadline of 300 ms from the caller's deadline exceeded"
+    );
+    let exceeded: Vec<Event> = recording
+        .events()
+        .into_iter()
+        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
+        .collect();
+    assert_eq!(
+        exceeded,
+        [Event::DeadlineExceeded {
+            stage: timebox::observe::Stage::Outbound,
+            route: None,
+        }]
+    );
+}
+
 /// I4, O1: the same for a stream the peer ends at its own method's
 /// deadline, in its trailers.
 #[tokio::test(start_paused = true)]

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Buf;
 use http::HeaderMap;
@@ -187,10 +188,23 @@ pub(crate) enum Side {
     Client { sent: Deadline },
 }
 
+/// How early a peer may answer the `grpc-timeout` it was sent and still be
+/// answering that timeout: a timebox server counts one from a millisecond
+/// before it reads its clock, so that its answer comes before tonic's own,
+/// and timers keep whole milliseconds.
+const PEER_LEAD: Duration = Duration::from_millis(2);
+
 impl Side {
     /// Whether a failure now is the deadline's, on the client.
     pub(crate) fn client_past_sent(self) -> bool {
         matches!(self, Self::Client { sent } if sent.is_expired())
+    }
+
+    /// Whether a peer's `DEADLINE_EXCEEDED` now answers the time sent, on
+    /// the client, rather than a deadline of the peer's own: it comes no
+    /// more than [`PEER_LEAD`] before that time runs out.
+    pub(crate) fn client_near_sent(self) -> bool {
+        matches!(self, Self::Client { sent } if sent.remaining() <= PEER_LEAD)
     }
 }
 
@@ -292,7 +306,7 @@ where
                 {
                     let how = match frame.trailers_ref() {
                         // The peer's own deadline passed, not the caller's.
-                        Some(trailers) if !side.client_past_sent() => {
+                        Some(trailers) if !side.client_near_sent() => {
                             Expired::Fail(peers_deadline(trailers))
                         }
                         _ => deadline_passed(budget, *side, told),

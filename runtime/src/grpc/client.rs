@@ -268,7 +268,7 @@ where
                     }
                     // The peer's own deadline passed, not the caller's: its
                     // status as it said it (no deadline of ours to tell).
-                    Ok(Ok(response)) if !side.client_past_sent() => {
+                    Ok(Ok(response)) if !side.client_near_sent() => {
                         peers_deadline(response.headers())
                     }
                     // A reset stream, a dropped connection or tonic's own
