@@ -333,17 +333,26 @@ where
         {
             return drained_end(state, this.counted);
         }
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            if drained {
+        match &polled {
+            // Trailers end the body: nothing follows them, not even the
+            // drain's (the call is done, and no longer in flight).
+            Poll::Ready(Some(Ok(frame))) if frame.is_trailers() => {
+                if let (Some(learn), Some(trailers)) = (this.learn.take(), frame.trailers_ref()) {
+                    learn.ended(trailers);
+                }
+                state.set(State::Empty);
+                *this.counted = None;
+            }
+            Poll::Ready(Some(Ok(_))) if drained => {
                 if let Some(counted) = this.counted.as_mut() {
                     counted.sent_since_drain += 1;
                 }
             }
-            if let Some(trailers) = frame.trailers_ref() {
-                if let Some(learn) = this.learn.take() {
-                    learn.ended(trailers);
-                }
+            Poll::Ready(None) => {
+                state.set(State::Empty);
+                *this.counted = None;
             }
+            _ => {}
         }
         polled
     }
@@ -485,6 +494,31 @@ mod tests {
         }
     }
 
+    /// A unary answer: its message, then trailers saying `OK`.
+    #[derive(Default)]
+    struct Unary(u8);
+
+    impl Body for Unary {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            self.0 += 1;
+            Poll::Ready(match self.0 {
+                1 => Some(Ok(Frame::data(Bytes::from_static(b"answer")))),
+                2 => {
+                    let mut trailers = HeaderMap::new();
+                    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                    Some(Ok(Frame::trailers(trailers)))
+                }
+                _ => None,
+            })
+        }
+    }
+
     /// The frames `body` gives until it ends or pends: data as `data`,
     /// trailers as their `grpc-status`.
     fn frames<B: Body<Data = Bytes> + Unpin>(body: &mut B) -> Vec<String> {
@@ -503,6 +537,23 @@ mod tests {
             assert!(frames.len() < 100, "the body never ends: {frames:?}");
         }
         frames
+    }
+
+    #[test]
+    fn at_phase_two_a_unary_answer_goes_out_whole_and_nothing_after_it() {
+        let shutdown = Shutdown::new(&Config::default());
+        let recording = Recording::new();
+        let counted = Counted::new(
+            shutdown.in_flight().enter(),
+            shutdown.drain_token(),
+            CancellationToken::new(),
+            Observers::new().with(recording.clone()),
+        );
+        let mut body = GrpcBody::plain(Unary::default(), Some(counted));
+        shutdown.force();
+        assert_eq!(frames(&mut body), ["data", "grpc-status Some(\"0\")"]);
+        assert_eq!(shutdown.in_flight().count(), 0);
+        assert_eq!(recording.events(), [], "no call was ended by the drain");
     }
 
     #[test]
