@@ -739,6 +739,38 @@ async fn a_buffered_body_is_sent_again_on_a_retry() {
     }
 }
 
+/// C7: the middleware's reqwest client adds its default headers to every
+/// request, where a hop cannot take them off: a redirect to another origin
+/// is the answer, so its `Authorization` never reaches that origin.
+#[tokio::test]
+async fn through_the_middleware_a_redirect_to_another_origin_is_the_answer() {
+    let other_seen = Recorder::new();
+    let other = serve(recording(&other_seen, |_| async { "other" })).await;
+    let location = format!("http://{other}/landing");
+    let first = serve(recording(&Recorder::new(), move |_| {
+        let location = location.clone();
+        async move { (StatusCode::TEMPORARY_REDIRECT, [("location", location)]) }
+    }))
+    .await;
+    let mut defaults = http::HeaderMap::new();
+    defaults.insert("authorization", "Bearer secret".parse().unwrap());
+    let reqwest = reqwest_builder().default_headers(defaults).build().unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest)
+        .with(Timebox::new(&Config::default()))
+        .build();
+    let response = client
+        .get(format!("http://{first}/go"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(
+        other_seen.hits().len(),
+        0,
+        "the other origin was not called"
+    );
+}
+
 #[tokio::test]
 async fn a_reqwest_client_with_redirects_on_is_refused_by_the_middleware() {
     let recorder = Recorder::new();

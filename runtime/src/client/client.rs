@@ -54,6 +54,7 @@ impl Client {
             config: Config::default(),
             transport: None,
             entropy: None,
+            within_origin: false,
         }
     }
 
@@ -107,6 +108,9 @@ pub struct ClientBuilder {
     config: Config,
     transport: Option<Arc<dyn Transport>>,
     entropy: Option<Entropy>,
+    /// Whether redirects stay within their origin (a caller's own reqwest
+    /// client).
+    within_origin: bool,
 }
 
 impl ClientBuilder {
@@ -119,6 +123,7 @@ impl ClientBuilder {
     /// Sends through `transport` instead of the network (reqwest).
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = Some(transport);
+        self.within_origin = false;
         self
     }
 
@@ -131,6 +136,12 @@ impl ClientBuilder {
     /// that does follow them is refused at its first redirect: that attempt
     /// fails with [`ClientError::Transport`] whose source is a
     /// [`RedirectsOn`](super::RedirectsOn) saying so.
+    ///
+    /// A redirect to another origin (scheme, host and port) is not followed
+    /// through such a client: the redirect is the answer. The client adds
+    /// its default headers to every request it sends, and a hop to another
+    /// origin must not carry an `Authorization` or a `Cookie` (C7), which
+    /// reqwest does not say whether it has and timebox cannot take off.
     ///
     /// ```
     /// use timebox::client::Client;
@@ -147,7 +158,9 @@ impl ClientBuilder {
     /// # let _ = client;
     /// ```
     pub fn reqwest(self, client: reqwest::Client) -> Self {
-        self.transport(Arc::new(ReqwestTransport::with_client(client)))
+        let mut builder = self.transport(Arc::new(ReqwestTransport::with_client(client)));
+        builder.within_origin = true;
+        builder
     }
 
     /// Draws backoff jitter and idempotency keys from `entropy` instead of a
@@ -172,6 +185,14 @@ impl ClientBuilder {
             )
         });
         let entropy = self.entropy.unwrap_or_else(Entropy::from_os);
-        Client::with_transport(&self.config, transport, entropy)
+        let rules = Rules::new(&self.config, entropy);
+        Client {
+            transport,
+            rules: Arc::new(if self.within_origin {
+                rules.within_origin()
+            } else {
+                rules
+            }),
+        }
     }
 }

@@ -41,7 +41,11 @@
 //!   elsewhere (service discovery, a signer adding to the query) goes before
 //!   `Timebox`, whose breakers, budgets and redirects then see where the
 //!   request really goes. After it, every call fails the same way, once
-//!   the request was sent and answered.
+//!   the request was sent and answered. A redirect to another origin
+//!   (scheme, host and port) is the answer, not followed: the reqwest
+//!   client adds its default headers to every request it sends, and such a
+//!   hop must not carry an `Authorization` or a `Cookie` (C7), which
+//!   timebox cannot take off what reqwest adds.
 //! - **Bodies.** A body reqwest can clone (bytes, text, JSON, a form) is
 //!   sent again on a retry or a `307`/`308`. A streaming body is sent once:
 //!   the call is never retried, and a redirect that would resend the body is
@@ -110,7 +114,7 @@ impl Timebox {
     #[must_use]
     pub fn with_entropy(config: &Config, entropy: Entropy) -> Self {
         Self {
-            rules: Arc::new(Rules::new(config, entropy)),
+            rules: Arc::new(Rules::new(config, entropy).within_origin()),
         }
     }
 

@@ -26,6 +26,11 @@ pub(crate) struct Rules {
     pub(crate) observers: Observers,
     pub(crate) labels: BoundedLabels,
     pub(crate) hedging: Hedging,
+    /// Whether a redirect to another origin is followed. Not through a
+    /// caller's own reqwest client: it adds its default headers (an
+    /// `Authorization`, a `Cookie`) to every request it sends, where a
+    /// hop cannot take them off.
+    pub(crate) follows_other_origins: bool,
     breaker_config: BreakerConfig,
     breakers: BoundedMap<CircuitBreaker>,
 }
@@ -44,9 +49,17 @@ impl Rules {
             observers: config.observers.clone(),
             labels: BoundedLabels::new(client.retry_budget.max_hosts),
             hedging: Hedging::new(&client.hedge, client.retry_budget.max_hosts),
+            follows_other_origins: true,
             breaker_config: config.breaker.clone(),
             breakers: BoundedMap::new(client.retry_budget.max_hosts),
         }
+    }
+
+    /// The rules, following no redirect to another origin (see
+    /// `follows_other_origins`).
+    pub(crate) fn within_origin(mut self) -> Self {
+        self.follows_other_origins = false;
+        self
     }
 
     /// The circuit breaker of `host` (a `host:port` key), made on first use;

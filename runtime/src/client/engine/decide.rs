@@ -154,6 +154,9 @@ impl<B: Body> Call<B> {
         }
         let from = self.target.url()?;
         let hop = redirect::next_hop(response.status(), response.headers(), from, &self.method)?;
+        if !self.rules.follows_other_origins && hop.from.origin() != hop.url.origin() {
+            return None;
+        }
         (!hop.keeps_body || self.body.is_some()).then_some(hop)
     }
 
