@@ -822,6 +822,65 @@ async fn a_response_a_later_middleware_makes_up_is_not_taken_for_a_redirect() {
     assert_eq!(response.text().await.unwrap(), "from the cache");
 }
 
+/// A middleware that lets the first request through and fails every later
+/// one on our side, as a token refresh that fails does.
+#[derive(Default)]
+struct FailsAfterTheFirst(std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for FailsAfterTheFirst {
+    async fn handle(
+        &self,
+        request: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            return next.run(request, extensions).await;
+        }
+        Err(reqwest_middleware::Error::middleware(
+            std::io::Error::other("the token refresh failed"),
+        ))
+    }
+}
+
+/// B2: a retry that a later middleware fails before it is sent never
+/// reached the host: its tokens go back.
+#[tokio::test]
+async fn a_retry_a_later_middleware_fails_gives_its_tokens_back() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        StatusCode::SERVICE_UNAVAILABLE
+    }))
+    .await;
+    let timebox = Timebox::new(&config());
+    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(timebox.clone())
+        .with(FailsAfterTheFirst::default())
+        .build();
+    let url = format!("http://{addr}/");
+    let budget = timebox
+        .budgets()
+        .for_uri(&url.parse().unwrap())
+        .expect("a bucket");
+    let full = budget.tokens();
+
+    let err = ends(client.get(&url).send())
+        .await
+        .expect_err("the retry fails on our side");
+
+    assert!(
+        format!("{:?}", anyhow_chain(&err)).contains("token refresh"),
+        "{err:?}"
+    );
+    assert_eq!(recorder.count(), 1, "only the first attempt was sent");
+    assert!(
+        (budget.tokens() - full).abs() < 1e-9,
+        "{} of {full}",
+        budget.tokens()
+    );
+}
+
 /// A middleware that sends every request to `addr`, as service discovery
 /// does.
 struct Discovery(SocketAddr);

@@ -102,12 +102,23 @@ impl<B: Body> Call<B> {
         outcome: Outcome<R>,
         observed: CallOutcome,
     ) -> Next<R> {
+        let kind = pending.attempt.kind;
         self.attempt_ended(pending.attempt, pending.permit, &outcome, observed);
         let result = match outcome {
             Outcome::DeadlineExceeded => return Next::Return(Err(ClientError::deadline())),
             Outcome::TimedOut => Err(ClientError::Timeout),
             Outcome::Failed(err @ TransportError::Connect(_)) => Err(err.into_client()),
-            Outcome::Failed(err @ (TransportError::Other(_) | TransportError::Local(_))) => {
+            Outcome::Failed(err @ TransportError::Local(_)) => {
+                // A retry that failed on our side never reached the host:
+                // its tokens go back, as a retry's not sent do (B2).
+                if kind == AttemptKind::Retry {
+                    if let Some(charge) = self.charge.take() {
+                        self.refund(charge);
+                    }
+                }
+                return Next::Return(Err(err.into_client()));
+            }
+            Outcome::Failed(err @ TransportError::Other(_)) => {
                 return Next::Return(Err(err.into_client()));
             }
             Outcome::Response(response) => Ok(response),
