@@ -149,8 +149,10 @@ impl Shared {
 }
 
 /// The key of the upstream host `uri` names: `host:port`, the host
-/// lowercased, the scheme's default port filled in. The retry budgets and
-/// the client's breakers are kept per key, and logs name hosts by it.
+/// lowercased, without the trailing dot of a fully qualified name, an IPv6
+/// address in its shortest form, the scheme's default port filled in: one
+/// key for each way of writing the same host. The retry budgets and the
+/// client's breakers are kept per key, and logs name hosts by it.
 ///
 /// `None` when `uri` has no host, or no port and a scheme whose default
 /// port is not known (`http`, `https`, `ws`, `wss` are).
@@ -163,6 +165,10 @@ impl Shared {
 ///
 /// let key = host_key(&Uri::from_static("https://API.example/v1"));
 /// assert_eq!(key.as_deref(), Some("api.example:443"));
+/// let ipv6 = host_key(&Uri::from_static("http://[0:0:0:0:0:0:0:1]:8080/"));
+/// assert_eq!(ipv6.as_deref(), Some("[::1]:8080"));
+/// let rooted = host_key(&Uri::from_static("http://api.example./"));
+/// assert_eq!(rooted.as_deref(), Some("api.example:80"));
 /// assert_eq!(host_key(&Uri::from_static("/just/a/path")), None);
 /// ```
 #[must_use]
@@ -175,8 +181,24 @@ pub fn host_key(uri: &Uri) -> Option<String> {
     let mut digits = itoa::Buffer::new();
     let port = digits.format(port);
     let mut key = String::with_capacity(host.len() + 1 + port.len());
-    key.push_str(host);
-    key.make_ascii_lowercase();
+    let ipv6 = host
+        .strip_prefix('[')
+        .and_then(|host| host.strip_suffix(']'))
+        .and_then(|address| address.parse::<std::net::Ipv6Addr>().ok());
+    match ipv6 {
+        Some(address) => {
+            // Infallible: writing to a `String`.
+            let _ = std::fmt::Write::write_fmt(&mut key, format_args!("[{address}]"));
+        }
+        None => {
+            let host = host
+                .strip_suffix('.')
+                .filter(|host| !host.is_empty())
+                .unwrap_or(host);
+            key.push_str(host);
+            key.make_ascii_lowercase();
+        }
+    }
     key.push(':');
     key.push_str(port);
     Some(key)
