@@ -74,6 +74,9 @@ async fn each_attempt_is_a_client_span_and_a_retry_counts_its_resends(sim: Sim) 
         assert_eq!(span.span_kind, SpanKind::Client);
         assert_eq!(text(span, "http.request.method").as_deref(), Some("GET"));
         assert_eq!(text(span, "server.address").as_deref(), Some("up"));
+        // The scheme's port, though the URL names none (OpenTelemetry's
+        // HTTP client spans always carry it).
+        assert_eq!(text(span, "server.port").as_deref(), Some("80"));
     }
     assert_eq!(
         text(first, "timebox.attempt.kind").as_deref(),

@@ -41,7 +41,9 @@ pub(super) fn attempt_span(method: &Method, uri: &Uri, attempt: Attempt) -> Span
         otel.kind = "client",
         http.request.method = method.as_str(),
         server.address = uri.host().unwrap_or(""),
-        server.port = uri.port_u16(),
+        server.port = uri
+            .port_u16()
+            .or_else(|| crate::retry::default_port(uri.scheme_str()?)),
         timebox.attempt.kind = attempt.kind.as_str(),
         http.request.resend_count = Empty,
         http.response.status_code = Empty,

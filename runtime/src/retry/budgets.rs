@@ -204,7 +204,8 @@ pub fn host_key(uri: &Uri) -> Option<String> {
     Some(key)
 }
 
-fn default_port(scheme: &str) -> Option<u16> {
+/// The port a URL of `scheme` means when it names none.
+pub(crate) fn default_port(scheme: &str) -> Option<u16> {
     if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ws") {
         Some(80)
     } else if scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("wss") {

@@ -83,6 +83,8 @@ mod retry_after;
 
 pub use backoff::Backoff;
 pub use budget::RetryBudget;
+#[cfg(feature = "client")]
+pub(crate) use budgets::default_port;
 pub use budgets::{host_key, RetryBudgets};
 #[cfg(feature = "server")]
 pub(crate) use classify::SHED_HEADER;
