@@ -99,7 +99,13 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         if self.expired {
-            return Poll::Ready(Ok(()));
+            // Said ready for a deadline that has passed: still so, unless
+            // whoever asks now has another (the caller asked, then called
+            // nothing).
+            if Deadline::current().is_some_and(Deadline::is_expired) {
+                return Poll::Ready(Ok(()));
+            }
+            self.expired = false;
         }
         if let Poll::Ready(ready) = self.inner.poll_ready(cx) {
             self.waiting = None;
