@@ -23,6 +23,24 @@ use support::{client, connect, raw_call, serve, serve_io, Probe, HOP};
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
+/// The `DeadlineExceeded` events `recording` heard.
+fn exceeded_events(recording: &Recording) -> Vec<Event> {
+    events_where(recording, |event| {
+        matches!(event, Event::DeadlineExceeded { .. })
+    })
+}
+
+/// The `RequestCancelled` events `recording` heard.
+fn cancelled_events(recording: &Recording) -> Vec<Event> {
+    events_where(recording, |event| {
+        matches!(event, Event::RequestCancelled { .. })
+    })
+}
+
+fn events_where(recording: &Recording, wanted: impl Fn(&Event) -> bool) -> Vec<Event> {
+    recording.events().into_iter().filter(wanted).collect()
+}
+
 fn wait(millis: u64) -> WaitRequest {
     WaitRequest { millis }
 }
@@ -250,11 +268,7 @@ async fn a_streamed_response_ends_with_deadline_exceeded_in_its_trailers() {
     };
     assert_eq!(received, 3, "ticks at 300, 600 and 900 ms");
     assert_eq!(end.code(), Code::DeadlineExceeded, "{end:?}");
-    let exceeded: Vec<_> = recording
-        .events()
-        .into_iter()
-        .filter(|event| matches!(event, timebox::observe::Event::DeadlineExceeded { .. }))
-        .collect();
+    let exceeded: Vec<_> = exceeded_events(&recording);
     assert_eq!(
         exceeded,
         [timebox::observe::Event::DeadlineExceeded {
@@ -501,11 +515,7 @@ async fn a_deadline_exceeded_from_the_peer_carries_timeboxs_source() {
     assert_eq!(status.code(), Code::DeadlineExceeded);
     assert!(is_deadline_exceeded(&status), "{status:?}");
     assert_eq!(status.message(), "the peer's own deadline");
-    let exceeded: Vec<Event> = recording
-        .events()
-        .into_iter()
-        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
-        .collect();
+    let exceeded: Vec<Event> = exceeded_events(&recording);
     assert_eq!(exceeded, Vec::<Event>::new());
 }
 
@@ -527,11 +537,7 @@ async fn a_timebox_servers_answer_to_the_time_sent_is_the_callers_deadline() {
         status.message(),
         "deadline of 300 ms from the caller's deadline exceeded"
     );
-    let exceeded: Vec<Event> = recording
-        .events()
-        .into_iter()
-        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
-        .collect();
+    let exceeded: Vec<Event> = exceeded_events(&recording);
     assert_eq!(
         exceeded,
         [Event::DeadlineExceeded {
@@ -564,12 +570,11 @@ async fn a_stream_the_peer_ends_at_its_own_deadline_keeps_the_peers_status() {
         status.message().contains("250 ms"),
         "the peer's own message: {status:?}"
     );
-    let exceeded = recording
-        .events()
-        .into_iter()
-        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
-        .count();
-    assert_eq!(exceeded, 0, "the caller's deadline did not pass");
+    assert_eq!(
+        exceeded_events(&recording),
+        [],
+        "the caller's deadline did not pass"
+    );
 }
 
 /// Reads the relay's ticks, a second apart, for as long as its route's
@@ -609,11 +614,7 @@ async fn a_deadline_that_passes_while_a_stream_is_read_is_told_at_the_outbound_s
         .await
         .unwrap();
     assert_eq!(response.status(), http::StatusCode::SERVICE_UNAVAILABLE);
-    let exceeded: Vec<Event> = recording
-        .events()
-        .into_iter()
-        .filter(|event| matches!(event, Event::DeadlineExceeded { .. }))
-        .collect();
+    let exceeded: Vec<Event> = exceeded_events(&recording);
     assert_eq!(
         exceeded,
         [Event::DeadlineExceeded {
@@ -746,11 +747,7 @@ async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdow
     assert_eq!(start.elapsed(), SECS(2), "ended when the drain was over");
     assert_eq!(probe.dropped(), 1, "the handler was dropped");
     assert_eq!(shutdown.in_flight().count(), 0);
-    let cancelled: Vec<Event> = recording
-        .events()
-        .into_iter()
-        .filter(|event| matches!(event, Event::RequestCancelled { .. }))
-        .collect();
+    let cancelled: Vec<Event> = cancelled_events(&recording);
     assert_eq!(
         cancelled,
         [Event::RequestCancelled {

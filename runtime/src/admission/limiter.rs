@@ -316,17 +316,22 @@ impl Queued {
     /// The wait's bound passed: leaves the queue, unless a slot was handed
     /// over in the meantime.
     fn give_up(&mut self) -> Result<Permit, Refusal> {
+        match self.leave() {
+            Some(permit) => self.unless_too_late(permit),
+            None => Err(self.refusal),
+        }
+    }
+
+    /// Leaves the queue: the slot handed over before, if one was.
+    fn leave(&mut self) -> Option<Permit> {
         if self.shared.lock().leave(self.id) {
-            return Err(self.refusal);
+            return None;
         }
         // Closed first: a slot sent after this comes back to `release`,
         // which frees it, rather than waiting in the channel to be
         // dropped with it and sampled.
         self.receiver.close();
-        match self.receiver.try_recv() {
-            Ok(permit) => self.unless_too_late(permit),
-            Err(_) => Err(self.refusal),
-        }
+        self.receiver.try_recv().ok()
     }
 
     /// A slot handed over: the request's, unless its deadline passed before
@@ -345,16 +350,10 @@ impl Queued {
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        // A permit handed over after this is sent back by `release`.
-        let left = self.shared.lock().leave(self.id);
-        if !left {
-            // Handed a slot it will not take (its request was dropped, the
-            // client gone): back with no sample, as above. Closed first, as
-            // in `give_up`.
-            self.receiver.close();
-            if let Ok(permit) = self.receiver.try_recv() {
-                permit.release_unsampled();
-            }
+        // Handed a slot it will not take (its request was dropped, the
+        // client gone): back with no sample, as above.
+        if let Some(permit) = self.leave() {
+            permit.release_unsampled();
         }
     }
 }

@@ -58,21 +58,6 @@ impl Client {
         }
     }
 
-    /// A client that sends through `transport` and draws its backoff jitter
-    /// and idempotency keys from `entropy` (what [`ClientBuilder::build`]
-    /// and the simulation make).
-    #[must_use]
-    pub(crate) fn with_transport(
-        config: &Config,
-        transport: Arc<dyn Transport>,
-        entropy: Entropy,
-    ) -> Self {
-        Self {
-            transport,
-            rules: Arc::new(Rules::new(config, entropy)),
-        }
-    }
-
     /// A GET of `url`.
     pub fn get(&self, url: impl Into<String>) -> RequestBuilder {
         self.request(Method::GET, url)

@@ -113,26 +113,38 @@ impl Counted {
     /// Whether the shutdown's sequence has ended; when it has not, the task
     /// is woken when it does.
     pub(crate) fn poll_ended(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.finished.is_cancelled() {
-            return true;
-        }
         let finished = &self.finished;
-        let ended = self
-            .ended
-            .get_or_insert_with(|| Box::pin(finished.clone().cancelled_owned()));
-        ended.as_mut().poll(cx).is_ready()
+        poll_cancelled(
+            finished.is_cancelled(),
+            &mut self.ended,
+            || finished.clone().cancelled_owned(),
+            cx,
+        )
     }
 
     /// Whether phase 2 has begun; when it has not, the task is woken when
     /// it does.
     fn poll_drained(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.is_drained() {
-            return true;
-        }
         let drain = &self.drain;
-        let drained = self.drained.get_or_insert_with(|| Box::pin(drain.wait()));
-        drained.as_mut().poll(cx).is_ready()
+        poll_cancelled(drain.is_cancelled(), &mut self.drained, || drain.wait(), cx)
     }
+}
+
+/// Whether a token is `cancelled`; when it is not, whether the wait for it
+/// in `wait` (made by `make` the first time it is needed) is over, the task
+/// woken when it is.
+fn poll_cancelled(
+    cancelled: bool,
+    wait: &mut Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    make: impl FnOnce() -> WaitForCancellationFutureOwned,
+    cx: &mut Context<'_>,
+) -> bool {
+    cancelled
+        || wait
+            .get_or_insert_with(|| Box::pin(make()))
+            .as_mut()
+            .poll(cx)
+            .is_ready()
 }
 
 #[pin_project(project = StateProj)]

@@ -85,7 +85,11 @@ impl Sim {
     #[must_use]
     pub fn client_with(&self, config: &Config) -> Client {
         let config = self.observe(config.clone());
-        Client::with_transport(&config, Arc::new(self.net()), self.entropy())
+        Client::builder()
+            .config(&config)
+            .transport(Arc::new(self.net()))
+            .entropy(self.entropy())
+            .build()
     }
 
     /// The default configuration, observed by the run's recording: build
