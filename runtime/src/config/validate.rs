@@ -101,8 +101,8 @@ impl Config {
     /// `server.timeouts.deadline_headers` or `http.client.deadline_headers`
     /// that is not a deadline header of that direction. In
     /// `server.admission`: a `max_reject_fraction` outside `0.0..=1.0`, a
-    /// `queue.target_ms` or `queue.interval_ms` of 0, a target longer than
-    /// the interval. In `http.client.hedge`, whether `enabled` or not
+    /// `queue.target_ms` or `queue.interval_ms` of 0 or over a day, a target
+    /// longer than the interval. In `http.client.hedge`, whether `enabled` or not
     /// (`RequestBuilder::hedge()` uses them either way): a `delay_ms` or
     /// `hedge_cost` of 0, a `max_extra_load` outside `0.0..=1.0`.
     pub fn validate_with_route_deadline(
