@@ -408,12 +408,10 @@ async fn the_client_ends_the_call_at_the_callers_deadline() {
     assert!(is_deadline_exceeded(&status), "{status:?}");
 }
 
-/// I3: the wait for a channel that is not ready counts against the
-/// deadline too. A channel with room for one request, whose connection
-/// never opens: once it is full, a call waits for room, and ends at its
-/// deadline, never sent.
-#[tokio::test(start_paused = true)]
-async fn a_call_waiting_for_a_full_channel_ends_at_the_callers_deadline() {
+/// A channel with room for one request, whose connection never opens,
+/// made full: one request its worker holds, waiting for the connection,
+/// and one in the room (both on tasks that wait for good).
+async fn full_channel() -> tonic::transport::Channel {
     let channel = tonic::transport::Endpoint::from_static("http://never-connects")
         .buffer_size(1)
         .connect_with_connector_lazy(tower::service_fn(|_: http::Uri| {
@@ -421,14 +419,21 @@ async fn a_call_waiting_for_a_full_channel_ends_at_the_callers_deadline() {
                 Result<hyper_util::rt::TokioIo<tokio::io::DuplexStream>, std::io::Error>,
             >()
         }));
-    // One request the channel's worker holds, waiting for the connection,
-    // and one in the room.
-    let mut holders = Vec::new();
     for _ in 0..2 {
         let mut holder = client(&Config::default(), channel.clone());
-        holders.push(tokio::spawn(async move { holder.wait(wait(0)).await }));
+        tokio::spawn(async move { holder.wait(wait(0)).await });
         tokio::task::yield_now().await;
     }
+    channel
+}
+
+/// I3: the wait for a channel that is not ready counts against the
+/// deadline too. A channel with room for one request, whose connection
+/// never opens: once it is full, a call waits for room, and ends at its
+/// deadline, never sent.
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_for_a_full_channel_ends_at_the_callers_deadline() {
+    let channel = full_channel().await;
     let mut second = client(&Config::default(), channel);
     let start = Instant::now();
     let status = tokio::time::timeout(
@@ -442,6 +447,28 @@ async fn a_call_waiting_for_a_full_channel_ends_at_the_callers_deadline() {
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
     assert!(is_deadline_exceeded(&status), "{status:?}");
     assert!(status.message().contains("not sent"), "{status:?}");
+}
+
+/// The readiness a passed deadline gave is that deadline's: asked again
+/// with none, the service waits for its channel again.
+#[tokio::test(start_paused = true)]
+async fn readiness_a_passed_deadline_gave_is_not_kept_for_a_later_caller() {
+    use tower::{Layer, ServiceExt};
+
+    let channel = full_channel().await;
+    let mut service = GrpcDeadlineLayer::client(&Config::default()).layer(channel);
+    Deadline::after(MS(10))
+        .scope(ServiceExt::<http::Request<tonic::body::Body>>::ready(
+            &mut service,
+        ))
+        .await
+        .expect("ready, as the deadline passed");
+    let later = tokio::time::timeout(
+        SECS(1),
+        ServiceExt::<http::Request<tonic::body::Body>>::ready(&mut service),
+    )
+    .await;
+    assert!(later.is_err(), "still waiting for the full channel");
 }
 
 /// I3: a `CANCELLED` that comes once the `grpc-timeout` sent has run out
