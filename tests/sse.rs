@@ -298,7 +298,7 @@ async fn a_shutdown_sends_done_first_then_cleans_up_without_evicting() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_shutdown_lets_the_client_take_done_before_any_tool_hears_of_it() {
+async fn a_shutdown_lets_the_client_take_done_before_any_remote_notice() {
     let log = Log::default();
     let (_tx, events) = fed();
     let shutdown = Shutdown::new(&Config::default());
@@ -550,8 +550,13 @@ async fn a_heartbeat_interval_too_long_to_add_sends_one_heartbeat_and_keeps_the_
     );
 }
 
+/// R3: a client that closes its connection during a silent tool run
+/// cancels the tool and leaves the registry. (hyper sees the connection
+/// close and drops the body, which the stream reads as the disconnect; a
+/// peer that vanishes without closing is found by the next heartbeat's
+/// write instead, which loopback cannot show.)
 #[tokio::test]
-async fn a_client_gone_during_a_silent_tool_run_is_found_at_the_next_heartbeat() {
+async fn a_client_gone_during_a_silent_tool_run_cancels_the_tool_within_a_heartbeat() {
     let registry = Registry::new();
     let (tool_tx, tool_rx) = tokio::sync::oneshot::channel::<Duration>();
     let tool_tx = Arc::new(Mutex::new(Some(tool_tx)));
@@ -601,7 +606,7 @@ async fn a_client_gone_during_a_silent_tool_run_is_found_at_the_next_heartbeat()
         .await
         .expect("the tool was cancelled")
         .unwrap();
-    // The next heartbeat is 100 ms away; the rest is room for a busy
+    // The heartbeats are 100 ms apart; the rest is room for a busy
     // machine.
     assert!(cancelled_after < SECS(2), "{cancelled_after:?}");
     assert_eq!(registry.len(), 0);

@@ -370,8 +370,8 @@ async fn end(
                     if queued && !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
                         // Steps follow `[DONE]` (a shutdown's remote
                         // cleanup): let the response take it first, so the
-                        // client has it before any tool hears of the
-                        // cancellation. A `[DONE]` that could not be queued
+                        // client has it before any remote notice goes
+                        // out. A `[DONE]` that could not be queued
                         // is not waited for twice.
                         let _ = tokio::time::timeout(HANDOVER_BOUND, tx.reserve()).await;
                     }
