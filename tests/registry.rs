@@ -479,6 +479,36 @@ async fn with_the_second_of_three_notices_hanging_the_others_are_sent_and_it_giv
     assert_eq!(Instant::now() - start, tenth + TWO + tenth);
 }
 
+/// A notice is someone else's code: one that panics is reported as such,
+/// and the run goes on, so the steps of an ending after it still run.
+#[tokio::test(start_paused = true)]
+async fn a_notice_that_panics_is_reported_and_the_next_one_still_runs() {
+    let sent = Log::default();
+    let notice = |name: &'static str| {
+        let sent = sent.clone();
+        async move {
+            sleep(Duration::from_millis(10)).await;
+            sent.push((name, Duration::ZERO));
+        }
+    };
+    let report = RemoteCleanup::new()
+        .notice("first", notice("first"))
+        .notice("second", async {
+            sleep(Duration::from_millis(10)).await;
+            panic!("the tool's client failed");
+        })
+        .notice("third", notice("third"))
+        .run()
+        .await;
+    assert_eq!(report.completed(), ["first", "third"]);
+    assert_eq!(report.panicked(), ["second"]);
+    assert!(!report.is_complete());
+    assert_eq!(
+        sent.entries(),
+        [("first", Duration::ZERO), ("third", Duration::ZERO)]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn hanging_notices_share_what_is_left_of_the_total() {
     let start = Instant::now();

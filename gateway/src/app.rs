@@ -349,6 +349,7 @@ async fn collect(
             tracing::warn!(
                 request_id,
                 timed_out = ?report.timed_out(),
+                panicked = ?report.panicked(),
                 skipped = ?report.skipped(),
                 "remote cleanup gave up on some notices"
             );

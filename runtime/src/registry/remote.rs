@@ -3,8 +3,12 @@
 
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use pin_project::pin_project;
 
 use tokio::time::{timeout_at, Instant};
 
@@ -24,7 +28,8 @@ type Notice = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 /// added; each gets the smaller of its own bound and what is left of the
 /// total. A notice that runs out of time is dropped and reported as timed
 /// out; one that never started because the total was used up is reported as
-/// skipped. The run never fails: read the [`CleanupReport`].
+/// skipped; one that panics is dropped there and reported as panicked, and
+/// the next one runs. The run never fails: read the [`CleanupReport`].
 ///
 /// Each notice runs with its bound as the current [`Deadline`], in place of
 /// the request's own: the request often ended *because* its deadline passed,
@@ -136,8 +141,10 @@ impl RemoteCleanup {
                 NoticeOutcome::Skipped
             } else {
                 let bound = Deadline::after_start(began, self.per_notice).min(end);
-                match timeout_at(bound.instant(), unscoped(bound.scope(notice))).await {
-                    Ok(()) => NoticeOutcome::Completed,
+                let notice = Unwinding(unscoped(bound.scope(notice)));
+                match timeout_at(bound.instant(), notice).await {
+                    Ok(Ok(())) => NoticeOutcome::Completed,
+                    Ok(Err(())) => NoticeOutcome::Panicked,
                     Err(_) => NoticeOutcome::TimedOut,
                 }
             };
@@ -147,6 +154,24 @@ impl RemoteCleanup {
             reports.push(NoticeReport::new(name, outcome, began.elapsed()));
         }
         CleanupReport::new(reports, start.elapsed())
+    }
+}
+
+/// Future for one notice: its panic is its outcome, `Err(())`, not the
+/// run's. A notice is someone else's code (an RPC client's), and the steps
+/// of an ending after the cleanup must still run.
+#[pin_project]
+struct Unwinding<F>(#[pin] F);
+
+impl<F: Future<Output = ()>> Future for Unwinding<F> {
+    type Output = Result<(), ()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let notice = self.project().0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| notice.poll(cx))) {
+            Ok(polled) => polled.map(Ok),
+            Err(_) => Poll::Ready(Err(())),
+        }
     }
 }
 

@@ -31,6 +31,9 @@ pub enum NoticeOutcome {
     TimedOut,
     /// The notice never started: the total bound was used up before its turn.
     Skipped,
+    /// The notice panicked: it was dropped there, and the run went on with
+    /// the next one.
+    Panicked,
 }
 
 impl CleanupReport {
@@ -60,6 +63,12 @@ impl CleanupReport {
     #[must_use]
     pub fn skipped(&self) -> Vec<&str> {
         self.names(NoticeOutcome::Skipped)
+    }
+
+    /// The names of the notices that panicked, in order.
+    #[must_use]
+    pub fn panicked(&self) -> Vec<&str> {
+        self.names(NoticeOutcome::Panicked)
     }
 
     /// Whether every notice completed.
@@ -119,6 +128,7 @@ impl fmt::Display for NoticeOutcome {
             Self::Completed => "completed",
             Self::TimedOut => "timed out",
             Self::Skipped => "skipped",
+            Self::Panicked => "panicked",
         })
     }
 }

@@ -331,6 +331,7 @@ async fn end(
                     if !report.is_complete() {
                         tracing::warn!(
                             timed_out = ?report.timed_out(),
+                            panicked = ?report.panicked(),
                             skipped = ?report.skipped(),
                             "remote cleanup gave up on some notices"
                         );
