@@ -612,6 +612,23 @@ async fn a_client_gone_during_a_silent_tool_run_cancels_the_tool_within_a_heartb
     assert_eq!(registry.len(), 0);
 }
 
+/// R5: a stream whose inner stream panics wrote no ending: its body ends
+/// with an error, not as a whole answer would.
+#[tokio::test(start_paused = true)]
+async fn a_stream_whose_inner_stream_panics_ends_its_body_with_an_error() {
+    let events = futures_util::stream::iter([Event::default().data("a token")]).chain(
+        futures_util::stream::poll_fn(|_| -> std::task::Poll<Option<Event>> {
+            panic!("the model's stream failed")
+        }),
+    );
+    let stream = SseStream::new(events, Watchdog::new());
+    let mut body = stream.into_response().into_body();
+    let first = body.frame().await.expect("a frame").expect("the token");
+    assert!(first.into_data().is_ok_and(|data| data.starts_with(b"data: a token")));
+    let end = body.frame().await.expect("not a clean end");
+    assert!(end.is_err(), "the body ends with an error");
+}
+
 #[test]
 fn a_step_reads_as_the_end_step_it_performs() {
     use timebox::registry::EndStep;

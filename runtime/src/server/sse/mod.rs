@@ -22,6 +22,11 @@
 //!
 //! On a timeout the client gets an `error` event naming the cause before
 //! `[DONE]`, so a stream that was cut off never looks like a short answer.
+//! A panic in the inner stream or in a hook leaves no ending to write: the
+//! body then ends with an error (hyper breaks the response off), never as
+//! a whole answer; the request's guard still leaves the registry as it
+//! drops, but no remote cleanup runs. A panicking remote notice is only
+//! reported (see [`RemoteCleanup`](crate::registry::RemoteCleanup)).
 //! On a shutdown, `[DONE]` comes before the remote cleanup: the steps after
 //! it wait until the response has taken it, so the client has its `[DONE]`
 //! before any remote notice goes out. (The cancel step comes first in every

@@ -1,6 +1,5 @@
 //! [`SseStream`]: the builder of a guarded SSE response.
 
-use std::convert::Infallible;
 use std::fmt;
 use std::time::Duration;
 
@@ -185,15 +184,37 @@ where
             tx,
             in_flight,
         };
-        tokio::spawn(driver.run());
-        let events = futures_util::stream::unfold(rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|event| (Ok::<_, Infallible>(event), rx))
-        });
+        let driven = tokio::spawn(driver.run());
+        let events =
+            futures_util::stream::unfold((rx, Some(driven)), |(mut rx, driven)| async move {
+                if let Some(event) = rx.recv().await {
+                    return Some((Ok(event), (rx, driven)));
+                }
+                // The events are over. A driver that panicked (in the inner
+                // stream, or in a hook) wrote no ending: the body ends with an
+                // error, so the client sees a broken response and never takes
+                // it for a short answer (R5).
+                let panicked = match driven {
+                    Some(driven) => driven.await.is_err_and(|err| err.is_panic()),
+                    None => false,
+                };
+                panicked.then_some((Err(DriverPanicked), (rx, None)))
+            });
         Sse::new(events).into_response()
     }
 }
+
+/// The error that ends a stream's body when its driver panicked.
+#[derive(Debug)]
+struct DriverPanicked;
+
+impl fmt::Display for DriverPanicked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the stream's driver panicked before the stream's ending")
+    }
+}
+
+impl std::error::Error for DriverPanicked {}
 
 impl<S> fmt::Debug for SseStream<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
