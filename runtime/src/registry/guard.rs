@@ -98,6 +98,13 @@ impl RequestGuard {
     /// The request's token: cancelled by [`Registry::cancel`], by
     /// [`RequestGuard::cancel`] and when the guard is dropped.
     ///
+    /// Cancelling the token itself records no reason. A streamed response
+    /// (`timebox::server::sse::SseStream`) cancelled so ends as
+    /// a client that went away would: nothing more is written, and it is
+    /// counted as a disconnect. To end it with its ending (an error event,
+    /// `[DONE]`), cancel it with a reason, through [`Registry::cancel`] or
+    /// [`RequestGuard::cancel`].
+    ///
     /// [`Registry::cancel`]: super::Registry::cancel
     #[must_use]
     pub fn token(&self) -> CancellationToken {
