@@ -175,6 +175,28 @@ async fn a_timeout_cancels_cleans_up_evicts_then_names_the_cause_before_done() {
     drop(tx);
 }
 
+/// R5's heartbeat: a client waiting for a timeout's error event through a
+/// long remote cleanup still hears the stream every heartbeat interval.
+#[tokio::test(start_paused = true)]
+async fn heartbeats_go_on_while_a_timeouts_remote_cleanup_runs() {
+    let log = Log::default();
+    let (tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().inactivity(SECS(5)), &log)
+        .heartbeat(SECS(1))
+        .remote_cleanup(|_| RemoteCleanup::new().notice("slow tool", sleep(SECS(3))));
+    tx.send(Event::default().data("first")).await.unwrap();
+    let frames = frames(served(stream).await).await;
+    // The timeout at 5 s, the notice given up on at 7 s (its 2 s bound),
+    // then the error event: no silence longer than the interval on the way.
+    let (at_error, error) = &frames[frames.len() - 2];
+    assert_eq!(*at_error, SECS(7), "{frames:?}");
+    assert!(error.starts_with("event: error\n"), "{frames:?}");
+    for pair in frames.windows(2) {
+        assert!(pair[1].0 - pair[0].0 <= SECS(1), "{frames:?}");
+    }
+    drop(tx);
+}
+
 /// R1: a request cancelled through the registry (here, by its request
 /// deadline) ends its stream for that reason, in that reason's order, with
 /// the error event naming the cause (R5), not as a short answer.
@@ -624,7 +646,9 @@ async fn a_stream_whose_inner_stream_panics_ends_its_body_with_an_error() {
     let stream = SseStream::new(events, Watchdog::new());
     let mut body = stream.into_response().into_body();
     let first = body.frame().await.expect("a frame").expect("the token");
-    assert!(first.into_data().is_ok_and(|data| data.starts_with(b"data: a token")));
+    assert!(first
+        .into_data()
+        .is_ok_and(|data| data.starts_with(b"data: a token")));
     let end = body.frame().await.expect("not a clean end");
     assert!(end.is_err(), "the body ends with an error");
 }

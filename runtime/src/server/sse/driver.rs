@@ -4,6 +4,8 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::sse::Event;
@@ -118,7 +120,7 @@ pub(super) struct Driver<S> {
     pub(super) guard: Option<RequestGuard>,
     pub(super) hooks: Hooks,
     pub(super) told: Told,
-    pub(super) tx: mpsc::Sender<Event>,
+    pub(super) tx: Events,
     /// The stream's place in its shutdown's in-flight count, held until
     /// the last step has run.
     pub(super) in_flight: Option<InFlightGuard>,
@@ -206,7 +208,10 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
         if let Ending::Timeout(timeout) = &ending {
             told.timed_out(timeout);
         }
-        end(ending, guard, hooks, &told, tx, drain.as_ref()).await;
+        let beats = heartbeat
+            .zip(next_heartbeat)
+            .map(|(interval, next)| Beats { interval, next });
+        end(ending, guard, hooks, &told, tx, drain.as_ref(), beats).await;
     }
 }
 
@@ -249,13 +254,85 @@ async fn send_bounded(tx: &mpsc::Sender<Event>, event: Event) -> bool {
     send_unless(tx, event, tokio::time::sleep(HANDOVER_BOUND)).await
 }
 
+/// The sending end of a stream's events. Dropped while its task unwinds
+/// from a panic, it marks the stream broken before the channel closes, so
+/// the body, finding no more events, ends with an error rather than as a
+/// whole answer.
+pub(super) struct Events {
+    tx: mpsc::Sender<Event>,
+    broken: Arc<AtomicBool>,
+}
+
+impl Events {
+    pub(super) fn new(tx: mpsc::Sender<Event>, broken: Arc<AtomicBool>) -> Self {
+        Self { tx, broken }
+    }
+}
+
+impl std::ops::Deref for Events {
+    type Target = mpsc::Sender<Event>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.broken.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// The heartbeats still due while an ending waits on its remote cleanup:
+/// the next at `next`, then one every `interval`.
+#[derive(Debug, Clone, Copy)]
+struct Beats {
+    interval: Duration,
+    next: Instant,
+}
+
+/// `work`, with a heartbeat comment queued on `tx` each time `beats` says
+/// one is due while it runs: a client (and a proxy before it) that waits
+/// for the ending's events through a long remote cleanup still hears the
+/// stream every heartbeat interval. A beat the full buffer has no room for
+/// is skipped (the client has something to read); a closed one stops them.
+async fn beating<F: std::future::Future>(
+    work: F,
+    tx: Option<&mpsc::Sender<Event>>,
+    beats: Option<Beats>,
+) -> F::Output {
+    let (Some(tx), Some(Beats { interval, mut next })) = (tx, beats) else {
+        return work.await;
+    };
+    let mut work = pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            output = &mut work => return output,
+            () = tokio::time::sleep_until(next) => {
+                let beat = Event::default().comment("heartbeat");
+                if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(beat) {
+                    return work.await;
+                }
+                match next.checked_add(interval) {
+                    Some(after) => next = after,
+                    None => return work.await,
+                }
+            }
+        }
+    }
+}
+
 async fn end(
     ending: Ending,
     guard: Option<RequestGuard>,
     hooks: Hooks,
     told: &Told,
-    tx: mpsc::Sender<Event>,
+    tx: Events,
     drain: Option<&DrainToken>,
+    beats: Option<Beats>,
 ) {
     let Hooks {
         remote_cleanup: mut cleanup,
@@ -327,7 +404,7 @@ async fn end(
         match step {
             EndStep::RemoteCleanup => {
                 if let Some(cleanup) = cleanup.take() {
-                    let report = cleanup(reason).run().await;
+                    let report = beating(cleanup(reason).run(), tx.as_deref(), beats).await;
                     if !report.is_complete() {
                         tracing::warn!(
                             timed_out = ?report.timed_out(),

@@ -1,6 +1,8 @@
 //! [`SseStream`]: the builder of a guarded SSE response.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::sse::{Event, Sse};
@@ -13,7 +15,7 @@ use crate::registry::{CancelReason, RemoteCleanup, RequestGuard};
 use crate::shutdown::DrainToken;
 use crate::watchdog::{Watchdog, WatchdogExt, WatchdogHandle, Watched};
 
-use super::driver::{Driver, Hooks, Step, Told};
+use super::driver::{Driver, Events, Hooks, Step, Told};
 
 /// Default interval of heartbeat comments.
 const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
@@ -170,6 +172,7 @@ where
         // One event of buffer: a slow client holds the driver at its next
         // send, where it still watches the timers and the drain.
         let (tx, rx) = mpsc::channel::<Event>(1);
+        let broken = Arc::new(AtomicBool::new(false));
         // Counted from here to the driver's last step: the response body's
         // count ends with the body, before a disconnect's or a drain's
         // remote cleanup runs.
@@ -181,24 +184,22 @@ where
             guard: self.guard,
             hooks: self.hooks,
             told: self.told,
-            tx,
+            tx: Events::new(tx, Arc::clone(&broken)),
             in_flight,
         };
-        let driven = tokio::spawn(driver.run());
+        tokio::spawn(driver.run());
         let events =
-            futures_util::stream::unfold((rx, Some(driven)), |(mut rx, driven)| async move {
+            futures_util::stream::unfold((rx, Some(broken)), |(mut rx, broken)| async move {
                 if let Some(event) = rx.recv().await {
-                    return Some((Ok(event), (rx, driven)));
+                    return Some((Ok(event), (rx, broken)));
                 }
                 // The events are over. A driver that panicked (in the inner
                 // stream, or in a hook) wrote no ending: the body ends with an
                 // error, so the client sees a broken response and never takes
                 // it for a short answer (R5).
-                let panicked = match driven {
-                    Some(driven) => driven.await.is_err_and(|err| err.is_panic()),
-                    None => false,
-                };
-                panicked.then_some((Err(DriverPanicked), (rx, None)))
+                broken
+                    .filter(|broken| broken.load(Ordering::Acquire))
+                    .map(|_| (Err(DriverPanicked), (rx, None)))
             });
         Sse::new(events).into_response()
     }
