@@ -331,12 +331,7 @@ async fn a_macro_route_learns_its_service_time_after_the_queue(sim: Sim) {
     let app = sim.app(router.layer(TimeboxLayer::new(&config)));
     // A hundred successes of `/work` (40 ms), each after 80 ms in the
     // queue behind `/busy`.
-    for _ in 0..100 {
-        let holder = spawned(&app, request("GET", "/busy")).await;
-        let response = app.request(request("GET", "/work")).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
-    }
+    taught_behind(&app, "/busy", "/work").await;
     // 150 ms, 80 of them in the queue: 70 ms left for 40 ms of work.
     let holder = spawned(&app, request("GET", "/busy")).await;
     let start = Instant::now();
@@ -625,22 +620,39 @@ async fn while_the_queue_is_young_a_freed_slot_goes_to_the_oldest_request(sim: S
     );
 }
 
+/// Plain axum routes under a `TimeboxLayer` of `config`: `/plain` takes
+/// 40 ms, `/held` 80 ms.
+fn plain_routes(config: &Config) -> Router {
+    let taking = |ms| {
+        axum::routing::get(move || async move {
+            sleep(MS(ms)).await;
+            "done"
+        })
+    };
+    Router::new()
+        .route("/plain", taking(40))
+        .route("/held", taking(80))
+        .layer(TimeboxLayer::new(config))
+}
+
+/// A hundred successes of `path`, each after waiting in the limit's queue
+/// for as long as `holder` holds its one slot.
+async fn taught_behind(app: &SimApp, holder: &str, path: &str) {
+    for _ in 0..100 {
+        let held = spawned(app, request("GET", holder)).await;
+        let response = app.request(request("GET", path)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(held.await.unwrap().status(), StatusCode::OK);
+    }
+}
+
 /// A plain axum route, `/plain`, taking 40 ms, under a `TimeboxLayer` with
 /// a 1 s global deadline and the check in `check`'s mode, taught its 40 ms
 /// median.
 async fn warmed_plain_route(sim: &Sim, check: DeadlineCheck) -> SimApp {
     let mut config = config(sim, check);
     config.server.timeouts.request_timeout_ms = Some(1000);
-    let router: Router = Router::new()
-        .route(
-            "/plain",
-            axum::routing::get(|| async {
-                sleep(MS(40)).await;
-                "done"
-            }),
-        )
-        .layer(TimeboxLayer::new(&config));
-    let app = sim.app(router);
+    let app = sim.app(plain_routes(&config));
     for _ in 0..100 {
         assert_eq!(
             app.request(request("GET", "/plain")).await.status(),
@@ -683,31 +695,10 @@ async fn a_plain_route_learns_its_service_time_from_its_arrival(sim: Sim) {
     config.server.admission.concurrency =
         Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
     config.server.timeouts.request_timeout_ms = Some(30_000);
-    let router: Router = Router::new()
-        .route(
-            "/plain",
-            axum::routing::get(|| async {
-                sleep(MS(40)).await;
-                "done"
-            }),
-        )
-        .route(
-            "/held",
-            axum::routing::get(|| async {
-                sleep(MS(80)).await;
-                "held"
-            }),
-        )
-        .layer(TimeboxLayer::new(&config));
-    let app = sim.app(router);
+    let app = sim.app(plain_routes(&config));
     // A hundred successes of `/plain` (40 ms), each after 80 ms in the
     // queue behind `/held`: 120 ms from arrival.
-    for _ in 0..100 {
-        let holder = spawned(&app, request("GET", "/held")).await;
-        let response = app.request(request("GET", "/plain")).await;
-        assert_eq!(response.status(), StatusCode::OK);
-        assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
-    }
+    taught_behind(&app, "/held", "/plain").await;
     // 100 ms at arrival, against the 120 ms its requests took from there.
     let holder = spawned(&app, request("GET", "/held")).await;
     let response = app.request(get_with_deadline_header("/plain", "100")).await;

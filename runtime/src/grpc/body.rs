@@ -551,8 +551,9 @@ mod tests {
         frames
     }
 
-    #[test]
-    fn at_phase_two_a_unary_answer_goes_out_whole_and_nothing_after_it() {
+    /// `inner` as a server call's body, counted in a shutdown that is
+    /// past phase 2; the shutdown, and what its observer heard.
+    fn drained<B>(inner: B) -> (GrpcBody<B>, Shutdown, Recording) {
         let shutdown = Shutdown::new(&Config::default());
         let recording = Recording::new();
         let counted = Counted::new(
@@ -561,8 +562,13 @@ mod tests {
             CancellationToken::new(),
             Observers::new().with(recording.clone()),
         );
-        let mut body = GrpcBody::plain(Unary::default(), Some(counted));
         shutdown.force();
+        (GrpcBody::plain(inner, Some(counted)), shutdown, recording)
+    }
+
+    #[test]
+    fn at_phase_two_a_unary_answer_goes_out_whole_and_nothing_after_it() {
+        let (mut body, shutdown, recording) = drained(Unary::default());
         assert_eq!(frames(&mut body), ["data", "grpc-status Some(\"0\")"]);
         assert_eq!(shutdown.in_flight().count(), 0);
         assert_eq!(recording.events(), [], "no call was ended by the drain");
@@ -570,16 +576,7 @@ mod tests {
 
     #[test]
     fn at_phase_two_a_stream_whose_frames_are_always_ready_ends_after_two_more() {
-        let shutdown = Shutdown::new(&Config::default());
-        let recording = Recording::new();
-        let counted = Counted::new(
-            shutdown.in_flight().enter(),
-            shutdown.drain_token(),
-            CancellationToken::new(),
-            Observers::new().with(recording.clone()),
-        );
-        let mut body = GrpcBody::plain(Endless, Some(counted));
-        shutdown.force();
+        let (mut body, shutdown, recording) = drained(Endless);
         assert_eq!(
             frames(&mut body),
             ["data", "data", "grpc-status Some(\"14\")"]
