@@ -112,10 +112,10 @@ impl CircuitBreaker {
     /// [`try_acquire`](Self::try_acquire) at `now`, a clock reading its
     /// caller took for more than this.
     pub(crate) fn try_acquire_at(&self, now: Instant) -> Result<Permit, Open> {
-        let generation = self
-            .shared
-            .run(|machine| machine.acquire(now))
-            .inspect_err(|_| self.shared.told(BreakerCallOutcome::Rejected))?;
+        let generation = self.shared.step(|machine| match machine.acquire(now) {
+            Ok(generation) => (Ok(generation), None),
+            Err(open) => (Err(open), Some(BreakerCallOutcome::Rejected)),
+        })?;
         Ok(Permit::new(Arc::clone(&self.shared), generation, now))
     }
 

@@ -22,21 +22,22 @@ pub(super) struct Shared {
 #[derive(Debug)]
 struct Locked {
     machine: Machine,
-    /// Changes of state made but not told yet, oldest first, each with the
-    /// call that caused it, if one did.
+    /// Events not told yet, oldest first: the changes of state, and the
+    /// calls counted while one was being told.
     untold: VecDeque<Untold>,
     /// Whether a thread is telling `untold`. One tells at a time, so every
-    /// observer sees the changes in the order they were made, and without
-    /// the lock held, so an observer may call the breaker again: a change
-    /// it causes waits in `untold` until the event in hand is told.
+    /// observer sees the events in the order the breaker made them, and
+    /// without the lock held, so an observer may call the breaker again: an
+    /// event it causes waits in `untold` until the one in hand is told.
     telling: bool,
 }
 
-/// A change of state not told yet.
+/// A counted call and the change of state it made, not told yet (at least
+/// one of the two).
 #[derive(Debug)]
 struct Untold {
     call: Option<BreakerCallOutcome>,
-    transition: Transition,
+    transition: Option<Transition>,
 }
 
 impl Shared {
@@ -74,14 +75,20 @@ impl Shared {
     ) -> R {
         let mut locked = self.lock();
         let (result, call) = step(&mut locked.machine);
-        let Some(transition) = locked.machine.take_transition() else {
+        let transition = locked.machine.take_transition();
+        // Told at once when nothing is waiting to be told before it: no
+        // change of state, no one telling, nothing left (by an observer
+        // that panicked).
+        if transition.is_none() && !locked.telling && locked.untold.is_empty() {
             drop(locked);
             if let Some(call) = call {
                 self.told(call);
             }
             return result;
-        };
-        locked.untold.push_back(Untold { call, transition });
+        }
+        if call.is_some() || transition.is_some() {
+            locked.untold.push_back(Untold { call, transition });
+        }
         let turn = !std::mem::replace(&mut locked.telling, true);
         drop(locked);
         if turn {
@@ -101,6 +108,9 @@ impl Shared {
             if let Some(call) = call {
                 self.told(call);
             }
+            let Some(transition) = transition else {
+                continue;
+            };
             transition.log(&self.host);
             let (from, to) = transition.states();
             self.observers.emit(|| Event::BreakerTransition {
@@ -112,7 +122,7 @@ impl Shared {
     }
 
     /// Tells how a call was counted.
-    pub(super) fn told(&self, outcome: BreakerCallOutcome) {
+    fn told(&self, outcome: BreakerCallOutcome) {
         self.observers.emit(|| Event::BreakerCall {
             host: self.label.clone(),
             outcome,
@@ -120,9 +130,9 @@ impl Shared {
     }
 }
 
-/// A thread's turn to tell the breaker's changes of state. It ends when
-/// none is left to tell, or when an observer panics: the next change of
-/// state then takes the turn and tells what is left.
+/// A thread's turn to tell the breaker's events. It ends when none is left
+/// to tell, or when an observer panics: the breaker's next event then takes
+/// the turn and tells what is left first.
 struct Turn<'a> {
     shared: &'a Shared,
     held: bool,
@@ -275,6 +285,54 @@ mod tests {
         go.send(()).unwrap();
         opening.join().expect("the opening thread ends");
         assert_eq!(transitions(&recording), OPENED_THEN_HALF_OPENED);
+    }
+
+    /// The events `recording` heard, as `call <outcome>` and `<from> -> <to>`.
+    fn told(recording: &Recording) -> Vec<String> {
+        recording
+            .events()
+            .into_iter()
+            .filter_map(|event| match event {
+                Event::BreakerCall { outcome, .. } => Some(format!("call {outcome:?}")),
+                Event::BreakerTransition { from, to, .. } => Some(format!("{from:?} -> {to:?}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_call_refused_while_the_opening_is_told_is_told_after_it() {
+        let (telling_tx, telling) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let holds = HoldsTheFirst {
+            telling: Mutex::new(Some(telling_tx)),
+            go: Mutex::new(go_rx),
+        };
+        let recording = Recording::new();
+        let config = BreakerConfig {
+            minimum_sample_count: 1,
+            ..BreakerConfig::default()
+        };
+        let breaker = CircuitBreaker::observed(
+            "host",
+            "host".into(),
+            &config,
+            Observers::new().with(holds).with(recording.clone()),
+        );
+        let opening = std::thread::spawn({
+            let breaker = breaker.clone();
+            move || breaker.try_acquire().expect("closed").failure()
+        });
+        telling
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the opening is being told");
+        assert!(breaker.try_acquire().is_err(), "open for 60 s");
+        go.send(()).unwrap();
+        opening.join().expect("the opening thread ends");
+        assert_eq!(
+            told(&recording),
+            ["call Failure", "Closed -> Open", "call Rejected"]
+        );
     }
 
     /// Panics at the first change it is told.
