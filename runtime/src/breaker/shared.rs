@@ -262,8 +262,13 @@ mod tests {
         }
     }
 
-    #[test]
-    fn changes_made_on_two_threads_are_told_in_the_order_they_were_made() {
+    /// Opens a breaker of `config` on another thread, runs `meanwhile` on
+    /// this one while that thread is telling the opening, then lets it
+    /// go on; what the observer after the held one heard.
+    fn while_the_opening_is_told(
+        config: &BreakerConfig,
+        meanwhile: impl FnOnce(&CircuitBreaker),
+    ) -> Recording {
         let (telling_tx, telling) = mpsc::channel();
         let (go, go_rx) = mpsc::channel();
         let holds = HoldsTheFirst {
@@ -271,7 +276,12 @@ mod tests {
             go: Mutex::new(go_rx),
         };
         let recording = Recording::new();
-        let breaker = breaker(Observers::new().with(holds).with(recording.clone()));
+        let breaker = CircuitBreaker::observed(
+            "host",
+            "host".into(),
+            config,
+            Observers::new().with(holds).with(recording.clone()),
+        );
         let opening = std::thread::spawn({
             let breaker = breaker.clone();
             move || breaker.try_acquire().expect("closed").failure()
@@ -279,11 +289,19 @@ mod tests {
         telling
             .recv_timeout(Duration::from_secs(10))
             .expect("the opening is being told");
-        // While the opening is told on the other thread, this one
-        // half-opens the breaker.
-        assert_eq!(breaker.state(), BreakerState::HalfOpen);
+        meanwhile(&breaker);
         go.send(()).unwrap();
         opening.join().expect("the opening thread ends");
+        recording
+    }
+
+    #[test]
+    fn changes_made_on_two_threads_are_told_in_the_order_they_were_made() {
+        // While the opening is told on the other thread, this one
+        // half-opens the breaker.
+        let recording = while_the_opening_is_told(&config(), |breaker| {
+            assert_eq!(breaker.state(), BreakerState::HalfOpen);
+        });
         assert_eq!(transitions(&recording), OPENED_THEN_HALF_OPENED);
     }
 
@@ -302,33 +320,13 @@ mod tests {
 
     #[test]
     fn a_call_refused_while_the_opening_is_told_is_told_after_it() {
-        let (telling_tx, telling) = mpsc::channel();
-        let (go, go_rx) = mpsc::channel();
-        let holds = HoldsTheFirst {
-            telling: Mutex::new(Some(telling_tx)),
-            go: Mutex::new(go_rx),
-        };
-        let recording = Recording::new();
         let config = BreakerConfig {
             minimum_sample_count: 1,
             ..BreakerConfig::default()
         };
-        let breaker = CircuitBreaker::observed(
-            "host",
-            "host".into(),
-            &config,
-            Observers::new().with(holds).with(recording.clone()),
-        );
-        let opening = std::thread::spawn({
-            let breaker = breaker.clone();
-            move || breaker.try_acquire().expect("closed").failure()
+        let recording = while_the_opening_is_told(&config, |breaker| {
+            assert!(breaker.try_acquire().is_err(), "open for 60 s");
         });
-        telling
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the opening is being told");
-        assert!(breaker.try_acquire().is_err(), "open for 60 s");
-        go.send(()).unwrap();
-        opening.join().expect("the opening thread ends");
         assert_eq!(
             told(&recording),
             ["call Failure", "Closed -> Open", "call Rejected"]
