@@ -32,7 +32,9 @@ use tokio::time::{sleep, Instant};
 use tower::{Layer, Service, ServiceExt};
 
 use support::time::{MS, SECS};
-use support::upstream::{ends, recording, serve, Recorder};
+use support::upstream::{
+    a_default_authorization, ends, recording, redirecting_to_another_origin, serve, Recorder,
+};
 
 /// Why a call through a door gave no response, as the scenarios tell them
 /// apart.
@@ -745,16 +747,11 @@ async fn a_buffered_body_is_sent_again_on_a_retry() {
 #[tokio::test]
 async fn through_the_middleware_a_redirect_to_another_origin_is_the_answer() {
     let other_seen = Recorder::new();
-    let other = serve(recording(&other_seen, |_| async { "other" })).await;
-    let location = format!("http://{other}/landing");
-    let first = serve(recording(&Recorder::new(), move |_| {
-        let location = location.clone();
-        async move { (StatusCode::TEMPORARY_REDIRECT, [("location", location)]) }
-    }))
-    .await;
-    let mut defaults = http::HeaderMap::new();
-    defaults.insert("authorization", "Bearer secret".parse().unwrap());
-    let reqwest = reqwest_builder().default_headers(defaults).build().unwrap();
+    let first = redirecting_to_another_origin(&other_seen).await;
+    let reqwest = reqwest_builder()
+        .default_headers(a_default_authorization())
+        .build()
+        .unwrap();
     let client = reqwest_middleware::ClientBuilder::new(reqwest)
         .with(Timebox::new(&Config::default()))
         .build();

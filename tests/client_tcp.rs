@@ -24,7 +24,9 @@ use tokio::net::TcpListener;
 use tokio::time::{sleep, Instant};
 
 use support::time::{MS, SECS};
-use support::upstream::{ends, recording, serve, Recorder};
+use support::upstream::{
+    a_default_authorization, ends, recording, redirecting_to_another_origin, serve, Recorder,
+};
 
 fn client() -> Client {
     Client::new(&Config::default())
@@ -284,17 +286,6 @@ async fn a_redirect_to_another_port_drops_authorization_and_cookie() {
     assert_eq!(landed.get("x-trace").unwrap(), "kept");
 }
 
-/// A server that redirects every request to another origin, `other`,
-/// whose hits `other_seen` records; its address.
-async fn redirecting_to_another_origin(other_seen: &Recorder) -> std::net::SocketAddr {
-    let other = serve(routed(other_seen, |_| "other origin".into_response())).await;
-    let location = format!("http://{other}/landing");
-    serve(routed(&Recorder::new(), move |_| {
-        redirect(StatusCode::TEMPORARY_REDIRECT, &location)
-    }))
-    .await
-}
-
 /// C7 through a caller's own reqwest client, whose default headers timebox
 /// cannot take off a hop: a redirect to another origin is the answer, so
 /// its `Authorization` never reaches that origin.
@@ -302,11 +293,9 @@ async fn redirecting_to_another_origin(other_seen: &Recorder) -> std::net::Socke
 async fn through_a_callers_reqwest_client_a_redirect_to_another_origin_is_the_answer() {
     let other_seen = Recorder::new();
     let first = redirecting_to_another_origin(&other_seen).await;
-    let mut defaults = http::HeaderMap::new();
-    defaults.insert(AUTHORIZATION, "Bearer secret".parse().unwrap());
     let reqwest = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .default_headers(defaults)
+        .default_headers(a_default_authorization())
         .build()
         .unwrap();
     let client = Client::builder().reqwest(reqwest).build();

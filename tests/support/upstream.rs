@@ -101,3 +101,31 @@ where
         }
     })
 }
+
+/// A server that redirects every request (`307`) to another origin, whose
+/// hits `other_seen` records; its address.
+pub async fn redirecting_to_another_origin(other_seen: &Recorder) -> SocketAddr {
+    let other = serve(recording(other_seen, |_| async { "other origin" })).await;
+    let location = format!("http://{other}/landing");
+    serve(recording(&Recorder::new(), move |_| {
+        let location = location.clone();
+        async move {
+            (
+                http::StatusCode::TEMPORARY_REDIRECT,
+                [(http::header::LOCATION, location)],
+            )
+        }
+    }))
+    .await
+}
+
+/// Default headers with an `Authorization`, as a caller's reqwest client
+/// may carry on every request it sends.
+pub fn a_default_authorization() -> http::HeaderMap {
+    let mut defaults = http::HeaderMap::new();
+    defaults.insert(
+        http::header::AUTHORIZATION,
+        http::HeaderValue::from_static("Bearer secret"),
+    );
+    defaults
+}
