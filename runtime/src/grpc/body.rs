@@ -110,6 +110,12 @@ impl Counted {
         self.drain.is_cancelled()
     }
 
+    /// Whether the drain ends the body now: phase 2 has begun, and the
+    /// body has sent since what a unary answer needs.
+    fn drain_due(&self) -> bool {
+        self.is_drained() && self.sent_since_drain >= FRAMES_AFTER_DRAIN
+    }
+
     /// Whether the shutdown's sequence has ended; when it has not, the task
     /// is woken when it does.
     pub(crate) fn poll_ended(&mut self, cx: &mut Context<'_>) -> bool {
@@ -180,12 +186,6 @@ impl Told {
             stage,
             route: self.route.clone(),
         });
-    }
-}
-
-impl<B> State<B> {
-    fn is_empty(&self) -> bool {
-        matches!(self, Self::Empty)
     }
 }
 
@@ -284,16 +284,10 @@ where
         let mut state = this.state;
         // G1: at phase 2 a stream ends, also one whose frames are always
         // ready, once it has sent what a unary answer needs.
-        let drained = this.counted.as_ref().is_some_and(Counted::is_drained);
-        if drained
-            && !state.is_empty()
-            && this
-                .counted
-                .as_ref()
-                .is_some_and(|counted| counted.sent_since_drain >= FRAMES_AFTER_DRAIN)
-        {
+        if this.counted.as_ref().is_some_and(Counted::drain_due) {
             return drained_end(state, this.counted);
         }
+        let drained = this.counted.as_ref().is_some_and(Counted::is_drained);
         let polled = match state.as_mut().project() {
             StateProj::Plain(body) => body.poll_frame(cx).map_err(Into::into),
             StateProj::Empty => return Poll::Ready(None),
@@ -345,26 +339,29 @@ where
         {
             return drained_end(state, this.counted);
         }
-        match &polled {
-            // Trailers end the body: nothing follows them, not even the
-            // drain's (the call is done, and no longer in flight).
-            Poll::Ready(Some(Ok(frame))) if frame.is_trailers() => {
-                if let (Some(learn), Some(trailers)) = (this.learn.take(), frame.trailers_ref()) {
-                    learn.ended(trailers);
+        let ended = match &polled {
+            Poll::Ready(Some(Ok(frame))) => match frame.trailers_ref() {
+                Some(trailers) => {
+                    if let Some(learn) = this.learn.take() {
+                        learn.ended(trailers);
+                    }
+                    true
                 }
-                state.set(State::Empty);
-                *this.counted = None;
-            }
-            Poll::Ready(Some(Ok(_))) if drained => {
-                if let Some(counted) = this.counted.as_mut() {
-                    counted.sent_since_drain += 1;
+                None => {
+                    if let Some(counted) = this.counted.as_mut().filter(|_| drained) {
+                        counted.sent_since_drain += 1;
+                    }
+                    false
                 }
-            }
-            Poll::Ready(None) => {
-                state.set(State::Empty);
-                *this.counted = None;
-            }
-            _ => {}
+            },
+            Poll::Ready(None) => true,
+            _ => false,
+        };
+        // Trailers, or the inner body's end, end the body: nothing follows,
+        // not even the drain's (the call is done, and no longer in flight).
+        if ended {
+            state.set(State::Empty);
+            *this.counted = None;
         }
         polled
     }
