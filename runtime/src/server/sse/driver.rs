@@ -191,7 +191,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                         by: watched.as_ref().get_ref().after_end_deadline(),
                     },
                 },
-                () = beat => Event::default().comment("heartbeat"),
+                () = beat => heartbeat_event(),
             };
             // A full buffer (a slow client, or one that stopped reading)
             // must not hold off the timers or the drain.
@@ -285,6 +285,11 @@ impl Drop for Events {
     }
 }
 
+/// A heartbeat: a comment the client's SSE parser skips.
+fn heartbeat_event() -> Event {
+    Event::default().comment("heartbeat")
+}
+
 /// The heartbeats still due while an ending waits on its remote cleanup:
 /// the next at `next`, then one every `interval`.
 #[derive(Debug, Clone, Copy)]
@@ -312,8 +317,7 @@ async fn beating<F: std::future::Future>(
             biased;
             output = &mut work => return output,
             () = tokio::time::sleep_until(next) => {
-                let beat = Event::default().comment("heartbeat");
-                if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(beat) {
+                if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(heartbeat_event()) {
                     return work.await;
                 }
                 match next.checked_add(interval) {
