@@ -97,8 +97,8 @@ impl Shared {
         result
     }
 
-    /// Tells the changes of state in `untold`, oldest first, until none is
-    /// left; the caller has taken the turn to tell.
+    /// Tells the events in `untold`, oldest first, until none is left; the
+    /// caller has taken the turn to tell.
     fn tell_untold(&self) {
         let mut turn = Turn {
             shared: self,
@@ -139,8 +139,8 @@ struct Turn<'a> {
 }
 
 impl Turn<'_> {
-    /// The next change to tell; `None`, and the turn given up, when none
-    /// is left.
+    /// The next event to tell; `None`, and the turn given up, when none is
+    /// left.
     fn next(&mut self) -> Option<Untold> {
         let mut locked = self.shared.lock();
         let next = locked.untold.pop_front();
