@@ -169,6 +169,7 @@ impl RequestGuard {
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
+        self.entry.finish();
         if let Some(table) = self.table.upgrade() {
             table::unregister(&table, &self.id, &self.entry);
         }

@@ -16,7 +16,18 @@ pub(super) type Table = Mutex<BTreeMap<String, Arc<Entry>>>;
 #[derive(Debug, Default)]
 pub(super) struct Entry {
     token: CancellationToken,
-    reason: OnceLock<CancelReason>,
+    /// How the request ended, set once: the first of a cancellation and the
+    /// guard's drop wins, so a cancel that loses to the drop reports `false`.
+    end: OnceLock<End>,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    /// Cancelled for this reason while it was live.
+    Cancelled(CancelReason),
+    /// Its guard was dropped first.
+    Finished,
 }
 
 impl Entry {
@@ -25,17 +36,27 @@ impl Entry {
     }
 
     pub(super) fn reason(&self) -> Option<CancelReason> {
-        self.reason.get().copied()
+        match self.end.get() {
+            Some(End::Cancelled(reason)) => Some(*reason),
+            Some(End::Finished) | None => None,
+        }
     }
 
-    /// Records `reason` and cancels the token, unless a reason was recorded
-    /// before: the first reason wins.
+    /// Records `reason` and cancels the token, unless the request was
+    /// cancelled before (the first reason wins) or has finished.
     pub(super) fn cancel(&self, reason: CancelReason) -> bool {
-        if self.reason.set(reason).is_err() {
+        if self.end.set(End::Cancelled(reason)).is_err() {
             return false;
         }
         self.token.cancel();
         true
+    }
+
+    /// Marks the request finished: a cancel from now on reports `false`,
+    /// also one that looked the entry up before it left the table. A reason
+    /// recorded before is kept.
+    pub(super) fn finish(&self) {
+        let _ = self.end.set(End::Finished);
     }
 }
 
@@ -128,7 +149,8 @@ impl Registry {
     ///
     /// Returns `true` if the request is live and this call recorded the
     /// reason; the request's token is then cancelled. Returns `false` for an
-    /// unknown id and for a request that was already cancelled: the first
+    /// unknown id, for a request whose guard was dropped (also while this
+    /// call ran) and for a request that was already cancelled: the first
     /// reason wins and is never overwritten.
     pub fn cancel(&self, id: &str, reason: CancelReason) -> bool {
         let entry = lock(&self.table).get(id).cloned();
@@ -176,5 +198,32 @@ impl fmt::Debug for Registry {
         f.debug_struct("Registry")
             .field("len", &self.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancel_that_looked_up_a_request_before_it_ended_reports_false() {
+        let registry = Registry::new();
+        let guard = registry.register("req-1").unwrap();
+        // What `Registry::cancel` holds once it has left the table's lock.
+        let entry = lock(&registry.table).get("req-1").cloned().unwrap();
+        drop(guard);
+        assert!(!entry.cancel(CancelReason::Disconnect));
+        assert_eq!(entry.reason(), None);
+    }
+
+    #[test]
+    fn a_reason_recorded_while_live_outlasts_the_guard() {
+        let registry = Registry::new();
+        let guard = registry.register("req-1").unwrap();
+        let entry = lock(&registry.table).get("req-1").cloned().unwrap();
+        assert!(guard.cancel(CancelReason::Shutdown));
+        drop(guard);
+        assert_eq!(entry.reason(), Some(CancelReason::Shutdown));
+        assert!(entry.token().is_cancelled());
     }
 }
