@@ -205,9 +205,6 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             // An interval too long to add is no heartbeat at all.
             next_heartbeat = heartbeat.and_then(|interval| Instant::now().checked_add(interval));
         };
-        if let Ending::Timeout(timeout) = &ending {
-            told.timed_out(timeout);
-        }
         let beats = heartbeat
             .zip(next_heartbeat)
             .map(|(interval, next)| Beats { interval, next });
@@ -398,6 +395,13 @@ async fn end(
         Some(guard) if !guard.cancel(reason) => guard.reason().unwrap_or(reason),
         _ => reason,
     };
+    // A timeout is told only when it is why the stream ends: one that lost
+    // to a cancellation from elsewhere counts as that cancellation alone.
+    if let Some(timeout) = &timeout {
+        if reason == CancelReason::Timeout(timeout.kind()) {
+            told.timed_out(timeout);
+        }
+    }
     told.cancelled(reason);
     observe(Step::Cancel(reason));
     // The response's end: the body ends once its last event is taken,
