@@ -5,7 +5,10 @@
 
 mod support;
 
+use std::net::SocketAddr;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -18,6 +21,8 @@ use timebox::db::PoolWaitError;
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::observe::{Event, Recording, Stage};
 use timebox::{get, routes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::Instant;
 use tower::ServiceExt;
@@ -221,6 +226,108 @@ async fn an_expired_deadline_sends_nothing() {
         "{err:?}"
     );
     assert_eq!(pool.size(), 0, "no connection was even made");
+}
+
+/// A loopback proxy in front of a server that holds each of the server's
+/// replies back for [`HeldReplies::HOLD`] while told to.
+struct HeldReplies {
+    addr: SocketAddr,
+    holding: Arc<AtomicBool>,
+}
+
+impl HeldReplies {
+    const HOLD: Duration = Duration::from_millis(300);
+
+    async fn start(server: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let addr = listener.local_addr().expect("the proxy's address");
+        let holding = Arc::new(AtomicBool::new(false));
+        let held = Arc::clone(&holding);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let upstream = TcpStream::connect(server)
+                    .await
+                    .expect("the server accepts the proxy");
+                let (from_client, to_client) = client.into_split();
+                let (from_server, to_server) = upstream.into_split();
+                tokio::spawn(forward(from_client, to_server, None));
+                tokio::spawn(forward(from_server, to_client, Some(Arc::clone(&held))));
+            }
+        });
+        HeldReplies { addr, holding }
+    }
+
+    fn hold(&self, on: bool) {
+        self.holding.store(on, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to`, waiting [`HeldReplies::HOLD`] before each chunk
+/// that arrives while `holding` is set.
+async fn forward(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    holding: Option<Arc<AtomicBool>>,
+) {
+    let mut buf = vec![0; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if holding.as_ref().is_some_and(|h| h.load(Ordering::SeqCst)) {
+            tokio::time::sleep(HeldReplies::HOLD).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_deadline_that_passes_during_begin_leaves_no_transaction_on_the_connection() {
+    let server = start().await;
+    let url = server.url();
+    let port = url
+        .rsplit_once(':')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .and_then(|port| port.parse::<u16>().ok())
+        .expect("the server's url names its port");
+    let proxy = HeldReplies::start(SocketAddr::from(([127, 0, 0, 1], port))).await;
+    // One connection, handed out again without a check in between: the
+    // next query runs on whatever state the cut `BEGIN` left.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .test_before_acquire(false)
+        .acquire_timeout(SECS(5))
+        .connect(&url.replace(&format!(":{port}/"), &format!(":{}/", proxy.addr.port())))
+        .await
+        .expect("the test server accepts connections through the proxy");
+
+    proxy.hold(true);
+    let err = Deadline::after(MS(100))
+        .scope(pg::begin(&pool))
+        .await
+        .expect_err("the deadline passes before `BEGIN` is answered");
+    proxy.hold(false);
+    assert!(err.is_deadline_exceeded(), "{err:?}");
+
+    // Outside a transaction each statement is a transaction of its own,
+    // with its own id; inside the cut `BEGIN`'s, both would share one.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (id,): (i64,) = sqlx::query_as("SELECT txid_current()")
+            .fetch_one(&pool)
+            .await
+            .expect("the connection works after the cut");
+        ids.push(id);
+    }
+    assert_ne!(
+        ids[0], ids[1],
+        "the statements ran inside the cut `BEGIN`'s transaction"
+    );
 }
 
 #[get("/sleep", timeout_ms = 300)]

@@ -87,7 +87,7 @@ const OURS_WITHIN: Duration = Duration::from_millis(51);
 /// # Errors
 ///
 /// [`PgError::Pool`]: the deadline passed before the transaction began,
-/// waiting for a connection or during `BEGIN` (a passed deadline sends
+/// waiting for a connection or during `BEGIN` (one already passed sends
 /// nothing to the server), or the pool or `BEGIN` failed (sqlx's
 /// `Pool::begin` does both, and says which in its error);
 /// [`PgError::DeadlineExceeded`]: it passed right after `BEGIN`;
@@ -96,7 +96,10 @@ const OURS_WITHIN: Duration = Duration::from_millis(51);
 /// # Cancellation safety
 ///
 /// Dropping the future gives up the place in the pool's queue, or rolls
-/// back the transaction.
+/// back the transaction: one cut while `BEGIN` is under way too, before
+/// the connection is used again (sqlx 0.9 counts the transaction from
+/// when it sends `BEGIN`; 0.8 did not, and gave the connection back to the
+/// pool inside it).
 pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgError> {
     let mut tx = match bounded(waiting_at(Stage::PoolWait, pool.begin())).await {
         Ok(Ok(tx)) => tx,
