@@ -99,11 +99,7 @@ async fn shown_under(pool: &PgPool, deadline: Deadline) -> String {
     deadline
         .scope(async {
             let mut tx = pg::begin(pool).await.expect("a transaction");
-            let (shown,): (String,) = sqlx::query_as("SHOW statement_timeout")
-                .fetch_one(&mut *tx)
-                .await
-                .expect("SHOW answers");
-            shown
+            shown(&mut tx).await
         })
         .await
 }
@@ -150,12 +146,7 @@ async fn the_transaction_is_given_the_time_left_less_the_allowance() {
     let shown = shown_under(&pool, Deadline::after(Duration::from_micros(2_500_700))).await;
     let spent = u64::try_from(start.elapsed().as_millis()).expect("milliseconds");
 
-    // `SHOW` gives whole seconds when the value is one, milliseconds else.
-    let millis: u64 = shown
-        .strip_suffix("ms")
-        .unwrap_or_else(|| panic!("milliseconds, not {shown}"))
-        .parse()
-        .expect("a number");
+    let millis = millis(&shown);
     // 2 500.7 ms less the 50 ms allowance and what the setting waited for
     // (at most what the whole exchange took), rounded down.
     assert!(
@@ -165,18 +156,74 @@ async fn the_transaction_is_given_the_time_left_less_the_allowance() {
     healthy(&pool).await;
 }
 
+/// The milliseconds of a `statement_timeout` that `SHOW` gave: whole
+/// seconds when the value is one, milliseconds else.
+fn millis(shown: &str) -> u64 {
+    shown
+        .strip_suffix("ms")
+        .unwrap_or_else(|| panic!("milliseconds, not {shown}"))
+        .parse()
+        .expect("a number")
+}
+
+/// `SHOW statement_timeout` on `conn`.
+async fn shown(conn: &mut sqlx::PgConnection) -> String {
+    let (shown,): (String,) = sqlx::query_as("SHOW statement_timeout")
+        .fetch_one(conn)
+        .await
+        .expect("SHOW answers");
+    shown
+}
+
+#[tokio::test]
+async fn a_later_statement_is_given_only_what_is_left_by_then() {
+    let server = start().await;
+    let pool = pool(&server).await;
+
+    let (at_begin, later) = Deadline::after(SECS(2))
+        .scope(async {
+            let mut tx = pg::begin(&pool).await.expect("a transaction");
+            let at_begin = millis(&shown(&mut tx).await);
+            tokio::time::sleep(MS(500)).await;
+            pg::set_statement_timeout(&mut tx)
+                .await
+                .expect("the setting is taken");
+            (at_begin, millis(&shown(&mut tx).await))
+        })
+        .await;
+
+    assert!(at_begin <= 1_950, "{at_begin} ms at the start");
+    assert!(
+        later + 500 <= at_begin && later > 0,
+        "{later} ms after 500 ms, {at_begin} ms at the start"
+    );
+}
+
+#[tokio::test]
+async fn without_a_deadline_setting_the_timeout_again_keeps_the_one_in_force() {
+    let server = start().await;
+    let pool = pool(&server).await;
+
+    let mut tx = pool.begin().await.expect("a transaction");
+    sqlx::query("SET LOCAL statement_timeout = 1234")
+        .execute(&mut *tx)
+        .await
+        .expect("the setting is taken");
+    pg::set_statement_timeout(&mut tx)
+        .await
+        .expect("nothing to set");
+
+    assert_eq!(shown(&mut tx).await, "1234ms");
+}
+
 #[tokio::test]
 async fn without_a_deadline_nothing_is_set() {
     let server = start().await;
     let pool = pool(&server).await;
 
     let mut tx = pg::begin(&pool).await.expect("a transaction");
-    let (shown,): (String,) = sqlx::query_as("SHOW statement_timeout")
-        .fetch_one(&mut *tx)
-        .await
-        .expect("SHOW answers");
 
-    assert_eq!(shown, "0");
+    assert_eq!(shown(&mut tx).await, "0");
 }
 
 #[tokio::test]
