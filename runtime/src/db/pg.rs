@@ -8,10 +8,12 @@
 //! left, less 50 ms for the server's error to travel back, in whole
 //! milliseconds rounded down, at least 1 (never longer than a timeout
 //! already in force, and nothing past Postgres's limit of about 24.8 days).
-//! A statement still running at the deadline is cancelled by the server
-//! with SQLSTATE `57014`; with a round trip to the database under those
-//! 50 ms, the error reaches the handler before the deadline's own timer
-//! would cut it, and the connection is ready for the next query.
+//! A statement that starts at once and is still running at the deadline
+//! is cancelled by the server with SQLSTATE `57014`. The 50 ms must hold
+//! three trips to the database (the setting's answer, the statement's
+//! start, its error's way back); with a round trip under about 15 ms the
+//! error reaches the handler before the deadline's own timer would cut it,
+//! and the connection is ready for the next query.
 //!
 //! - **Errors.** Convert a query's `sqlx::Error` into [`PgError`] (`?` does
 //!   it): a `57014` that arrives when the deadline has passed (or is within
@@ -21,9 +23,11 @@
 //!   time left (a shorter timeout of the service's own, say) stays an
 //!   ordinary [`PgError::Database`].
 //! - **Each statement.** `statement_timeout` bounds each statement, from
-//!   when it starts. Later statements of a long transaction get the whole
-//!   value again: call [`set_statement_timeout`] before one to give it only
-//!   what is left by then.
+//!   when it starts, with the time that was left when it was set. A
+//!   statement that starts later (after an outbound call, or a later one of
+//!   a long transaction) gets that whole value again, and could run past
+//!   the deadline by as long as it waited: call [`set_statement_timeout`]
+//!   before it to give it only what is left by then.
 //! - **No deadline** means a plain transaction: nothing is set.
 //! - **PgBouncer.** The setting is transaction-local (`SET LOCAL`), so it
 //!   never leaks to the next user of the server connection, and it is sent
