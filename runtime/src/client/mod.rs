@@ -12,14 +12,15 @@
 //!   timeout that
 //!   happened because the deadline passed is `DeadlineExceeded`; one with time
 //!   left is [`ClientError::Timeout`] and can be retried.
-//! - **The header.** Every attempt and every redirect hop carries
-//!   `x-timebox-deadline-ms` with that attempt's time left, so the next
-//!   service works within the same deadline (and every other format listed
-//!   in `http.client.deadline_headers`). A header the caller set, in
-//!   timebox's format or a listed one, is kept when it is shorter, and
-//!   becomes the call's deadline: the first attempt sends it exactly as set,
-//!   retries and hops what is left of it, and the other formats say the
-//!   same time.
+//! - **The header.** Every attempt and every redirect hop carries each
+//!   header listed in `http.client.deadline_headers` (by default
+//!   `x-timebox-deadline-ms`) with that attempt's time left, so the next
+//!   service works within the same deadline. A header the caller set, in
+//!   timebox's format or a listed one, becomes the call's deadline when it
+//!   is shorter: the first attempt sends it exactly as set, retries and
+//!   hops what is left of it, and the other listed formats say the same
+//!   time. A caller's `x-timebox-deadline-ms` that the list leaves out
+//!   shortens the deadline but is not sent.
 //! - **What is retried.** `429` (throttling); `500`, `502`, `503`, `504`,
 //!   connection errors and attempt timeouts (transient); only for idempotent
 //!   methods unless the request opts in

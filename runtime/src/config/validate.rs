@@ -297,8 +297,8 @@ fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
     }
 }
 
-/// The longest connection bound `serve` accepts: anything longer bounds
-/// nothing and is most likely a unit mistake.
+/// Each name in `key`'s list is a deadline header format this side of the
+/// service (`allowed`) reads or writes.
 fn check_deadline_headers(
     key: &str,
     names: &[String],
