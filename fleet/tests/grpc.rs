@@ -186,6 +186,28 @@ async fn an_accepted_deadline_header_shortens_the_call_and_is_named() {
     assert!(trailers_only(&response).1.contains("x-timebox-deadline-ms"));
 }
 
+/// I2 with I5: a mesh proxy's header that `server.timeouts.deadline_headers`
+/// trusts shortens the call as timebox's own does.
+#[tokio::test(start_paused = true)]
+async fn an_accepted_mesh_header_shortens_the_call_and_is_named() {
+    let mut config = Config::default();
+    config.server.timeouts.accept_deadline_header = true;
+    config.server.timeouts.deadline_headers = vec!["x-envoy-expected-rq-timeout-ms".to_owned()];
+    let io = serve_io(Probe::default(), Some(GrpcDeadlineLayer::server(&config)));
+    let start = Instant::now();
+    let headers = [
+        ("grpc-timeout", "5S"),
+        ("x-timebox-deadline-ms", "60"),
+        ("x-envoy-expected-rq-timeout-ms", "120"),
+    ];
+    let response = raw_call(io, "/fleet.Relay/Wait", &headers, wait(2000)).await;
+    // timebox's own header is not in the list: it is not trusted.
+    assert_eq!(start.elapsed(), MS(120));
+    assert!(trailers_only(&response)
+        .1
+        .contains("x-envoy-expected-rq-timeout-ms"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_method_deadline_from_the_config_applies_without_a_header() {
     let config = with_method("/fleet.Relay/Wait", MethodTimeout::Millis(250));
@@ -354,6 +376,32 @@ async fn a_shorter_deadline_header_the_caller_set_is_kept_and_sent_once() {
     assert_eq!(
         timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
         Some(MS(200)),
+        "{seen:?}"
+    );
+}
+
+/// I3 with I5: each header in `http.client.deadline_headers` goes out once,
+/// saying the same time as the `grpc-timeout`.
+#[tokio::test(start_paused = true)]
+async fn a_listed_mesh_header_goes_out_once_beside_the_grpc_timeout() {
+    let mut config = Config::default();
+    config.http.client.deadline_headers = vec![
+        "x-timebox-deadline-ms".to_owned(),
+        "x-envoy-upstream-rq-timeout-ms".to_owned(),
+    ];
+    let probe = Probe::default();
+    let mut relay = client(&config, serve(probe.clone(), None).await);
+    Deadline::after(MS(1500))
+        .scope(relay.wait(wait(0)))
+        .await
+        .expect("the call succeeds");
+    let seen = &probe.seen.lock().unwrap()[0];
+    assert_eq!(seen.envoy_timeout_ms, ["1500"], "{seen:?}");
+    assert_eq!(seen.deadline_ms, ["1500"], "{seen:?}");
+    assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
+    assert_eq!(
+        timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
+        Some(MS(1500)),
         "{seen:?}"
     );
 }

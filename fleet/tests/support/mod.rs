@@ -131,6 +131,7 @@ pub struct Probe {
 pub struct Seen {
     pub grpc_timeout: Vec<String>,
     pub deadline_ms: Vec<String>,
+    pub envoy_timeout_ms: Vec<String>,
 }
 
 /// The time each hop spends before calling the next.
@@ -158,6 +159,7 @@ impl Probe {
         self.seen.lock().expect("unpoisoned").push(Seen {
             grpc_timeout: values("grpc-timeout"),
             deadline_ms: values("x-timebox-deadline-ms"),
+            envoy_timeout_ms: values("x-envoy-upstream-rq-timeout-ms"),
         });
         Unfinished(Some(Arc::clone(&self.dropped)))
     }
