@@ -395,6 +395,34 @@ async fn a_simulated_host_runs_without_the_callers_deadline(sim: Sim) {
     assert_eq!(*seen.lock().unwrap(), Some(false));
 }
 
+/// M2 for the response body: a host's streamed body is the host's work,
+/// and does not see the deadline of the caller reading it.
+#[sim_test]
+async fn a_simulated_hosts_body_runs_without_the_callers_deadline(sim: Sim) {
+    sim.net().host(
+        "up",
+        axum::Router::new().fallback(|| async {
+            let seen = futures_util::stream::once(async {
+                Ok::<_, std::convert::Infallible>(Deadline::current().is_some().to_string())
+            });
+            axum::body::Body::from_stream(seen)
+        }),
+    );
+    let seen = Deadline::after(SECS(5))
+        .scope(async {
+            sim.client()
+                .get("http://up/")
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+        })
+        .await
+        .unwrap();
+    assert_eq!(seen, "false");
+}
+
 // B2, B3: the retry budget, seen through the client.
 
 fn always(status: StatusCode, recorder: &Recorder) -> axum::Router {

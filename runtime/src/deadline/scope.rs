@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use futures_core::Stream;
 use pin_project::pin_project;
 
 use super::Deadline;
@@ -101,6 +102,10 @@ impl<F: Future> Future for Scope<F> {
 /// record, finishing a cache fill) and for simulated remote hosts, which learn
 /// a caller's deadline only from the header, as a real remote would.
 ///
+/// `future` may also be a [`Stream`]: the `Unscoped` is then a stream
+/// whose every poll runs with no current deadline (a simulated host's
+/// response body, read by a caller under its own deadline).
+///
 /// # Examples
 ///
 /// ```
@@ -119,11 +124,12 @@ impl<F: Future> Future for Scope<F> {
 /// # Cancellation safety
 ///
 /// Dropping the returned future drops `future`.
-pub fn unscoped<F: Future>(future: F) -> Unscoped<F> {
+pub fn unscoped<F>(future: F) -> Unscoped<F> {
     Unscoped { future }
 }
 
-/// Future for [`unscoped`]: runs the inner future with no current deadline.
+/// Future (or stream) for [`unscoped`]: runs the inner future's (or
+/// stream's) polls with no current deadline.
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
@@ -145,5 +151,18 @@ impl<F: Future> Future for Unscoped<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let future = self.project().future;
         with_current(None, || future.poll(cx))
+    }
+}
+
+impl<S: Stream> Stream for Unscoped<S> {
+    type Item = S::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let stream = self.project().future;
+        with_current(None, || stream.poll_next(cx))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.future.size_hint()
     }
 }
