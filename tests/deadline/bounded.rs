@@ -67,6 +67,36 @@ async fn work_that_exhausts_the_coop_budget_is_still_stopped_at_the_deadline() {
     stopped_at_a_one_second_deadline(spend_budget_forever()).await;
 }
 
+/// The deadline's timer is tokio's: waiting under a deadline needs a
+/// runtime with time enabled, and says so.
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn bounded_work_that_waits_under_a_deadline_needs_the_time_driver() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime without its time driver");
+    let deadline = Deadline::after(ONE);
+    let _ = runtime.block_on(deadline.scope(bounded(std::future::pending::<()>())));
+}
+
+/// D5's exemption from the coop budget: work that used up the budget in
+/// one poll and then waits for nothing is stopped at the deadline. A timer
+/// polled with no budget left would not have been set, and work that never
+/// wakes again would never be stopped.
+#[tokio::test(start_paused = true)]
+async fn work_that_exhausts_the_coop_budget_once_then_waits_is_stopped_at_the_deadline() {
+    let start = Instant::now();
+    let work = async {
+        for _ in 0..200 {
+            tokio::task::consume_budget().await;
+        }
+        std::future::pending::<()>().await;
+    };
+    let result = tokio::time::timeout(FIVE, Deadline::after(ONE).scope(bounded(work))).await;
+    assert!(matches!(result, Ok(Err(_))), "got {result:?}");
+    assert_eq!(start.elapsed(), ONE);
+}
+
 /// Runs `work` bounded by a one-second deadline and checks that it is still
 /// running a millisecond before and stopped at the deadline. Work that keeps
 /// the runtime busy keeps the paused clock from advancing by itself, so the

@@ -46,6 +46,12 @@ use super::{Deadline, DeadlineExceeded};
 /// # }
 /// ```
 ///
+/// # Panics
+///
+/// When a deadline is current and `future` is pending outside a tokio
+/// runtime with its time driver enabled: the deadline's timer needs one, as
+/// [`tokio::time::sleep`] does.
+///
 /// # Cancellation safety
 ///
 /// Dropping the returned future drops `future` and its timer; nothing is left
