@@ -336,6 +336,47 @@ async fn the_same_seed_gives_the_same_event_log(_sim: Sim) {
 }
 
 #[sim_test]
+async fn a_dropped_request_fails_to_connect_after_its_latency(sim: Sim) {
+    let recorder = Recorder::new();
+    let net = sim.net();
+    net.host("up", echo(&recorder))
+        .latency(MS(40), MS(40))
+        .drop_rate(1.0);
+    let start = Instant::now();
+    let err = sim
+        .client()
+        .get("http://up/")
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Connect(_)), "{err}");
+    assert_eq!(start.elapsed(), MS(40));
+    assert_eq!(recorder.count(), 0);
+    let events = net.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].outcome, "dropped");
+}
+
+#[sim_test]
+async fn a_host_the_network_does_not_have_fails_to_connect_at_once(sim: Sim) {
+    let start = Instant::now();
+    let err = sim
+        .client()
+        .get("http://nowhere/")
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Connect(_)), "{err}");
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    let events = sim.net().events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].host, "nowhere");
+    assert_eq!(events[0].outcome, "unknown host");
+}
+
+#[sim_test]
 async fn latency_above_the_attempt_timeout_ends_the_attempt_at_exactly_the_timeout(sim: Sim) {
     let recorder = Recorder::new();
     sim.net()
