@@ -8,6 +8,7 @@ use axum::response::IntoResponse;
 use futures_util::StreamExt;
 use http::StatusCode;
 use http_body_util::BodyExt;
+use timebox::client::ClientError;
 use timebox::config::Config;
 use timebox::deadline::Deadline;
 use timebox::observe::Recording;
@@ -469,5 +470,77 @@ async fn a_deadline_passing_in_an_outbound_call_is_told_once_at_that_stage(sim: 
         told.iter()
             .any(|line| line.starts_with("call_finished host=up:80 outcome=deadline_exceeded")),
         "the call still ends as the deadline's: {told:?}"
+    );
+}
+
+/// A host that answers its head at once and never sends its body.
+fn stalling_body() -> axum::Router {
+    axum::Router::new().fallback(|| async {
+        axum::body::Body::from_stream(futures_util::stream::pending::<
+            Result<bytes::Bytes, std::convert::Infallible>,
+        >())
+    })
+}
+
+/// The lines of `told` that tell a deadline exceeded.
+fn exceeded(told: &[String]) -> Vec<&String> {
+    told.iter()
+        .filter(|line| line.starts_with("deadline_exceeded"))
+        .collect()
+}
+
+/// O1: reading an outbound call's body is part of the call: a route
+/// deadline that passes meanwhile is told at the `outbound` stage.
+#[sim_test]
+async fn a_deadline_passing_while_a_response_body_is_read_is_told_at_the_outbound_stage(sim: Sim) {
+    sim.net().host("up", stalling_body());
+    let mut config = sim.config();
+    config.server.timeouts.request_timeout_ms = Some(1_000);
+    let client = sim.client_with(&config);
+    let app = axum::Router::new()
+        .route(
+            "/proxy",
+            axum::routing::get(move || {
+                let client = client.clone();
+                async move {
+                    let response = client.get("http://up/").send().await.unwrap();
+                    let _ = response.bytes().await;
+                    "answered"
+                }
+            }),
+        )
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    let response = sim.app(app).request(request("GET", "/proxy")).await;
+    assert_eq!(response.status(), 503);
+    let told = lines(&sim.observed());
+    assert_eq!(
+        exceeded(&told),
+        ["deadline_exceeded stage=outbound route=/proxy"],
+        "{told:?}"
+    );
+}
+
+/// O1: a call's own deadline that passes while its body is read is told
+/// once, at the `outbound` stage, as one that passes before the head.
+#[sim_test]
+async fn a_calls_own_deadline_passing_in_its_body_is_told_once(sim: Sim) {
+    sim.net().host("up", stalling_body());
+    let client = sim.client_with(&sim.config());
+    let read = Deadline::after(MS(100))
+        .scope(async {
+            let response = client.get("http://up/").send().await.unwrap();
+            response.bytes().await
+        })
+        .await;
+    assert!(
+        matches!(read, Err(ClientError::DeadlineExceeded(_))),
+        "{read:?}"
+    );
+    let told = lines(&sim.observed());
+    let exceeded = exceeded(&told);
+    assert_eq!(exceeded.len(), 1, "{told:?}");
+    assert!(
+        exceeded[0].starts_with("deadline_exceeded stage=outbound"),
+        "{told:?}"
     );
 }

@@ -282,9 +282,10 @@ impl RequestBuilder {
         let request = engine::Request::to_url(method, url, headers, body)?;
         let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();
+        let observers = client.rules.observers.clone();
         let sender = ByTransport(&*client.transport);
         let head = call::drive(call, sender).await?;
-        Ok(Response::new(head, deadline))
+        Ok(Response::new(head, deadline, observers))
     }
 
     fn fail(&mut self, message: &str) {

@@ -1,11 +1,14 @@
 //! [`Response`]: what an outbound call returns.
 
+use std::future::Future;
+
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::deadline::{bounded, Deadline};
+use crate::observe::{waiting_at, Event, Observers, Stage};
 
 use super::transport::ResponseBody;
 use super::ClientError;
@@ -18,16 +21,22 @@ pub struct Response {
     headers: HeaderMap,
     body: ResponseBody,
     deadline: Option<Deadline>,
+    observers: Observers,
 }
 
 impl Response {
-    pub(super) fn new(head: http::Response<ResponseBody>, deadline: Option<Deadline>) -> Self {
+    pub(super) fn new(
+        head: http::Response<ResponseBody>,
+        deadline: Option<Deadline>,
+        observers: Observers,
+    ) -> Self {
         let (parts, body) = head.into_parts();
         Self {
             status: parts.status,
             headers: parts.headers,
             body,
             deadline,
+            observers,
         }
     }
 
@@ -62,13 +71,7 @@ impl Response {
             }
             Ok(all.freeze())
         };
-        match self.deadline {
-            Some(deadline) => deadline
-                .scope(bounded(read))
-                .await
-                .unwrap_or_else(|_| Err(ClientError::deadline())),
-            None => read.await,
-        }
+        under_deadline(self.deadline, &self.observers, read).await
     }
 
     /// The whole body as text (invalid UTF-8 is replaced).
@@ -117,21 +120,52 @@ impl Response {
     /// once it passes the stream yields [`ClientError::DeadlineExceeded`]
     /// and ends.
     pub fn bytes_stream(self) -> impl Stream<Item = Result<Bytes, ClientError>> + Send {
-        let Self { body, deadline, .. } = self;
-        futures_util::stream::unfold(Some(body), move |body| async move {
-            let mut body = body?;
-            let next = async { body.next_chunk().await };
-            let chunk = match deadline {
-                Some(deadline) => match deadline.scope(bounded(next)).await {
-                    Ok(chunk) => chunk,
-                    Err(_) => return Some((Err(ClientError::deadline()), None)),
-                },
-                None => next.await,
-            };
-            match chunk? {
-                Ok(chunk) => Some((Ok(chunk), Some(body))),
-                Err(err) => Some((Err(ClientError::Transport(err)), None)),
+        let Self {
+            body,
+            deadline,
+            observers,
+            ..
+        } = self;
+        futures_util::stream::unfold(Some(body), move |body| {
+            let observers = observers.clone();
+            async move {
+                let mut body = body?;
+                let next = async {
+                    match body.next_chunk().await {
+                        Some(chunk) => Ok(Some(chunk.map_err(ClientError::Transport)?)),
+                        None => Ok(None),
+                    }
+                };
+                match under_deadline(deadline, &observers, next).await {
+                    Ok(Some(chunk)) => Some((Ok(chunk), Some(body))),
+                    Ok(None) => None,
+                    Err(err) => Some((Err(err), None)),
+                }
             }
         })
     }
+}
+
+/// Reads (part of) a body under the call's `deadline`: one that passes is
+/// [`ClientError::DeadlineExceeded`], told at the `outbound` stage (O1), as
+/// the call's engine tells one that passes before the head. A request's
+/// deadline that passes meanwhile finds the request waiting at that stage.
+async fn under_deadline<T>(
+    deadline: Option<Deadline>,
+    observers: &Observers,
+    read: impl Future<Output = Result<T, ClientError>>,
+) -> Result<T, ClientError> {
+    waiting_at(Stage::Outbound, async {
+        let Some(deadline) = deadline else {
+            return read.await;
+        };
+        deadline.scope(bounded(read)).await.unwrap_or_else(|_| {
+            observers.emit(|| Event::DeadlineExceeded {
+                stage: Stage::Outbound,
+                route: None,
+            });
+            Err(ClientError::deadline())
+        })
+    })
+    .await
 }
