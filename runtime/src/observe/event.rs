@@ -122,7 +122,8 @@ pub enum Event {
         /// Whether it ran its course with nothing left, or was cut.
         outcome: PhaseOutcome,
     },
-    /// A request was refused before its handler ran.
+    /// A request was refused before its handler ran, or, with reason
+    /// [`ShedReason::DeadlineTooShortDark`], would have been and was served.
     RequestShed {
         /// Why.
         reason: ShedReason,

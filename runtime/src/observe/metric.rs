@@ -90,7 +90,7 @@ metrics! {
     SHUTDOWN_PHASE: "timebox.shutdown.phase.duration", Histogram, Some("s"), ["phase", "outcome"],
         "How long each shutdown phase lasted, and whether it drained";
     SERVER_SHED: "timebox.server.shed", Counter, None, ["reason", "route"],
-        "Requests refused before their handler ran";
+        "Requests refused before their handler ran (or, in dark mode, counted as refusable and served)";
 }
 
 /// The label of a request no route took: it matched none, or the

@@ -37,8 +37,10 @@
 //! §13: names, kinds, units and attributes. Attribute values are bounded:
 //! `host` is the host key of one of a client's first `max_hosts - 1` hosts,
 //! or `other`; `route` is the matched route template, or `unmatched` for
-//! a request no route took (it matched none, or the shutdown gate, which
-//! runs before routing, refused it).
+//! what no route told (a request that matched none, one the shutdown gate,
+//! which runs before routing, refused, or an outbound call's own deadline,
+//! told by the call, which does not know its caller's route); a gRPC method
+//! listed in `server.grpc.methods` is named, any other is `other`.
 //!
 //! # Examples
 //!
