@@ -268,6 +268,44 @@ async fn a_nested_macro_route_is_named_by_its_whole_template() {
     );
 }
 
+/// O1: a deadline already spent when the request arrives (an inbound
+/// header of 0) is answered without running the handler: told at
+/// admission, on a plain route and on a macro route alike.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_spent_on_arrival_is_told_at_admission() {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.server.timeouts.accept_deadline_header = true;
+    config.server.timeouts.request_timeout_ms = Some(2_000);
+    let app = timebox::routes![slow_item]
+        .into_router(&config)
+        .route("/plain", axum::routing::get(|| async { "ran" }))
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    for path in ["/plain", "/slow/7"] {
+        let mut spent = request("GET", path);
+        spent
+            .headers_mut()
+            .insert("x-timebox-deadline-ms", http::HeaderValue::from_static("0"));
+        let response = tower::ServiceExt::oneshot(app.clone(), spent)
+            .await
+            .unwrap();
+        assert_ne!(response.status(), 200, "{path}");
+    }
+    let told = lines(&recording.events());
+    let exceeded: Vec<&String> = told
+        .iter()
+        .filter(|line| line.starts_with("deadline_exceeded"))
+        .collect();
+    assert_eq!(
+        exceeded,
+        [
+            "deadline_exceeded stage=admission route=/plain",
+            "deadline_exceeded stage=admission route=/slow/{id}",
+        ],
+        "{told:?}"
+    );
+}
+
 #[timebox::get("/long", timeout_ms = 5000)]
 async fn long_item() -> &'static str {
     "done"

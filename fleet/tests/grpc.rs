@@ -164,14 +164,21 @@ async fn tonics_own_timer_does_not_answer_before_the_layer() {
 
 #[tokio::test(start_paused = true)]
 async fn a_grpc_timeout_of_zero_is_answered_without_running_the_handler() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
     let probe = Probe::default();
-    let io = serve_io(
-        probe.clone(),
-        Some(GrpcDeadlineLayer::server(&Config::default())),
-    );
+    let io = serve_io(probe.clone(), Some(GrpcDeadlineLayer::server(&config)));
     let response = raw_call(io, "/fleet.Relay/Wait", &[("grpc-timeout", "0n")], wait(0)).await;
     assert_eq!(trailers_only(&response).0, "4");
     assert_eq!(probe.calls(), 0);
+    // Spent on arrival: told at admission, as the handler never ran.
+    assert_eq!(
+        exceeded_events(&recording),
+        [Event::DeadlineExceeded {
+            stage: timebox::observe::Stage::Admission,
+            route: Some("other".into()),
+        }]
+    );
 }
 
 #[tokio::test(start_paused = true)]

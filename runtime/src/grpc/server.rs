@@ -224,7 +224,7 @@ where
         };
         if budget.length.is_zero() {
             // Out of time on arrival: the handler never runs.
-            let status = expired(req.uri(), &budget, &told, Stage::Handler);
+            let status = expired(req.uri(), &budget, &told, Stage::Admission);
             return GrpcServerFuture::answered(status, counted);
         }
         // A1: a call with less time than its method takes is not started.

@@ -165,8 +165,13 @@ impl<F> State<F> {
         }
     }
 
+    /// Out of time on arrival: answered without running the handler, so
+    /// told at admission.
     pub(crate) fn expired(expiry: Expiry) -> Self {
-        Self::Expired(Some(expiry))
+        Self::Expired(Some(Expiry {
+            stage: Stage::Admission,
+            ..expiry
+        }))
     }
 
     pub(crate) fn refused(response: Response) -> Self {
