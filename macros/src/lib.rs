@@ -8,6 +8,7 @@ use proc_macro::TokenStream;
 mod errors;
 mod expr;
 mod route;
+mod routes;
 mod sim_test;
 
 use route::Method;
@@ -239,4 +240,34 @@ pub fn head(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn options(args: TokenStream, item: TokenStream) -> TokenStream {
     route::route(Method::Options, args.into(), item.into()).into()
+}
+
+/// Collects handlers annotated with the route macros into a
+/// `timebox::server::Routes`.
+///
+/// Name each handler by its path, as you would call it:
+/// `routes![a, b, api::c]`. A path that names something that is not a
+/// route handler fails to compile.
+///
+/// ```
+/// use timebox::config::Config;
+/// use timebox::get;
+///
+/// mod api {
+///     #[timebox::post("/orders")]
+///     pub async fn create(body: String) -> String {
+///         body
+///     }
+/// }
+///
+/// #[get("/health", timeout_ms = 100)]
+/// async fn health() -> &'static str {
+///     "ok"
+/// }
+///
+/// let router: axum::Router = timebox::routes![health, api::create].into_router(&Config::default());
+/// ```
+#[proc_macro]
+pub fn routes(input: TokenStream) -> TokenStream {
+    routes::routes(input.into()).into()
 }

@@ -1,9 +1,9 @@
 //! The expansion of a validated route attribute; it never fails.
 //!
 //! The handler stays exactly as written, so it can be called directly. Next
-//! to it goes a braced struct with the same name: a braced struct lives only
-//! in the type namespace, so it does not clash with the fn, and
-//! `timebox::routes![handler]` finds it by the handler's path. The struct
+//! to it goes a hidden struct, its companion, named from the handler's name
+//! (`__timebox_route_<name>`): `timebox::routes![handler]` finds it by the
+//! handler's path, and it shares its name with nothing the user wrote. The struct
 //! implements `RouteDef<S>`, whose `route()` wraps the handler in a fn that
 //! maps its output to a response (a deadline error becomes a 504) and
 //! registers that fn with the method, path and timeout. Everything it names
@@ -15,6 +15,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, ReturnType, Type};
 
 use super::valid::{Route, Timeout};
+use crate::routes::companion_name;
 
 pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
     let syn::ItemFn {
@@ -51,17 +52,23 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
     // with axum's marker `M`. With them the handler itself, unboxed, is the
     // route's handler. A handler without arguments has no marker: `M = ()`.
     let arg_types: Vec<&Type> = args.iter().map(|(_, ty)| *ty).collect();
+    // Each bound carries its argument's span, so an argument that is not an
+    // extractor is named where the bound is introduced.
     let (marker, extractor_bounds) = match arg_types.split_last() {
         None => (quote!(()), quote!()),
-        Some((last, init)) => (
-            quote!(__TimeboxExtractors),
-            quote! {
-                #(#init: ::timebox::__private::server::FromRequestParts<__TimeboxState>
-                    + ::core::marker::Send,)*
+        Some((last, init)) => {
+            let init = init.iter().map(|ty| {
+                quote_spanned! {ty.span()=>
+                    #ty: ::timebox::__private::server::FromRequestParts<__TimeboxState>
+                        + ::core::marker::Send,
+                }
+            });
+            let last = quote_spanned! {last.span()=>
                 #last: ::timebox::__private::server::FromRequest<__TimeboxState, __TimeboxExtractors>
                     + ::core::marker::Send,
-            },
-        ),
+            };
+            (quote!(__TimeboxExtractors), quote!(#(#init)* #last))
+        }
     };
     let marker_param = if arg_types.is_empty() {
         quote!()
@@ -89,8 +96,10 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
         ::timebox::__private::server::assert_send(&#future);
     };
 
-    // An argument that is not an extractor fails here: point at the
-    // handler's name.
+    // The registration carries the handler name's span: whatever rustc
+    // says of it points at the handler (an argument that is not an
+    // extractor fails earlier, at the bounds above, where `routes!` names
+    // the handler).
     let method = syn::Ident::new(route.method.constant(), Span::call_site());
     let path = &route.path;
     let timeout = timeout(&route.timeout);
@@ -109,18 +118,19 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
         #min_budget
     };
 
-    let companion = companion(vis, name);
+    let companion = companion_name(name);
+    let companion_struct = companion_struct(vis, &companion);
     quote! {
         #function
 
         #shared_attrs
         #(#deprecated)*
-        #companion
+        #companion_struct
 
         #shared_attrs
         #[allow(deprecated)]
         impl<__TimeboxState #marker_param>
-            ::timebox::__private::server::RouteDef<__TimeboxState, #marker> for #name
+            ::timebox::__private::server::RouteDef<__TimeboxState, #marker> for #companion
         where
             __TimeboxState: ::core::clone::Clone
                 + ::core::marker::Send
@@ -161,12 +171,12 @@ fn timeout(timeout: &Timeout) -> TokenStream {
 /// `routes![..]` type-check, so the attribute's own error is the only one.
 /// It is never run: the `compile_error!` beside it fails the build.
 pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
-    let name = &function.sig.ident;
-    let companion = companion(&function.vis, name);
+    let companion = companion_name(&function.sig.ident);
+    let companion_struct = companion_struct(&function.vis, &companion);
     quote! {
-        #companion
+        #companion_struct
 
-        impl<__TimeboxState> ::timebox::__private::server::RouteDef<__TimeboxState, ()> for #name
+        impl<__TimeboxState> ::timebox::__private::server::RouteDef<__TimeboxState, ()> for #companion
         where
             __TimeboxState: ::core::clone::Clone
                 + ::core::marker::Send
@@ -180,9 +190,8 @@ pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
     }
 }
 
-/// The hidden companion struct: a braced struct lives only in the type
-/// namespace, so it sits beside the handler fn of the same name.
-fn companion(vis: &syn::Visibility, name: &syn::Ident) -> TokenStream {
+/// The hidden companion struct, named `companion`.
+fn companion_struct(vis: &syn::Visibility, companion: &syn::Ident) -> TokenStream {
     quote! {
         #[doc(hidden)]
         #[allow(
@@ -192,6 +201,6 @@ fn companion(vis: &syn::Visibility, name: &syn::Ident) -> TokenStream {
             missing_debug_implementations,
             unreachable_pub
         )]
-        #vis struct #name {}
+        #vis struct #companion {}
     }
 }

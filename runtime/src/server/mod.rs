@@ -152,15 +152,3 @@ pub use serve::serve;
 pub use session::{MapStatus, SaveSessionUnlessCancelledLayer};
 pub use timebox_layer::{TimeboxLayer, TimeboxService};
 pub use timeout::RouteTimeout;
-
-/// Collects handlers annotated with the route macros into
-/// [`Routes`].
-///
-/// Name each handler by its path, as you would call it: `routes![a, b, api::c]`.
-#[macro_export]
-macro_rules! routes {
-    ($($handler:path),* $(,)?) => {
-        $crate::server::Routes::new()
-            $(.route(<$handler as $crate::__private::server::RouteDef<_, _>>::route()))*
-    };
-}
