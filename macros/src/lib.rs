@@ -33,6 +33,12 @@ use route::Method;
 ///
 /// #[timebox::sim_test(seeds = 8)]
 /// async fn retries_replay(sim: Sim) {
+///     draws_replay(&sim).await;
+/// }
+///
+/// // A plain fn, compiled here too (the `#[test]` the macro makes is
+/// // compiled only by `cargo test`).
+/// async fn draws_replay(sim: &Sim) {
 ///     let first = sim.entropy().uniform(1..=3);
 ///     assert!((1..=3).contains(&first));
 /// }
@@ -46,7 +52,8 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Makes an `async fn` the handler of `GET path`, with a route deadline.
 ///
 /// The handler is an ordinary axum handler (extractors in, `IntoResponse`
-/// out) and stays callable exactly as written, so unit tests can call it.
+/// out), a free `async fn` (not one in an `impl`), and stays callable
+/// exactly as written, so unit tests can call it.
 /// `timebox::routes![..]` collects it into a `timebox::server::Routes`, and
 /// `Routes::into_router(&config)` mounts it with the timebox layers.
 ///

@@ -108,10 +108,12 @@ fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
         (Key::MinBudgetMs, input.parse::<kw::min_budget_ms>()?.span)
     } else if input.peek(syn::Ident::peek_any) {
         let unknown = input.call(syn::Ident::parse_any)?;
-        return Err(syn::Error::new_spanned(
-            &unknown,
-            format!("unknown key `{unknown}`; use `timeout_ms`, `timeout` or `min_budget_ms`"),
-        ));
+        let message = if unknown == "path" || unknown == "uri" {
+            "the route's path comes first, without a key, like `#[get(\"/users\")]`".to_owned()
+        } else {
+            format!("unknown key `{unknown}`; use `timeout_ms`, `timeout` or `min_budget_ms`")
+        };
+        return Err(syn::Error::new_spanned(&unknown, message));
     } else {
         return Err(lookahead.error());
     };

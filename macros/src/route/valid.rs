@@ -124,6 +124,7 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
     let mut timeout = Timeout::Inherit;
     let mut min_budget = None;
     let mut min_budget_key = Span::call_site();
+    let mut conflict = false;
     for entry in entries {
         if seen.contains(&entry.key) {
             errors.push(syn::Error::new(
@@ -139,6 +140,7 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
                 entry.key_span,
                 "`timeout_ms` and `timeout = \"off\"` cannot both be set; keep one",
             ));
+            conflict = true;
         }
         seen.push(entry.key);
         match entry.key {
@@ -158,7 +160,9 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
             }
         }
     }
-    if let Some((millis, span)) = min_budget {
+    // With both deadline keys set, which one the route has is the user's
+    // to say: `min_budget_ms` is compared with neither.
+    if let Some((millis, span)) = min_budget.filter(|_| !conflict) {
         match timeout {
             Timeout::Off => errors.push(syn::Error::new(
                 min_budget_key,
@@ -254,6 +258,13 @@ fn timeout_off(value: &Expr) -> syn::Result<()> {
             lit: Lit::Str(literal),
             ..
         }) if literal.value() == "off" => Ok(()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(literal),
+            ..
+        }) if literal.base10_digits() == "0" => Err(syn::Error::new_spanned(
+            value,
+            "`timeout` accepts only `\"off\"`; for no deadline write `timeout = \"off\"`",
+        )),
         Expr::Lit(ExprLit {
             lit: Lit::Int(literal),
             ..
