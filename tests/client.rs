@@ -335,6 +335,16 @@ async fn the_same_seed_gives_the_same_event_log(_sim: Sim) {
     assert_ne!(first, scripted_run(4).await);
 }
 
+/// The error of one attempt, without retries, to `url`.
+async fn sent_once(sim: &Sim, url: &str) -> ClientError {
+    sim.client()
+        .get(url)
+        .retries(0)
+        .send()
+        .await
+        .expect_err("the attempt fails")
+}
+
 #[sim_test]
 async fn a_dropped_request_fails_to_connect_after_its_latency(sim: Sim) {
     let recorder = Recorder::new();
@@ -343,13 +353,7 @@ async fn a_dropped_request_fails_to_connect_after_its_latency(sim: Sim) {
         .latency(MS(40), MS(40))
         .drop_rate(1.0);
     let start = Instant::now();
-    let err = sim
-        .client()
-        .get("http://up/")
-        .retries(0)
-        .send()
-        .await
-        .unwrap_err();
+    let err = sent_once(&sim, "http://up/").await;
     assert!(matches!(err, ClientError::Connect(_)), "{err}");
     assert_eq!(start.elapsed(), MS(40));
     assert_eq!(recorder.count(), 0);
@@ -361,13 +365,7 @@ async fn a_dropped_request_fails_to_connect_after_its_latency(sim: Sim) {
 #[sim_test]
 async fn a_host_the_network_does_not_have_fails_to_connect_at_once(sim: Sim) {
     let start = Instant::now();
-    let err = sim
-        .client()
-        .get("http://nowhere/")
-        .retries(0)
-        .send()
-        .await
-        .unwrap_err();
+    let err = sent_once(&sim, "http://nowhere/").await;
     assert!(matches!(err, ClientError::Connect(_)), "{err}");
     assert_eq!(start.elapsed(), Duration::ZERO);
     let events = sim.net().events();
@@ -383,13 +381,7 @@ async fn latency_above_the_attempt_timeout_ends_the_attempt_at_exactly_the_timeo
         .host("up", echo(&recorder))
         .latency(SECS(40), SECS(40));
     let start = Instant::now();
-    let err = sim
-        .client()
-        .get("http://up/")
-        .retries(0)
-        .send()
-        .await
-        .unwrap_err();
+    let err = sent_once(&sim, "http://up/").await;
     assert!(matches!(err, ClientError::Timeout), "{err}");
     assert_eq!(start.elapsed(), SECS(30));
 }
@@ -400,13 +392,7 @@ async fn a_partition_fails_at_once_and_heal_delivers(sim: Sim) {
     let net = sim.net();
     net.host("up", echo(&recorder)).partition("up");
     let start = Instant::now();
-    let err = sim
-        .client()
-        .get("http://up/")
-        .retries(0)
-        .send()
-        .await
-        .unwrap_err();
+    let err = sent_once(&sim, "http://up/").await;
     assert!(matches!(err, ClientError::Connect(_)), "{err}");
     assert_eq!(start.elapsed(), Duration::ZERO);
     net.heal("up");

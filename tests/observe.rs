@@ -292,12 +292,8 @@ async fn a_deadline_spent_on_arrival_is_told_at_admission() {
         assert_ne!(response.status(), 200, "{path}");
     }
     let told = lines(&recording.events());
-    let exceeded: Vec<&String> = told
-        .iter()
-        .filter(|line| line.starts_with("deadline_exceeded"))
-        .collect();
     assert_eq!(
-        exceeded,
+        exceeded(&told),
         [
             "deadline_exceeded stage=admission route=/plain",
             "deadline_exceeded stage=admission route=/slow/{id}",
@@ -468,6 +464,32 @@ async fn a_retry_dropped_in_its_backoff_tells_the_tokens_given_back(sim: Sim) {
     );
 }
 
+/// `GET /proxy` on a route with a 1 s deadline whose handler calls host
+/// `up` and gives its answer to `read`.
+async fn proxied<F, Fut>(sim: &Sim, read: F) -> http::Response<axum::body::Body>
+where
+    F: Fn(Result<timebox::client::Response, ClientError>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let mut config = sim.config();
+    config.server.timeouts.request_timeout_ms = Some(1_000);
+    let client = sim.client_with(&config);
+    let app = axum::Router::new()
+        .route(
+            "/proxy",
+            axum::routing::get(move || {
+                let client = client.clone();
+                let read = read.clone();
+                async move {
+                    read(client.get("http://up/").send().await).await;
+                    "answered"
+                }
+            }),
+        )
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    sim.app(app).request(request("GET", "/proxy")).await
+}
+
 /// O1: a route deadline that passes while its handler waits on an outbound
 /// call is told once, at the `outbound` stage, with the route: the call
 /// dropped with the handler leaves the telling to the route.
@@ -477,33 +499,11 @@ async fn a_deadline_passing_in_an_outbound_call_is_told_once_at_that_stage(sim: 
         "up",
         recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
     );
-    let mut config = sim.config();
-    config.server.timeouts.request_timeout_ms = Some(1_000);
-    let client = sim.client_with(&config);
-    let app = axum::Router::new()
-        .route(
-            "/proxy",
-            axum::routing::get(move || {
-                let client = client.clone();
-                async move {
-                    let _ = client.get("http://up/").send().await;
-                    "answered"
-                }
-            }),
-        )
-        .layer(timebox::server::TimeboxLayer::new(&config));
-    let response = sim.app(app).request(request("GET", "/proxy")).await;
-    assert_eq!(response.status(), 503);
-    let told = lines(&sim.observed());
-    let exceeded: Vec<&String> = told
-        .iter()
-        .filter(|line| line.starts_with("deadline_exceeded"))
-        .collect();
-    assert_eq!(
-        exceeded,
-        ["deadline_exceeded stage=outbound route=/proxy"],
-        "{told:?}"
-    );
+    let response = proxied(&sim, |response| async move {
+        let _ = response;
+    })
+    .await;
+    let told = cut_and_told_at_outbound(&sim, &response);
     assert!(
         told.iter()
             .any(|line| line.starts_with("call_finished host=up:80 outcome=deadline_exceeded")),
@@ -520,6 +520,19 @@ fn stalling_body() -> axum::Router {
     })
 }
 
+/// Checks that `GET /proxy` was cut at its deadline (503) and that the
+/// deadline was told once, at the `outbound` stage; all that was told.
+fn cut_and_told_at_outbound(sim: &Sim, response: &http::Response<axum::body::Body>) -> Vec<String> {
+    assert_eq!(response.status(), 503);
+    let told = lines(&sim.observed());
+    assert_eq!(
+        exceeded(&told),
+        ["deadline_exceeded stage=outbound route=/proxy"],
+        "{told:?}"
+    );
+    told
+}
+
 /// The lines of `told` that tell a deadline exceeded.
 fn exceeded(told: &[String]) -> Vec<&String> {
     told.iter()
@@ -532,30 +545,11 @@ fn exceeded(told: &[String]) -> Vec<&String> {
 #[sim_test]
 async fn a_deadline_passing_while_a_response_body_is_read_is_told_at_the_outbound_stage(sim: Sim) {
     sim.net().host("up", stalling_body());
-    let mut config = sim.config();
-    config.server.timeouts.request_timeout_ms = Some(1_000);
-    let client = sim.client_with(&config);
-    let app = axum::Router::new()
-        .route(
-            "/proxy",
-            axum::routing::get(move || {
-                let client = client.clone();
-                async move {
-                    let response = client.get("http://up/").send().await.unwrap();
-                    let _ = response.bytes().await;
-                    "answered"
-                }
-            }),
-        )
-        .layer(timebox::server::TimeboxLayer::new(&config));
-    let response = sim.app(app).request(request("GET", "/proxy")).await;
-    assert_eq!(response.status(), 503);
-    let told = lines(&sim.observed());
-    assert_eq!(
-        exceeded(&told),
-        ["deadline_exceeded stage=outbound route=/proxy"],
-        "{told:?}"
-    );
+    let response = proxied(&sim, |response| async move {
+        let _ = response.unwrap().bytes().await;
+    })
+    .await;
+    cut_and_told_at_outbound(&sim, &response);
 }
 
 /// O1: a call's own deadline that passes while its body is read is told
