@@ -8,7 +8,6 @@ use proc_macro::TokenStream;
 mod errors;
 mod expr;
 mod route;
-mod routes;
 mod sim_test;
 
 use route::Method;
@@ -53,7 +52,10 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// The handler is an ordinary axum handler (extractors in, `IntoResponse`
 /// out), a free `async fn` (not one in an `impl`), and stays callable
-/// exactly as written, so unit tests can call it.
+/// exactly as written, so unit tests can call it. Beside it goes a hidden
+/// type of the same name, which `routes!` finds: the handler cannot share
+/// its name with a module or a type of its module, or with a crate a path
+/// there starts from (see `timebox::routes!`).
 /// `timebox::routes![..]` collects it into a `timebox::server::Routes`, and
 /// `Routes::into_router(&config)` mounts it with the timebox layers.
 ///
@@ -247,34 +249,4 @@ pub fn head(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn options(args: TokenStream, item: TokenStream) -> TokenStream {
     route::route(Method::Options, args.into(), item.into()).into()
-}
-
-/// Collects handlers annotated with the route macros into a
-/// `timebox::server::Routes`.
-///
-/// Name each handler by its path, as you would call it:
-/// `routes![a, b, api::c]`. A path that names something that is not a
-/// route handler fails to compile.
-///
-/// ```
-/// use timebox::config::Config;
-/// use timebox::get;
-///
-/// mod api {
-///     #[timebox::post("/orders")]
-///     pub async fn create(body: String) -> String {
-///         body
-///     }
-/// }
-///
-/// #[get("/health", timeout_ms = 100)]
-/// async fn health() -> &'static str {
-///     "ok"
-/// }
-///
-/// let router: axum::Router = timebox::routes![health, api::create].into_router(&Config::default());
-/// ```
-#[proc_macro]
-pub fn routes(input: TokenStream) -> TokenStream {
-    routes::routes(input.into()).into()
 }

@@ -78,7 +78,7 @@ pub mod watchdog;
 #[cfg(all(feature = "macros", feature = "sim"))]
 pub use timebox_macros::sim_test;
 #[cfg(all(feature = "macros", feature = "server"))]
-pub use timebox_macros::{delete, get, head, options, patch, post, put, routes};
+pub use timebox_macros::{delete, get, head, options, patch, post, put};
 
 #[doc(hidden)]
 pub mod __private;

@@ -1,9 +1,9 @@
 //! The expansion of a validated route attribute; it never fails.
 //!
 //! The handler stays exactly as written, so it can be called directly. Next
-//! to it goes a hidden struct, its companion, named from the handler's name
-//! (`__timebox_route_<name>`): `timebox::routes![handler]` finds it by the
-//! handler's path, and it shares its name with nothing the user wrote. The struct
+//! to it goes a braced struct with the same name: a braced struct lives only
+//! in the type namespace, so it does not clash with the fn, and
+//! `timebox::routes![handler]` finds it by the handler's path. The struct
 //! implements `RouteDef<S>`, whose `route()` wraps the handler in a fn that
 //! maps its output to a response (a deadline error becomes a 504) and
 //! registers that fn with the method, path and timeout. Everything it names
@@ -15,7 +15,6 @@ use syn::spanned::Spanned;
 use syn::{FnArg, ReturnType, Type};
 
 use super::valid::{Route, Timeout};
-use crate::routes::companion_name;
 
 pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
     let syn::ItemFn {
@@ -118,19 +117,18 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
         #min_budget
     };
 
-    let companion = companion_name(name);
-    let companion_struct = companion_struct(vis, &companion);
+    let companion = companion(vis, name);
     quote! {
         #function
 
         #shared_attrs
         #(#deprecated)*
-        #companion_struct
+        #companion
 
         #shared_attrs
         #[allow(deprecated)]
         impl<__TimeboxState #marker_param>
-            ::timebox::__private::server::RouteDef<__TimeboxState, #marker> for #companion
+            ::timebox::__private::server::RouteDef<__TimeboxState, #marker> for #name
         where
             __TimeboxState: ::core::clone::Clone
                 + ::core::marker::Send
@@ -171,12 +169,12 @@ fn timeout(timeout: &Timeout) -> TokenStream {
 /// `routes![..]` type-check, so the attribute's own error is the only one.
 /// It is never run: the `compile_error!` beside it fails the build.
 pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
-    let companion = companion_name(&function.sig.ident);
-    let companion_struct = companion_struct(&function.vis, &companion);
+    let name = &function.sig.ident;
+    let companion = companion(&function.vis, name);
     quote! {
-        #companion_struct
+        #companion
 
-        impl<__TimeboxState> ::timebox::__private::server::RouteDef<__TimeboxState, ()> for #companion
+        impl<__TimeboxState> ::timebox::__private::server::RouteDef<__TimeboxState, ()> for #name
         where
             __TimeboxState: ::core::clone::Clone
                 + ::core::marker::Send
@@ -190,8 +188,9 @@ pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
     }
 }
 
-/// The hidden companion struct, named `companion`.
-fn companion_struct(vis: &syn::Visibility, companion: &syn::Ident) -> TokenStream {
+/// The hidden companion struct: a braced struct lives only in the type
+/// namespace, so it sits beside the handler fn of the same name.
+fn companion(vis: &syn::Visibility, name: &syn::Ident) -> TokenStream {
     quote! {
         #[doc(hidden)]
         #[allow(
@@ -201,6 +200,6 @@ fn companion_struct(vis: &syn::Visibility, companion: &syn::Ident) -> TokenStrea
             missing_debug_implementations,
             unreachable_pub
         )]
-        #vis struct #companion {}
+        #vis struct #name {}
     }
 }

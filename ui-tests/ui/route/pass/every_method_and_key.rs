@@ -115,8 +115,6 @@ async fn options_off() -> &'static str {
     "options"
 }
 
-/// Checks the route a handler's hidden companion (`__timebox_route_<name>`,
-/// what `routes!` collects) makes.
 fn check<R: RouteDef<(), M>, M>(method: Method, path: &str, timeout: RouteTimeout) {
     let route: Route<()> = R::route();
     assert_eq!(route.method(), method);
@@ -137,39 +135,39 @@ fn main() {
     ] {
         let checks: [fn(Method, &str, RouteTimeout); 3] = match base {
             "/get" => [
-                check::<__timebox_route_get_inherit, _>,
-                check::<__timebox_route_get_override, _>,
-                check::<__timebox_route_get_off, _>,
+                check::<get_inherit, _>,
+                check::<get_override, _>,
+                check::<get_off, _>,
             ],
             "/post" => [
-                check::<__timebox_route_post_inherit, _>,
-                check::<__timebox_route_post_override, _>,
-                check::<__timebox_route_post_off, _>,
+                check::<post_inherit, _>,
+                check::<post_override, _>,
+                check::<post_off, _>,
             ],
             "/put" => [
-                check::<__timebox_route_put_inherit, _>,
-                check::<__timebox_route_put_override, _>,
-                check::<__timebox_route_put_off, _>,
+                check::<put_inherit, _>,
+                check::<put_override, _>,
+                check::<put_off, _>,
             ],
             "/delete" => [
-                check::<__timebox_route_delete_inherit, _>,
-                check::<__timebox_route_delete_override, _>,
-                check::<__timebox_route_delete_off, _>,
+                check::<delete_inherit, _>,
+                check::<delete_override, _>,
+                check::<delete_off, _>,
             ],
             "/patch" => [
-                check::<__timebox_route_patch_inherit, _>,
-                check::<__timebox_route_patch_override, _>,
-                check::<__timebox_route_patch_off, _>,
+                check::<patch_inherit, _>,
+                check::<patch_override, _>,
+                check::<patch_off, _>,
             ],
             "/head" => [
-                check::<__timebox_route_head_inherit, _>,
-                check::<__timebox_route_head_override, _>,
-                check::<__timebox_route_head_off, _>,
+                check::<head_inherit, _>,
+                check::<head_override, _>,
+                check::<head_off, _>,
             ],
             _ => [
-                check::<__timebox_route_options_inherit, _>,
-                check::<__timebox_route_options_override, _>,
-                check::<__timebox_route_options_off, _>,
+                check::<options_inherit, _>,
+                check::<options_override, _>,
+                check::<options_off, _>,
             ],
         };
         checks[0](method.clone(), base, RouteTimeout::Inherit);
