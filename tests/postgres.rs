@@ -200,7 +200,7 @@ async fn a_later_statement_is_given_only_what_is_left_by_then() {
 }
 
 #[tokio::test]
-async fn without_a_deadline_setting_the_timeout_again_keeps_the_one_in_force() {
+async fn without_a_deadline_setting_the_timeout_changes_nothing() {
     let server = start().await;
     let pool = pool(&server).await;
 

@@ -66,6 +66,21 @@ async fn unscoped_work_inside_a_scope_sees_no_deadline() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_unscoped_stream_sees_no_deadline_at_any_poll() {
+    use futures_util::{Stream, StreamExt};
+
+    let items = futures_util::stream::iter(0..3).map(|_| Deadline::current());
+    let seen: Vec<_> = Deadline::after(ONE)
+        .scope(unscoped(items).collect::<Vec<_>>())
+        .await;
+    assert_eq!(seen, [None, None, None]);
+    assert_eq!(
+        unscoped(futures_util::stream::iter(0..3)).size_hint(),
+        (3, Some(3))
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn bounded_work_inside_unscoped_runs_to_completion_past_the_outer_deadline() {
     let start = Instant::now();
     let result = Deadline::after(ONE)
