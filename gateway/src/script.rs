@@ -24,7 +24,7 @@ pub(crate) enum Script {
     Tool(ToolScript),
     /// `scripted-slow-<N>s`: an answer whose tokens are spread over N s.
     Slow { over: Duration },
-    /// `scripted-hang`: one token, then nothing, ever.
+    /// `scripted-hang`: a few words, then nothing, ever.
     Hang,
 }
 
