@@ -16,15 +16,19 @@
 //!
 //! # Examples
 //!
-//! ```
+//! With Postgres (the driver the `postgres` feature turns on; any sqlx
+//! driver the application enables works the same way):
+//!
+#![cfg_attr(feature = "postgres", doc = "```no_run")]
+#![cfg_attr(not(feature = "postgres"), doc = "```ignore")]
 //! use axum::Router;
-//! use sqlx::SqlitePool;
+//! use sqlx::PgPool;
 //! use timebox::config::Config;
 //! use timebox::db::{Conn, PoolWaitError};
 //! use timebox::{get, routes};
 //!
 //! #[get("/count", timeout_ms = 200)]
-//! async fn count(Conn(mut conn): Conn<sqlx::Sqlite>) -> Result<String, PoolWaitError> {
+//! async fn count(Conn(mut conn): Conn<sqlx::Postgres>) -> Result<String, PoolWaitError> {
 //!     let row: (i64,) = sqlx::query_as("SELECT 41 + 1")
 //!         .fetch_one(&mut *conn)
 //!         .await
@@ -34,7 +38,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), sqlx::Error> {
-//! let pool = SqlitePool::connect("sqlite::memory:").await?;
+//! let pool = PgPool::connect_lazy("postgres://localhost/app")?;
 //! let app: Router = routes![count].into_router(&Config::default()).with_state(pool);
 //! # Ok(())
 //! # }
