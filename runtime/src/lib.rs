@@ -83,7 +83,17 @@ pub use timebox_macros::{delete, get, head, options, patch, post, put};
 #[doc(hidden)]
 pub mod __private;
 
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
+/// The README's examples, compiled and run as doctests with the features
+/// they use (`cargo test --workspace --all-features` turns them all on).
+#[cfg(all(
+    doctest,
+    feature = "macros",
+    feature = "server",
+    feature = "client",
+    feature = "sim",
+    feature = "grpc",
+    feature = "postgres",
+    feature = "reqwest-middleware"
+))]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
