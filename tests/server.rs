@@ -839,6 +839,33 @@ async fn a_route_reached_after_a_middleware_waited_keeps_its_own_rule() {
     each_keeps_its_rule(&app, MS(100)).await;
 }
 
+/// A middleware that takes 3 s before it calls the route.
+async fn looks_up_for_3_s(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    next.run(request).await
+}
+
+/// A middleware between the layer and the route runs under the global
+/// deadline until it calls the route: the route's longer rule does not
+/// cover it.
+#[tokio::test(start_paused = true)]
+async fn a_middleware_that_outlasts_the_global_deadline_is_cut_at_it() {
+    let config = config_with_global(Some(2_000));
+    let app = layered(
+        routes![long_override]
+            .into_router(&config)
+            .layer(axum::middleware::from_fn(looks_up_for_3_s)),
+        &config,
+    );
+    let start = Instant::now();
+    let response = send(&app, request("GET", "/long")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(start.elapsed(), MS(2_000));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_route_run_on_a_task_of_its_own_keeps_its_own_rule() {
     let config = config_with_global(Some(2_000));
