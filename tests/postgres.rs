@@ -392,6 +392,27 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
     let app = routes![sleeps]
         .into_router(&Config::default())
         .with_state(pool.clone());
+    sleep_answers_504(app, &pool).await;
+}
+
+/// The same handler as a plain route under `TimeboxLayer`'s global
+/// deadline: the error answers 504 without the macros' help.
+#[tokio::test]
+async fn a_plain_route_whose_statement_postgres_stops_answers_504_too() {
+    let server = start().await;
+    let pool = pool(&server).await;
+    let mut config = Config::default();
+    config.server.timeouts.request_timeout_ms = Some(300);
+    let app = axum::Router::new()
+        .route("/sleep", axum::routing::get(sleeps))
+        .layer(timebox::server::TimeboxLayer::new(&config))
+        .with_state(pool.clone());
+    sleep_answers_504(app, &pool).await;
+}
+
+/// `GET /sleep` on `app`: Postgres stops the statement, the answer is 504
+/// well within 2 s, and the connection is healthy after.
+async fn sleep_answers_504(app: axum::Router, pool: &PgPool) {
     let request = http::Request::get("/sleep")
         .body(axum::body::Body::empty())
         .expect("a valid request");
@@ -411,7 +432,7 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
         String::from_utf8_lossy(&body)
     );
     assert!(took < SECS(2), "{took:?}");
-    healthy(&pool).await;
+    healthy(pool).await;
 }
 
 #[get("/begin", timeout_ms = 100)]
