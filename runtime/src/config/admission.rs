@@ -205,8 +205,8 @@ impl QueueConfig {
 ///
 /// [`Config::validate`](super::Config::validate) rejects a `delay_ms` or
 /// `hedge_cost` of 0 and a `max_extra_load` outside `0.0..=1.0`, with
-/// `enabled` off too: [`RequestBuilder::hedge`](crate::client::RequestBuilder::hedge)
-/// hedges one request with these values either way.
+/// `enabled` off too: `RequestBuilder::hedge` (`timebox::client`) hedges
+/// one request with these values either way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HedgeConfig {

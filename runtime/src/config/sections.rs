@@ -104,12 +104,14 @@ pub struct ServerConfig {
     /// [`keep_alive_timeout_secs`](Self::keep_alive_timeout_secs)'s). It
     /// covers the head only: a body that trickles in is bounded by the
     /// route's deadline, under which extractors run, and by nothing on a
-    /// route without one. Applied by [`serve`](crate::server::serve).
+    /// route without one. Applied by `timebox::server::serve` (feature
+    /// `server`).
     pub header_read_timeout_ms: u64,
     /// Longest time an HTTP/1 keep-alive connection (or an HTTP/2 one with
     /// no open stream) may sit idle between requests, in seconds, before it
     /// is closed. Default 75 (nginx's); `0` turns the bound off (idle
-    /// connections stay open). Applied by [`serve`](crate::server::serve).
+    /// connections stay open). Applied by `timebox::server::serve`
+    /// (feature `server`).
     pub keep_alive_timeout_secs: u64,
     /// `[server.grpc]`: the deadlines of gRPC calls.
     pub grpc: GrpcConfig,

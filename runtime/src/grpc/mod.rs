@@ -38,8 +38,8 @@
 //! Every `DEADLINE_EXCEEDED` status the layers make carries a
 //! [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) as its source,
 //! so [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds
-//! for it, and a timebox [`ClientError`](crate::client::ClientError)
-//! converts into a `tonic::Status` for a handler's `?`.
+//! for it, and a timebox `ClientError` (feature `client`) converts into a
+//! `tonic::Status` for a handler's `?`.
 //!
 //! # Shutdown
 //!

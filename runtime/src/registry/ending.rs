@@ -26,8 +26,8 @@ pub enum EndStep {
 }
 
 impl EndStep {
-    /// A stable `snake_case` name, the same the SSE stream's
-    /// [`Step`](crate::server::sse::Step) gives: `"remote_cleanup"`,
+    /// A stable `snake_case` name, the same the SSE stream's `Step`
+    /// (`timebox::server::sse`) gives: `"remote_cleanup"`,
     /// `"evict"`, `"error_event"`, `"done"`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {

@@ -104,7 +104,7 @@ pub(crate) struct ConnectionBounds {
 impl Shutdown {
     /// A coordinator with the bounds of `config.server`: the three waits of
     /// the sequence, and the connection bounds that
-    /// [`serve`](crate::server::serve) applies (`header_read_timeout_ms`,
+    /// `timebox::server::serve` applies (`header_read_timeout_ms`,
     /// `keep_alive_timeout_secs`).
     #[must_use]
     pub fn new(config: &Config) -> Self {
