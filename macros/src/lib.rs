@@ -67,7 +67,7 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// - `min_budget_ms = N`: the time the handler needs (at least 1, below the
 ///   route's own `timeout_ms`; not with `timeout = "off"`). A request with
 ///   less time left is refused before extraction when
-///   `server.admission.deadline_check` is `enforce` (A1); without the key the
+///   `server.admission.deadline_check` is `enforce`; without the key the
 ///   route learns its median from its successful requests.
 ///
 /// Without a key the route takes `server.timeouts.request_timeout_ms` (none
@@ -76,7 +76,8 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// and the client gets `503 Service Unavailable` with `Retry-After`. A
 /// handler error whose `source()` chain holds a deadline error becomes
 /// `504 Gateway Timeout`, except a pool wait the deadline cut short
-/// (`timebox::db`), which answers 503 with `Retry-After` (S11).
+/// (`timebox::db`), which answers 503 with `Retry-After` (the wait ran
+/// out, not the work).
 ///
 /// The handler mounts on a router of every state its extractors accept: one
 /// with a `State<T>` argument on `Router<T>` (or any state `T` can be taken
@@ -115,7 +116,7 @@ pub fn get(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Keys, at most one of the first two: `timeout_ms = N` (the route's
 /// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
 /// deadline); without either, `server.timeouts.request_timeout_ms`; and
-/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
+/// `min_budget_ms = N`, the time the handler needs. The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -138,7 +139,7 @@ pub fn post(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Keys, at most one of the first two: `timeout_ms = N` (the route's
 /// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
 /// deadline); without either, `server.timeouts.request_timeout_ms`; and
-/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
+/// `min_budget_ms = N`, the time the handler needs. The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -161,7 +162,7 @@ pub fn put(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Keys, at most one of the first two: `timeout_ms = N` (the route's
 /// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
 /// deadline); without either, `server.timeouts.request_timeout_ms`; and
-/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
+/// `min_budget_ms = N`, the time the handler needs. The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -185,7 +186,7 @@ pub fn delete(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Keys, at most one of the first two: `timeout_ms = N` (the route's
 /// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
 /// deadline); without either, `server.timeouts.request_timeout_ms`; and
-/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
+/// `min_budget_ms = N`, the time the handler needs. The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///
@@ -208,7 +209,7 @@ pub fn patch(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Keys, at most one of the first two: `timeout_ms = N` (the route's
 /// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
 /// deadline); without either, `server.timeouts.request_timeout_ms`; and
-/// `min_budget_ms = N`, the time the handler needs (A1). A `#[get]` on the same path
+/// `min_budget_ms = N`, the time the handler needs. A `#[get]` on the same path
 /// already answers `HEAD` (with the `GET` deadline); use `#[head]` to answer
 /// it differently. See `get` for the rules and the responses.
 ///
@@ -231,7 +232,7 @@ pub fn head(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Keys, at most one of the first two: `timeout_ms = N` (the route's
 /// deadline, `N` milliseconds, at least 1) or `timeout = "off"` (no
 /// deadline); without either, `server.timeouts.request_timeout_ms`; and
-/// `min_budget_ms = N`, the time the handler needs (A1). The handler stays callable
+/// `min_budget_ms = N`, the time the handler needs. The handler stays callable
 /// as written; collect it with `timebox::routes![..]`. See `get` for the
 /// rules and the responses.
 ///

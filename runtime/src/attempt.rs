@@ -38,7 +38,7 @@ pub enum AttemptKind {
     /// A retry after a failed attempt.
     Retry,
     /// A second request sent beside a first one that is slow to answer
-    /// (A3, `http.client.hedge`): the first answer wins, the other is
+    /// (`http.client.hedge`): the first answer wins, the other is
     /// dropped.
     Hedge,
     /// The next hop of a redirect the engine follows.

@@ -24,8 +24,8 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// A tower layer that gives any HTTP client service the rules of
 /// [`Client`](super::Client): attempts within the deadline, retries that
 /// fit the time left and the host's budget, the host's breaker, redirects
-/// hop by hop, and the deadline headers on every request (C1, C3–C7,
-/// B1–B7). It is the same engine as `Client`'s, not a copy. The call takes
+/// hop by hop, and the deadline headers on every request. It is the same
+/// engine as `Client`'s, not a copy. The call takes
 /// the deadline current where [`Service::call`] is called.
 ///
 /// The inner service is any `Service<http::Request<B>, Response =
@@ -42,7 +42,7 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// sent.
 ///
 /// The response body comes back as the inner service gave it: unlike
-/// `Client`'s (C2), reading it is not bounded by the call's deadline. Read
+/// `Client`'s, reading it is not bounded by the call's deadline. Read
 /// it under [`bounded`](crate::deadline::bounded), or inside a handler's
 /// gate, to cut it there. Waiting for the inner service's readiness (a
 /// `Buffer` or a concurrency limit inside) is bounded by the deadline but

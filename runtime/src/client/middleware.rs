@@ -3,9 +3,8 @@
 //!
 //! A service that already sends through a
 //! `reqwest_middleware::ClientWithMiddleware` adopts timebox's outbound rules
-//! (C1, C3–C7, B1–B7: attempts within the deadline, retries that fit the time
-//! left and the host's budget, breakers, redirects hop by hop, the deadline
-//! headers) by building its client with [`reqwest_builder`] and adding
+//! (attempts within the deadline, retries that fit the time left and the
+//! host's budget, breakers, redirects hop by hop, the deadline headers) by building its client with [`reqwest_builder`] and adding
 //! [`Timebox`]:
 //!
 //! ```
@@ -32,7 +31,7 @@
 //!   the deadline and the host's budget, and a second retrying layer
 //!   multiplies the attempts the budget exists to bound. Replace
 //!   `RetryTransientMiddleware` with `Timebox`.
-//! - **Redirects.** timebox follows them hop by hop (C7), so reqwest must
+//! - **Redirects.** timebox follows them hop by hop, so reqwest must
 //!   not: [`reqwest_builder`] turns its redirects off. A client that follows
 //!   them itself is refused at its first redirect: the call fails with an
 //!   error whose source is a [`RedirectsOn`](super::RedirectsOn) that says so
@@ -44,14 +43,14 @@
 //!   the request was sent and answered. A redirect to another origin
 //!   (scheme, host and port) is the answer, not followed: the reqwest
 //!   client adds its default headers to every request it sends, and such a
-//!   hop must not carry an `Authorization` or a `Cookie` (C7), which
+//!   hop must not carry an `Authorization` or a `Cookie`, which
 //!   timebox cannot take off what reqwest adds.
 //! - **Bodies.** A body reqwest can clone (bytes, text, JSON, a form) is
 //!   sent again on a retry or a `307`/`308`. A streaming body is sent once:
 //!   the call is never retried, and a redirect that would resend the body is
 //!   the answer.
 //! - **The body** of the response is reqwest's own: reading it is not
-//!   bounded by the call's deadline, as `Client`'s is (C2). Read it under
+//!   bounded by the call's deadline, as `Client`'s is. Read it under
 //!   [`bounded`](crate::deadline::bounded), or inside a handler's gate.
 //! - **reqwest's `.timeout()`** on a request applies to each attempt, not
 //!   to the whole call, and its expiry is an error of the chain, not

@@ -70,7 +70,7 @@ impl CallOptions {
         self
     }
 
-    /// Hedges this call, whatever `http.client.hedge.enabled` says (A3):
+    /// Hedges this call, whatever `http.client.hedge.enabled` says:
     /// see [`RequestBuilder::hedge`](super::RequestBuilder::hedge).
     pub const fn hedge(mut self) -> Self {
         self.hedge = true;

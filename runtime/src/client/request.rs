@@ -205,7 +205,7 @@ impl RequestBuilder {
         self
     }
 
-    /// Hedges this call, whatever `http.client.hedge.enabled` says (A3):
+    /// Hedges this call, whatever `http.client.hedge.enabled` says:
     /// when the first attempt has not answered after the delay
     /// (`http.client.hedge.delay_ms`, else the host's p95 latency), a
     /// second one, marked `x-timebox-attempt: 2;hedge`, is sent beside it,

@@ -1,5 +1,5 @@
 //! `[server.admission]` and `[http.client.hedge]`: which work is started at
-//! all, and when a second attempt races a slow first one (DESIGN §14).
+//! all, and when a second attempt races a slow first one.
 
 use std::fmt;
 use std::num::NonZeroUsize;
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// `[server.admission]`: refusing work that cannot finish in time (A1) and
-/// bounding how much runs at once (A2).
+/// `[server.admission]`: refusing work that cannot finish in time and
+/// bounding how much runs at once.
 ///
 /// ```toml
 /// [server.admission]
@@ -195,7 +195,7 @@ impl QueueConfig {
     }
 }
 
-/// `[http.client.hedge]`: a second attempt after a slow first one (A3).
+/// `[http.client.hedge]`: a second attempt after a slow first one.
 ///
 /// Only idempotent requests are hedged, only while the time left covers
 /// the host's median latency, only while the host's retry bucket is at

@@ -19,7 +19,7 @@
 //!   it): a `57014` that arrives when the deadline has passed (or is within
 //!   the 50 ms allowance and the rounding of it) becomes
 //!   [`PgError::DeadlineExceeded`], whose `source()` is the
-//!   [`DeadlineExceeded`], so a handler answers `504` (S6); a `57014` with
+//!   [`DeadlineExceeded`], so a handler answers `504`; a `57014` with
 //!   time left (a shorter timeout of the service's own, say) stays an
 //!   ordinary [`PgError::Database`].
 //! - **Each statement.** `statement_timeout` bounds each statement, from

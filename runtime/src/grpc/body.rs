@@ -34,7 +34,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// is empty: the status is in the response's headers (Trailers-Only).
 ///
 /// On a server with a [`Shutdown`](crate::shutdown::Shutdown), a body still
-/// streaming at phase 2 (G1: remaining streams are told to end) ends with
+/// streaming at phase 2 (when remaining streams are told to end) ends with
 /// trailers saying `UNAVAILABLE`, which gRPC clients retry: at its first
 /// poll that finds no frame ready (a body waiting for its next frame is
 /// woken for it), or once it has sent two more frames. Those two carry a

@@ -33,7 +33,7 @@
 //!   `DEADLINE_EXCEEDED`. A `DEADLINE_EXCEEDED` the peer answers before
 //!   then is its own deadline's (its method's, or its deadline check's): it
 //!   keeps the peer's message and metadata, and is not told as the
-//!   caller's deadline passing (O1).
+//!   caller's deadline passing (in the events of [`observe`](crate::observe)).
 //!
 //! Every `DEADLINE_EXCEEDED` status the layers make carries a
 //! [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) as its source,
@@ -49,8 +49,8 @@
 //! [`Shutdown::wait_drained`] waits for gRPC calls as for HTTP requests,
 //! and once phase 1 begins new calls get `UNAVAILABLE` (14) with
 //! `grpc-retry-pushback-ms` of 1000 to 3000. At phase 2 a response still
-//! streaming ends with trailers saying `UNAVAILABLE` (G1: remaining streams
-//! are told to end), once it has no frame ready or has sent two more, so an
+//! streaming ends with trailers saying `UNAVAILABLE` (phase 2 tells
+//! remaining streams to end), once it has no frame ready or has sent two more, so an
 //! answer a call makes during phase 2 still goes out whole (see
 //! [`GrpcBody`]). A call still waiting for its answer when the sequence
 //! ends (nothing left in flight, or `drain_force_secs` passed) is ended

@@ -9,9 +9,10 @@ use crate::watchdog::TimeoutKind;
 
 use super::Label;
 
-/// One decision timebox made, raised where it was made (O1).
+/// One decision timebox made, raised where it was made.
 ///
-/// Hosts are the B1 host key (`host:port`) of a client's first
+/// Hosts are the host key (`host:port`, the key of the host's budget and
+/// breaker) of a client's first
 /// `max_hosts - 1` hosts, `"other"` after them; routes are the matched route template
 /// (`/users/{id}`), `None` when the request matched no route. So every
 /// label set is bounded.
@@ -19,9 +20,10 @@ use super::Label;
 #[non_exhaustive]
 pub enum Event {
     /// A request got its deadline at entry: told for a request served, for
-    /// one refused as too short (A1, before its `RequestShed`) and for one
-    /// answered at once because its deadline had passed (S4). Not for one
-    /// the concurrency limit's queue sheds (A2) before its route ran: under
+    /// one the deadline check refused as too short (before its
+    /// `RequestShed`) and for one answered at once because its deadline had
+    /// passed. Not for one the concurrency limit's queue sheds before its
+    /// route ran: under
     /// a `TimeboxLayer`, whose deadline a request has (the layer's or its
     /// route's own) is learnt when the route runs.
     DeadlineSet {
@@ -388,12 +390,12 @@ pub enum ShedReason {
     /// The server is shutting down (phase 1 answers 503).
     ShuttingDown,
     /// The request's time left was below its route's service time, and
-    /// `server.admission.deadline_check` is `enforce`: refused with 504 (A1).
+    /// `server.admission.deadline_check` is `enforce`: refused with 504.
     DeadlineTooShort,
     /// As [`ShedReason::DeadlineTooShort`], in `dark` mode: counted, and
     /// served all the same.
     DeadlineTooShortDark,
-    /// The concurrency limit's queue shed it (CoDel, A2): refused with 503.
+    /// The concurrency limit's queue shed it (CoDel): refused with 503.
     Overloaded,
 }
 

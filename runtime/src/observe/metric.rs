@@ -57,7 +57,7 @@ macro_rules! metrics {
                 attributes: &[$($attr),*],
             };
         )*
-        /// Every metric the sinks register, in the order of DESIGN's table.
+        /// Every metric the sinks register, in the order of the README's table.
         pub const METRICS: &[Metric] = &[$($id),*];
     };
 }
@@ -202,7 +202,7 @@ pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Valu
 }
 
 impl CallOutcome {
-    /// The O4 `error.type` of an attempt or call that ended without an
+    /// The `error.type` of an attempt or call that ended without an
     /// answer, `None` for an answer (an attempt's span gives a 4xx or 5xx
     /// answer its status as `error.type`).
     #[must_use]

@@ -3,7 +3,7 @@
 //! Every decision timebox makes (a request's deadline, an attempt and why it
 //! was sent, a retry not made and why, a breaker opening, a stream timing
 //! out, a shutdown phase ending) is raised as one [`Event`] at the point it
-//! is made (O1). The app's [`Observers`] hear them (O2): install one on the
+//! is made. The app's [`Observers`] hear them: install one on the
 //! [`Config`](crate::config::Config) that the app's parts are built from,
 //! and every server layer, client, breaker, budget, stream and shutdown made
 //! from it tells it, and nothing else does. Two apps in one process, or two
@@ -11,7 +11,7 @@
 //! observer, and no `tracing` subscriber listening at `timebox::observe`
 //! `DEBUG`, an event is never built.
 //!
-//! # Sinks (O3)
+//! # Sinks
 //!
 //! - `tracing`, always: each event at `DEBUG` under the target
 //!   `timebox::observe`, its attributes as fields
@@ -33,8 +33,8 @@
     doc = "- `OtelObserver` (feature `otel`): an OpenTelemetry `Meter`, the API only; the app brings the SDK."
 )]
 //!
-//! Both metric sinks register the same [`METRICS`], the table of DESIGN
-//! §13: names, kinds, units and attributes. Attribute values are bounded:
+//! Both metric sinks register the same [`METRICS`], one table of names,
+//! kinds, units and attributes (the README shows it). Attribute values are bounded:
 //! `host` is the host key of one of a client's first `max_hosts - 1` hosts,
 //! or `other`; `route` is the matched route template, or `unmatched` for
 //! what no route told (a request that matched none, one the shutdown gate,

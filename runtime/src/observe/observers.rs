@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::trace;
 use super::Event;
 
-/// Hears every [`Event`] of the app it is installed in (O2).
+/// Hears every [`Event`] of the app it is installed in.
 ///
 /// `on_event` runs on the request path, inside the decision it reports: keep
 /// it synchronous and cheap (count, record, hand off), never block.

@@ -56,7 +56,7 @@
 //!    something that ran out of time) answers `504 Gateway Timeout` with
 //!    `DeadlineCancelled`, whatever the error's own `IntoResponse` says; a
 //!    pool wait the deadline cut short (`timebox::db`) answers 503 with
-//!    `Retry-After` instead (S11: the wait ran out, not the work). Other
+//!    `Retry-After` instead (the wait ran out, not the work). Other
 //!    errors are left alone.
 //!
 //! Only the time to the response head is bounded: a streaming body keeps
@@ -64,10 +64,10 @@
 //!
 //! # Admission
 //!
-//! Before step 3, two rules of `[server.admission]` (DESIGN §14) may keep
+//! Before step 3, two rules of `[server.admission]` may keep
 //! the handler from running at all, so a refused request reads no body:
 //!
-//! - The deadline check (A1, `deadline_check`, default `"dark"`): a request
+//! - The deadline check (`deadline_check`, default `"dark"`): a request
 //!   whose time left is below its route's service time (the route's
 //!   `min_budget_ms`, else the median of its successful requests of the
 //!   last 30 s once there are 100) is refused with `504`, problem+json
@@ -81,7 +81,7 @@
 //!   request on (the first tells it whether the route has a rule of its
 //!   own for that method). A route under a bare `RouteDeadlineLayer` has
 //!   no check.
-//! - The concurrency limit (A2, `concurrency`, default `"off"`), applied by
+//! - The concurrency limit (`concurrency`, default `"off"`), applied by
 //!   [`TimeboxLayer`] to every route under it: a request over the limit
 //!   waits, at most until the deadline known there (the global one,
 //!   shortened by an accepted header), and CoDel sheds it once it waited

@@ -66,7 +66,7 @@ impl<S: Clone + Send + Sync + 'static> Route<S> {
     }
 
     /// The service time the deadline check compares a request's time left
-    /// with (A1; `min_budget_ms = N` in the route macros), instead of the
+    /// with (`min_budget_ms = N` in the route macros), instead of the
     /// route's measured median. Ignored on a route without a deadline.
     #[must_use]
     pub fn min_budget(mut self, min_budget: Duration) -> Self {

@@ -30,7 +30,7 @@
 //! On a shutdown, `[DONE]` comes before the remote cleanup: the steps after
 //! it wait until the response has taken it, so the client has its `[DONE]`
 //! before any remote notice goes out. (The cancel step comes first in every
-//! order, R3: a tool that waits on its call's token in the process hears
+//! order: a tool that waits on its call's token in the process hears
 //! of the shutdown then.) A cancelled stream's client gets at most
 //! 500 ms to take each of these last events (the error event, `[DONE]`), so
 //! one that stopped reading cannot hold the cleanup up or keep the request

@@ -104,7 +104,7 @@ where
     /// The request's registry entry: it is cancelled with the reason the
     /// stream ended for, and dropped (running its cleanups) at the end.
     /// Cancelled elsewhere first ([`Registry::cancel`](crate::registry::Registry::cancel)),
-    /// it ends the stream for the reason recorded (R1: the first reason
+    /// it ends the stream for the reason recorded (the first reason
     /// wins), in that reason's order; a timeout's error event then names
     /// the kind it was given.
     #[must_use]
