@@ -122,7 +122,7 @@ impl Door for ByMiddleware {
         let reqwest = reqwest_builder().build().expect("a reqwest client");
         Self(
             reqwest_middleware::ClientBuilder::new(reqwest)
-                .with(Timebox::with_entropy(config, Entropy::seeded(7)))
+                .with(Timebox::new(config).entropy(Entropy::seeded(7)))
                 .build(),
         )
     }
@@ -174,7 +174,11 @@ struct ByLayer(ClientService<Hyper>);
 
 impl Door for ByLayer {
     fn new(config: &Config) -> Self {
-        Self(ClientLayer::with_entropy(config, Entropy::seeded(7)).layer(hyper()))
+        Self(
+            ClientLayer::new(config)
+                .entropy(Entropy::seeded(7))
+                .layer(hyper()),
+        )
     }
 
     async fn get(

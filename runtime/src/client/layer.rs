@@ -80,15 +80,19 @@ impl ClientLayer {
     /// operating system.
     #[must_use]
     pub fn new(config: &Config) -> Self {
-        Self::with_entropy(config, Entropy::from_os())
+        Self {
+            rules: Arc::new(Rules::new(config, Entropy::from_os())),
+        }
     }
 
-    /// The layer of `config`, drawing backoff jitter and idempotency keys
-    /// from `entropy`.
+    /// Draws backoff jitter and idempotency keys from `entropy` instead (a
+    /// seeded one replays). Set it before cloning the layer: a clone made
+    /// before keeps its source, and the layer returned then has retry
+    /// budgets and breakers of its own.
     #[must_use]
-    pub fn with_entropy(config: &Config, entropy: Entropy) -> Self {
+    pub fn entropy(self, entropy: Entropy) -> Self {
         Self {
-            rules: Arc::new(Rules::new(config, entropy)),
+            rules: Rules::with_entropy(self.rules, entropy),
         }
     }
 

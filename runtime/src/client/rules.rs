@@ -2,6 +2,7 @@
 //! per-host retry budgets and breakers, the backoff and its entropy.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::bounded_map::BoundedMap;
 use crate::breaker::CircuitBreaker;
@@ -39,20 +40,52 @@ impl Rules {
     /// The rules of `config.http.client` and `config.breaker`, drawing jitter
     /// and idempotency keys from `entropy`.
     pub(crate) fn new(config: &Config, entropy: Entropy) -> Self {
-        let client = &config.http.client;
+        Self::of(
+            &config.http.client,
+            &config.breaker,
+            config.observers.clone(),
+            entropy,
+        )
+    }
+
+    fn of(
+        client: &ClientConfig,
+        breaker: &BreakerConfig,
+        observers: Observers,
+        entropy: Entropy,
+    ) -> Self {
         Self {
             budgets: RetryBudgets::new(&client.retry_budget),
             backoff: Backoff::from_config(client),
             config: client.clone(),
             entropy,
             deadline_headers: Formats::written(client),
-            observers: config.observers.clone(),
+            observers,
             labels: BoundedLabels::new(client.retry_budget.max_hosts),
             hedging: Hedging::new(&client.hedge, client.retry_budget.max_hosts),
             follows_other_origins: true,
-            breaker_config: config.breaker.clone(),
+            breaker_config: breaker.clone(),
             breakers: BoundedMap::new(client.retry_budget.max_hosts),
         }
+    }
+
+    /// `rules` drawing from `entropy`: the same rules when nothing else
+    /// holds them, else new rules of the same configuration, with budgets
+    /// and breakers of their own (a door cloned before keeps its rules).
+    pub(crate) fn with_entropy(mut rules: Arc<Self>, entropy: Entropy) -> Arc<Self> {
+        if let Some(only) = Arc::get_mut(&mut rules) {
+            only.entropy = entropy;
+            return rules;
+        }
+        Arc::new(Self {
+            follows_other_origins: rules.follows_other_origins,
+            ..Self::of(
+                &rules.config,
+                &rules.breaker_config,
+                rules.observers.clone(),
+                entropy,
+            )
+        })
     }
 
     /// The rules, following no redirect to another origin (see
@@ -89,5 +122,32 @@ impl fmt::Debug for Rules {
             .field("budgets", &self.budgets)
             .field("breaker", &self.breaker_config)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_entropy_keeps_rules_nothing_else_holds_and_copies_shared_ones() {
+        let config = Config::default();
+        let only = Arc::new(Rules::new(&config, Entropy::seeded(1)));
+        let before = Arc::as_ptr(&only);
+        let only = Rules::with_entropy(only, Entropy::seeded(2));
+        assert_eq!(
+            Arc::as_ptr(&only),
+            before,
+            "the same rules, now drawing from 2"
+        );
+
+        let shared = Arc::new(Rules::new(&config, Entropy::seeded(1)).within_origin());
+        let kept = Arc::clone(&shared);
+        let copied = Rules::with_entropy(shared, Entropy::seeded(2));
+        assert!(!Arc::ptr_eq(&copied, &kept), "the holder keeps its rules");
+        assert!(
+            !copied.follows_other_origins,
+            "the copy keeps the rules' origin policy"
+        );
     }
 }
