@@ -165,6 +165,10 @@ pub use timeout::RouteTimeout;
 /// type of its module, or with a crate that a path in that module starts
 /// from (`use metrics::counter;` beside `async fn metrics()`): rustc says
 /// the name is defined twice, or is ambiguous. Rename the handler.
+///
+/// A function without a route attribute has no such type: rustc says
+/// "expected type, found function" at its name in `routes!`. Give it one
+/// (`#[get("/path")]`, ..).
 #[macro_export]
 macro_rules! routes {
     ($($handler:path),* $(,)?) => {
