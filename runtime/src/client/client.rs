@@ -125,8 +125,8 @@ impl ClientBuilder {
     /// A redirect to another origin (scheme, host and port) is not followed
     /// through such a client: the redirect is the answer. The client adds
     /// its default headers to every request it sends, and a hop to another
-    /// origin must not carry an `Authorization` or a `Cookie`, which
-    /// reqwest does not say whether it has and timebox cannot take off.
+    /// origin must not carry an `Authorization` or a `Cookie`: reqwest does
+    /// not say whether it added one, and timebox cannot take it off.
     ///
     /// ```
     /// use timebox::client::Client;

@@ -25,8 +25,8 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// [`Client`](super::Client): attempts within the deadline, retries that
 /// fit the time left and the host's budget, the host's breaker, redirects
 /// hop by hop, and the deadline headers on every request. It is the same
-/// engine as `Client`'s, not a copy. The call takes
-/// the deadline current where [`Service::call`] is called.
+/// engine as `Client`'s, not a copy. The call takes the deadline current
+/// where [`Service::call`] is called.
 ///
 /// The inner service is any `Service<http::Request<B>, Response =
 /// http::Response<R>>`: hyper-util's legacy client, for one. It must be
@@ -86,9 +86,9 @@ impl ClientLayer {
     }
 
     /// Draws backoff jitter and idempotency keys from `entropy` instead (a
-    /// seeded one replays). Set it before cloning the layer: a clone made
-    /// before keeps its source, and the layer returned then has retry
-    /// budgets and breakers of its own.
+    /// seeded one replays). A clone of the layer, or a service it made,
+    /// before this call keeps drawing from the old source; all of them
+    /// still share the per-host budgets, breakers and latencies.
     #[must_use]
     pub fn entropy(self, entropy: Entropy) -> Self {
         Self {

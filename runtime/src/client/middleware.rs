@@ -4,8 +4,8 @@
 //! A service that already sends through a
 //! `reqwest_middleware::ClientWithMiddleware` adopts timebox's outbound rules
 //! (attempts within the deadline, retries that fit the time left and the
-//! host's budget, breakers, redirects hop by hop, the deadline headers) by building its client with [`reqwest_builder`] and adding
-//! [`Timebox`]:
+//! host's budget, breakers, redirects hop by hop, the deadline headers) by
+//! building its client with [`reqwest_builder`] and adding [`Timebox`]:
 //!
 //! ```
 //! use timebox::client::middleware::{reqwest_builder, Timebox};
@@ -43,8 +43,8 @@
 //!   the request was sent and answered. A redirect to another origin
 //!   (scheme, host and port) is the answer, not followed: the reqwest
 //!   client adds its default headers to every request it sends, and such a
-//!   hop must not carry an `Authorization` or a `Cookie`, which
-//!   timebox cannot take off what reqwest adds.
+//!   hop must not carry an `Authorization` or a `Cookie`: timebox cannot
+//!   take off what reqwest adds.
 //! - **Bodies.** A body reqwest can clone (bytes, text, JSON, a form) is
 //!   sent again on a retry or a `307`/`308`. A streaming body is sent once:
 //!   the call is never retried, and a redirect that would resend the body is
@@ -111,9 +111,9 @@ impl Timebox {
     }
 
     /// Draws backoff jitter and idempotency keys from `entropy` instead (a
-    /// seeded one replays). Set it before cloning the middleware: a clone
-    /// made before keeps its source, and the middleware returned then has
-    /// retry budgets and breakers of its own.
+    /// seeded one replays). A clone of the middleware made before this call
+    /// keeps drawing from the old source; both still share the per-host
+    /// budgets, breakers and latencies.
     #[must_use]
     pub fn entropy(self, entropy: Entropy) -> Self {
         Self {

@@ -15,7 +15,10 @@ use crate::retry::{Backoff, RetryBudgets};
 use super::hedge::Hedging;
 
 /// The state the call engine reads and updates: one per `Client`,
-/// middleware or layer, shared by its clones.
+/// middleware or layer, shared by its clones. A clone of the `Rules`
+/// themselves shares the per-host state too (budgets, breakers, hedging
+/// latencies, labels): only its settings are its own.
+#[derive(Clone)]
 pub(crate) struct Rules {
     pub(crate) config: ClientConfig,
     pub(crate) budgets: RetryBudgets,
@@ -25,67 +28,44 @@ pub(crate) struct Rules {
     pub(crate) deadline_headers: Formats,
     /// Who hears the calls' events, and the `host` values they give.
     pub(crate) observers: Observers,
-    pub(crate) labels: BoundedLabels,
-    pub(crate) hedging: Hedging,
+    pub(crate) labels: Arc<BoundedLabels>,
+    pub(crate) hedging: Arc<Hedging>,
     /// Whether a redirect to another origin is followed. Not through a
     /// caller's own reqwest client: it adds its default headers (an
     /// `Authorization`, a `Cookie`) to every request it sends, where a
     /// hop cannot take them off.
     pub(crate) follows_other_origins: bool,
     breaker_config: BreakerConfig,
-    breakers: BoundedMap<CircuitBreaker>,
+    breakers: Arc<BoundedMap<CircuitBreaker>>,
 }
 
 impl Rules {
     /// The rules of `config.http.client` and `config.breaker`, drawing jitter
     /// and idempotency keys from `entropy`.
     pub(crate) fn new(config: &Config, entropy: Entropy) -> Self {
-        Self::of(
-            &config.http.client,
-            &config.breaker,
-            config.observers.clone(),
-            entropy,
-        )
-    }
-
-    fn of(
-        client: &ClientConfig,
-        breaker: &BreakerConfig,
-        observers: Observers,
-        entropy: Entropy,
-    ) -> Self {
+        let client = &config.http.client;
         Self {
             budgets: RetryBudgets::new(&client.retry_budget),
             backoff: Backoff::from_config(client),
             config: client.clone(),
             entropy,
             deadline_headers: Formats::written(client),
-            observers,
-            labels: BoundedLabels::new(client.retry_budget.max_hosts),
-            hedging: Hedging::new(&client.hedge, client.retry_budget.max_hosts),
+            observers: config.observers.clone(),
+            labels: Arc::new(BoundedLabels::new(client.retry_budget.max_hosts)),
+            hedging: Arc::new(Hedging::new(&client.hedge, client.retry_budget.max_hosts)),
             follows_other_origins: true,
-            breaker_config: breaker.clone(),
-            breakers: BoundedMap::new(client.retry_budget.max_hosts),
+            breaker_config: config.breaker.clone(),
+            breakers: Arc::new(BoundedMap::new(client.retry_budget.max_hosts)),
         }
     }
 
     /// `rules` drawing from `entropy`: the same rules when nothing else
-    /// holds them, else new rules of the same configuration, with budgets
-    /// and breakers of their own (a door cloned before keeps its rules).
+    /// holds them, else a copy that shares their per-host state (a door
+    /// cloned before, or a service made before, keeps drawing from the old
+    /// source).
     pub(crate) fn with_entropy(mut rules: Arc<Self>, entropy: Entropy) -> Arc<Self> {
-        if let Some(only) = Arc::get_mut(&mut rules) {
-            only.entropy = entropy;
-            return rules;
-        }
-        Arc::new(Self {
-            follows_other_origins: rules.follows_other_origins,
-            ..Self::of(
-                &rules.config,
-                &rules.breaker_config,
-                rules.observers.clone(),
-                entropy,
-            )
-        })
+        Arc::make_mut(&mut rules).entropy = entropy;
+        rules
     }
 
     /// The rules, following no redirect to another origin (see
@@ -130,7 +110,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn new_entropy_keeps_rules_nothing_else_holds_and_copies_shared_ones() {
+    fn new_entropy_keeps_rules_nothing_else_holds_and_copies_shared_ones_with_their_state() {
         let config = Config::default();
         let only = Arc::new(Rules::new(&config, Entropy::seeded(1)));
         let before = Arc::as_ptr(&only);
@@ -149,5 +129,11 @@ mod tests {
             !copied.follows_other_origins,
             "the copy keeps the rules' origin policy"
         );
+        // The per-host state is one: what one learns, the other sees.
+        assert!(Arc::ptr_eq(&copied.breakers, &kept.breakers));
+        assert!(Arc::ptr_eq(&copied.hedging, &kept.hedging));
+        assert!(Arc::ptr_eq(&copied.labels, &kept.labels));
+        let _ = kept.budgets.for_host("up:80");
+        assert_eq!(copied.budgets.len(), 1, "one table of budgets");
     }
 }

@@ -50,8 +50,8 @@
 //! and once phase 1 begins new calls get `UNAVAILABLE` (14) with
 //! `grpc-retry-pushback-ms` of 1000 to 3000. At phase 2 a response still
 //! streaming ends with trailers saying `UNAVAILABLE` (phase 2 tells
-//! remaining streams to end), once it has no frame ready or has sent two more, so an
-//! answer a call makes during phase 2 still goes out whole (see
+//! remaining streams to end), once it has no frame ready or has sent two
+//! more, so an answer a call makes during phase 2 still goes out whole (see
 //! [`GrpcBody`]). A call still waiting for its answer when the sequence
 //! ends (nothing left in flight, or `drain_force_secs` passed) is ended
 //! then with `UNAVAILABLE` and its handler dropped, as

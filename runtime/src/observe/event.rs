@@ -12,10 +12,9 @@ use super::Label;
 /// One decision timebox made, raised where it was made.
 ///
 /// Hosts are the host key (`host:port`, the key of the host's budget and
-/// breaker) of a client's first
-/// `max_hosts - 1` hosts, `"other"` after them; routes are the matched route template
-/// (`/users/{id}`), `None` when the request matched no route. So every
-/// label set is bounded.
+/// breaker) of a client's first `max_hosts - 1` hosts, `"other"` after
+/// them; routes are the matched route template (`/users/{id}`), `None`
+/// when the request matched no route. So every label set is bounded.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {

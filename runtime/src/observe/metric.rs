@@ -202,9 +202,9 @@ pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Valu
 }
 
 impl CallOutcome {
-    /// The `error.type` of an attempt or call that ended without an
-    /// answer, `None` for an answer (an attempt's span gives a 4xx or 5xx
-    /// answer its status as `error.type`).
+    /// OpenTelemetry's `error.type` attribute of an attempt or call that
+    /// ended without an answer, `None` for an answer (an attempt's span
+    /// gives a 4xx or 5xx answer its status as `error.type`).
     #[must_use]
     pub const fn error_type(self) -> Option<&'static str> {
         match self {

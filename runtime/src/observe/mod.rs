@@ -34,9 +34,9 @@
 )]
 //!
 //! Both metric sinks register the same [`METRICS`], one table of names,
-//! kinds, units and attributes (the README shows it). Attribute values are bounded:
-//! `host` is the host key of one of a client's first `max_hosts - 1` hosts,
-//! or `other`; `route` is the matched route template, or `unmatched` for
+//! kinds, units and attributes (the README shows it). Attribute values are
+//! bounded: `host` is the host key of one of a client's first
+//! `max_hosts - 1` hosts, or `other`; `route` is the matched route template, or `unmatched` for
 //! what no route told (a request that matched none, one the shutdown gate,
 //! which runs before routing, refused, or an outbound call's own deadline,
 //! told by the call, which does not know its caller's route); a gRPC method
