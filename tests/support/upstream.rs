@@ -119,6 +119,18 @@ pub async fn redirecting_to_another_origin(other_seen: &Recorder) -> SocketAddr 
     .await
 }
 
+/// Checks that a call to [`redirecting_to_another_origin`] got the redirect
+/// itself as its answer (`status`), and that the other origin was never
+/// called.
+pub fn the_redirect_was_the_answer(status: http::StatusCode, other_seen: &Recorder) {
+    assert_eq!(status, http::StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(
+        other_seen.hits().len(),
+        0,
+        "the other origin was not called"
+    );
+}
+
 /// Default headers with an `Authorization`, as a caller's reqwest client
 /// may carry on every request it sends.
 pub fn a_default_authorization() -> http::HeaderMap {
