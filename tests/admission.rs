@@ -48,6 +48,16 @@ fn config(sim: &Sim, check: DeadlineCheck) -> Config {
     config
 }
 
+/// The deadline check enforced, behind a concurrency limit of one, with
+/// a 30 s global deadline.
+fn enforced_behind_one_slot(sim: &Sim) -> Config {
+    let mut config = config(sim, DeadlineCheck::Enforce);
+    config.server.admission.concurrency =
+        Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
+    config.server.timeouts.request_timeout_ms = Some(30_000);
+    config
+}
+
 fn app(sim: &Sim, config: &Config) -> SimApp {
     sim.app(routes![work, fixed].into_router(config))
 }
@@ -302,10 +312,7 @@ async fn busy() -> &'static str {
 /// refused as too short.
 #[sim_test]
 async fn a_route_deadline_spent_in_the_queue_is_told_at_admission_not_judged(sim: Sim) {
-    let mut config = config(&sim, DeadlineCheck::Enforce);
-    config.server.admission.concurrency =
-        Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
-    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let config = enforced_behind_one_slot(&sim);
     let router: Router = routes![busy, brief].into_router(&config);
     let app = sim.app(router.layer(TimeboxLayer::new(&config)));
     let holder = spawned(&app, request("GET", "/busy")).await;
@@ -323,10 +330,7 @@ async fn a_route_deadline_spent_in_the_queue_is_told_at_admission_not_judged(sim
 /// twice: in the estimate, and off the time left.
 #[sim_test]
 async fn a_macro_route_learns_its_service_time_after_the_queue(sim: Sim) {
-    let mut config = config(&sim, DeadlineCheck::Enforce);
-    config.server.admission.concurrency =
-        Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
-    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let config = enforced_behind_one_slot(&sim);
     let router: Router = routes![busy, work].into_router(&config);
     let app = sim.app(router.layer(TimeboxLayer::new(&config)));
     // A hundred successes of `/work` (40 ms), each after 80 ms in the
@@ -691,10 +695,7 @@ async fn a_plain_axum_route_under_the_timebox_layer_gets_the_same_check(sim: Sim
 /// from there too, the wait included.
 #[sim_test]
 async fn a_plain_route_learns_its_service_time_from_its_arrival(sim: Sim) {
-    let mut config = config(&sim, DeadlineCheck::Enforce);
-    config.server.admission.concurrency =
-        Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
-    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let config = enforced_behind_one_slot(&sim);
     let app = sim.app(plain_routes(&config));
     // A hundred successes of `/plain` (40 ms), each after 80 ms in the
     // queue behind `/held`: 120 ms from arrival.
