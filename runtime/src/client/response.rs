@@ -8,7 +8,7 @@ use http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::deadline::{bounded, Deadline};
-use crate::observe::{waiting_at, Event, Observers, Stage};
+use crate::observe::{tell_outbound_deadline, waiting_at, Observers, Stage};
 
 use super::transport::ResponseBody;
 use super::ClientError;
@@ -126,9 +126,9 @@ impl Response {
             observers,
             ..
         } = self;
-        futures_util::stream::unfold(Some(body), move |body| {
-            let observers = observers.clone();
-            async move {
+        futures_util::stream::unfold(
+            (Some(body), observers),
+            move |(body, observers)| async move {
                 let mut body = body?;
                 let next = async {
                     match body.next_chunk().await {
@@ -137,12 +137,12 @@ impl Response {
                     }
                 };
                 match under_deadline(deadline, &observers, next).await {
-                    Ok(Some(chunk)) => Some((Ok(chunk), Some(body))),
+                    Ok(Some(chunk)) => Some((Ok(chunk), (Some(body), observers))),
                     Ok(None) => None,
-                    Err(err) => Some((Err(err), None)),
+                    Err(err) => Some((Err(err), (None, observers))),
                 }
-            }
-        })
+            },
+        )
     }
 }
 
@@ -160,10 +160,7 @@ async fn under_deadline<T>(
             return read.await;
         };
         deadline.scope(bounded(read)).await.unwrap_or_else(|_| {
-            observers.emit(|| Event::DeadlineExceeded {
-                stage: Stage::Outbound,
-                route: None,
-            });
+            tell_outbound_deadline(observers);
             Err(ClientError::deadline())
         })
     })

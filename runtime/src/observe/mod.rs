@@ -98,12 +98,13 @@ pub use observers::{Observer, Observers};
 #[cfg(feature = "otel")]
 pub use otel::OtelObserver;
 pub use recording::Recording;
-#[cfg(feature = "client")]
-pub(crate) use waiting::an_owner_tells;
 #[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use waiting::noting;
 #[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use waiting::owner_tells;
+#[cfg(feature = "client")]
+#[cfg(feature = "client")]
+pub(crate) use waiting::tell_outbound_deadline;
 #[cfg(any(feature = "sqlx", feature = "client"))]
 pub(crate) use waiting::waiting_at;
 #[cfg(feature = "grpc")]

@@ -43,6 +43,19 @@ pub(crate) fn an_owner_tells() -> bool {
     OWNER_TELLS.try_with(Cell::get).unwrap_or(false)
 }
 
+/// Tells that an outbound call's own deadline passed (at the `outbound`
+/// stage, with no route: the call does not know its caller's), unless an
+/// owner that tells its deadline itself is dropping the call.
+#[cfg(feature = "client")]
+pub(crate) fn tell_outbound_deadline(observers: &super::Observers) {
+    if !an_owner_tells() {
+        observers.emit(|| super::Event::DeadlineExceeded {
+            stage: Stage::Outbound,
+            route: None,
+        });
+    }
+}
+
 /// Runs one poll (`poll`) of a request's future; the poll's result and the
 /// stage it was left waiting at, when a [`WaitingAt`] inside said. An outer
 /// `noting` sees the same stage.

@@ -11,7 +11,7 @@ use url::Url;
 use crate::client::rules::Rules;
 use crate::client::{span, Attempt, AttemptKind, CallOptions, ClientError};
 use crate::deadline::{Deadline, Format};
-use crate::observe::{an_owner_tells, CallOutcome, Event, Label, Stage};
+use crate::observe::{tell_outbound_deadline, CallOutcome, Event, Label};
 use crate::retry::{is_idempotent, RetryBudget};
 
 use super::attempt::UnderWay;
@@ -183,11 +183,8 @@ impl<B> Call<B> {
         let observers = &self.rules.observers;
         // Dropped by a route or a gRPC method whose deadline passed, the
         // call leaves the deadline to its owner, which tells it once.
-        if outcome == CallOutcome::DeadlineExceeded && !an_owner_tells() {
-            observers.emit(|| Event::DeadlineExceeded {
-                stage: Stage::Outbound,
-                route: None,
-            });
+        if outcome == CallOutcome::DeadlineExceeded {
+            tell_outbound_deadline(observers);
         }
         observers.emit(|| Event::CallFinished {
             host: self.label(),
