@@ -110,10 +110,11 @@ impl Counted {
         self.drain.is_cancelled()
     }
 
-    /// Whether the drain ends the body now: phase 2 has begun, and the
-    /// body has sent since what a unary answer needs.
-    fn drain_due(&self) -> bool {
-        self.is_drained() && self.sent_since_drain >= FRAMES_AFTER_DRAIN
+    /// Whether the drain ends the body now, `drained` saying whether phase
+    /// 2 has begun: it has, and the body has sent since what a unary answer
+    /// needs.
+    fn drain_due(&self, drained: bool) -> bool {
+        drained && self.sent_since_drain >= FRAMES_AFTER_DRAIN
     }
 
     /// Whether the shutdown's sequence has ended; when it has not, the task
@@ -284,10 +285,14 @@ where
         let mut state = this.state;
         // G1: at phase 2 a stream ends, also one whose frames are always
         // ready, once it has sent what a unary answer needs.
-        if this.counted.as_ref().is_some_and(Counted::drain_due) {
+        let drained = this.counted.as_ref().is_some_and(Counted::is_drained);
+        if this
+            .counted
+            .as_ref()
+            .is_some_and(|counted| counted.drain_due(drained))
+        {
             return drained_end(state, this.counted);
         }
-        let drained = this.counted.as_ref().is_some_and(Counted::is_drained);
         let polled = match state.as_mut().project() {
             StateProj::Plain(body) => body.poll_frame(cx).map_err(Into::into),
             StateProj::Empty => return Poll::Ready(None),
