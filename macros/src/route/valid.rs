@@ -124,7 +124,6 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
     let mut timeout = Timeout::Inherit;
     let mut min_budget = None;
     let mut min_budget_key = Span::call_site();
-    let mut conflict = false;
     for entry in entries {
         if seen.contains(&entry.key) {
             errors.push(syn::Error::new(
@@ -140,7 +139,6 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
                 entry.key_span,
                 "`timeout_ms` and `timeout = \"off\"` cannot both be set; keep one",
             ));
-            conflict = true;
         }
         seen.push(entry.key);
         match entry.key {
@@ -162,6 +160,7 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
     }
     // With both deadline keys set, which one the route has is the user's
     // to say: `min_budget_ms` is compared with neither.
+    let conflict = seen.contains(&Key::TimeoutMs) && seen.contains(&Key::Timeout);
     if let Some((millis, span)) = min_budget.filter(|_| !conflict) {
         match timeout {
             Timeout::Off => errors.push(syn::Error::new(
@@ -261,17 +260,16 @@ fn timeout_off(value: &Expr) -> syn::Result<()> {
         Expr::Lit(ExprLit {
             lit: Lit::Int(literal),
             ..
-        }) if literal.base10_digits() == "0" => Err(syn::Error::new_spanned(
-            value,
-            "`timeout` accepts only `\"off\"`; for no deadline write `timeout = \"off\"`",
-        )),
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(literal),
-            ..
-        }) => Err(syn::Error::new_spanned(
-            value,
-            format!("`timeout` accepts only `\"off\"`; for a deadline in milliseconds write `timeout_ms = {}`", literal.base10_digits()),
-        )),
+        }) => {
+            let fix = match literal.base10_digits() {
+                "0" => "for no deadline write `timeout = \"off\"`".to_owned(),
+                millis => format!("for a deadline in milliseconds write `timeout_ms = {millis}`"),
+            };
+            Err(syn::Error::new_spanned(
+                value,
+                format!("`timeout` accepts only `\"off\"`; {fix}"),
+            ))
+        }
         _ => Err(syn::Error::new_spanned(
             value,
             "`timeout` accepts only `\"off\"`; for a deadline write `timeout_ms = N`",
