@@ -672,8 +672,7 @@ async fn reqwest_tracing_after_the_middleware_opens_one_span_per_attempt() {
     use tracing_subscriber::layer::SubscriberExt;
 
     let spans = SpanCount::default();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let _subscriber = support::logs::scoped(tracing_subscriber::registry().with(spans.clone()));
     let recorder = Recorder::new();
     let addr = serve(redirect_then_retry(&recorder)).await;
     let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())

@@ -25,7 +25,7 @@ async fn attempt_spans<F: std::future::Future<Output = ()>>(body: F) -> Vec<Span
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("timebox-test")));
     {
-        let _default = tracing::subscriber::set_default(subscriber);
+        let _default = support::logs::scoped(subscriber);
         body.await;
     }
     provider.force_flush().expect("the spans are exported");

@@ -219,6 +219,21 @@ async fn the_timeouts_log_line_says_where_its_deadline_came_from() {
     );
 }
 
+/// The log capture the tests above rely on sees a line that another thread
+/// (another test, running alongside) reached first with no subscriber.
+#[test]
+fn a_captured_line_is_seen_when_another_thread_reached_it_first() {
+    fn say() {
+        tracing::debug!("said on two threads");
+    }
+    let (logs, _guard) = support::logs::Logs::capture();
+    std::thread::spawn(say)
+        .join()
+        .expect("the other thread says it");
+    say();
+    assert_eq!(logs.lines_with("said on two threads").len(), 1);
+}
+
 #[get("/zero", timeout_ms = 5000)]
 async fn zero() -> &'static str {
     ZERO_HITS.fetch_add(1, Ordering::SeqCst);

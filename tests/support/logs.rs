@@ -1,10 +1,27 @@
 //! Capturing what timebox logs, to check that a decision was said.
 
 use std::io;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use tracing::subscriber::DefaultGuard;
+use tracing::subscriber::{DefaultGuard, NoSubscriber};
+use tracing::Dispatch;
 use tracing_subscriber::fmt::MakeWriter;
+
+/// Makes `subscriber` the current thread's default until the guard drops,
+/// seeing every event of this thread even while other tests' threads run
+/// the same code.
+///
+/// tracing caches, per callsite, whether any subscriber wants it. While a
+/// single dispatcher is registered, a callsite that another thread reaches
+/// first is asked of that thread's default alone: with no subscriber there,
+/// the callsite is cached as wanted by nobody, and this thread's subscriber
+/// never sees it. A second dispatcher that lives for the whole test binary
+/// makes tracing ask every registered one.
+pub fn scoped(subscriber: impl Into<Dispatch>) -> DefaultGuard {
+    static SECOND_DISPATCHER: OnceLock<Dispatch> = OnceLock::new();
+    SECOND_DISPATCHER.get_or_init(|| Dispatch::new(NoSubscriber::default()));
+    tracing::dispatcher::set_default(&subscriber.into())
+}
 
 /// Every line logged on this thread while the guard lives, at debug and up,
 /// without colours.
@@ -21,8 +38,7 @@ impl Logs {
             .with_max_level(tracing::Level::DEBUG)
             .with_ansi(false)
             .finish();
-        let guard = tracing::subscriber::set_default(subscriber);
-        (logs, guard)
+        (logs, scoped(subscriber))
     }
 
     /// The one line that contains `needle`, checked to hold every one of
