@@ -20,7 +20,6 @@ use timebox::client::{Client, ClientError};
 use timebox::config::Config;
 use timebox::deadline::header::DEADLINE_HEADER;
 use timebox::deadline::Deadline;
-use tokio::net::TcpListener;
 use tokio::time::{sleep, Instant};
 
 use support::time::{MS, SECS};
@@ -477,13 +476,13 @@ async fn an_opted_in_post_keeps_the_callers_own_idempotency_key_on_every_attempt
 
 #[tokio::test]
 async fn a_refused_connection_without_retries_is_a_connect_error() {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
+    // Bound and kept, but not listening: no other test can take the port,
+    // and a connection to it is refused.
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("an address"))
         .expect("a port on 127.0.0.1");
-    let addr = listener
-        .local_addr()
-        .expect("a bound listener has an address");
-    drop(listener);
+    let addr = socket.local_addr().expect("a bound socket has an address");
     let client = client();
 
     let err = ends(
@@ -494,6 +493,7 @@ async fn a_refused_connection_without_retries_is_a_connect_error() {
 
     assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
     assert_eq!(err.to_string(), "connection failed");
+    drop(socket);
 }
 
 // §15 C3: a caller's shorter header goes out as set on the first attempt.
