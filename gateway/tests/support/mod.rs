@@ -102,6 +102,17 @@ impl Gateway {
         })
     }
 
+    /// The first stderr line containing every one of `needles`, waiting
+    /// for it at most `bound`.
+    pub fn wait_for_log_line(&self, needles: &[&str], bound: Duration) -> Option<String> {
+        self.wait_for(bound, |lines| {
+            lines
+                .iter()
+                .find(|(_, line)| needles.iter().all(|needle| line.contains(needle)))
+                .map(|(_, line)| line.clone())
+        })
+    }
+
     /// Waits at most `bound` for `seen` to find something in the stderr
     /// lines (each with the time it was read), looking again at every new
     /// line.
@@ -590,4 +601,35 @@ impl Drop for FlakyProxy {
             runtime.shutdown_background();
         }
     }
+}
+
+/// The time from `earlier` to `later`, two lines of the gateway's log, by
+/// the timestamps the gateway wrote on them (`2026-12-05T08:41:00.123456Z`,
+/// first on each line: its log has no colours when stderr is a pipe):
+/// unlike the times this process read them, those do not move when a
+/// reader is slow to be scheduled.
+pub fn logged_between(earlier: &str, later: &str) -> Duration {
+    const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+    let (earlier, later) = (time_of_day(earlier), time_of_day(later));
+    // Across midnight, the later line's time of day is the smaller.
+    later
+        .checked_sub(earlier)
+        .unwrap_or_else(|| later + DAY - earlier)
+}
+
+/// The time since midnight a log line's timestamp says.
+fn time_of_day(line: &str) -> Duration {
+    let time = line
+        .get(11..)
+        .and_then(|rest| rest.split_once('Z'))
+        .and_then(|(time, _)| {
+            let mut parts = time.split(':');
+            let hours: u64 = parts.next()?.parse().ok()?;
+            let minutes: u64 = parts.next()?.parse().ok()?;
+            let seconds: f64 = parts.next()?.parse().ok()?;
+            Some(
+                Duration::from_secs((hours * 60 + minutes) * 60) + Duration::from_secs_f64(seconds),
+            )
+        });
+    time.unwrap_or_else(|| panic!("no `YYYY-MM-DDTHH:MM:SS.ffffffZ` timestamp in {line:?}"))
 }
