@@ -102,9 +102,10 @@ impl<F: Future> Future for Scope<F> {
 /// record, finishing a cache fill) and for simulated remote hosts, which learn
 /// a caller's deadline only from the header, as a real remote would.
 ///
-/// `future` may also be a [`Stream`]: the `Unscoped` is then a stream
-/// whose every poll runs with no current deadline (a simulated host's
-/// response body, read by a caller under its own deadline).
+/// `future` may also be a [`Stream`], or an `http_body::Body` (with the
+/// `server`, `client` or `grpc` feature): the `Unscoped` is then a stream,
+/// or a body, whose every poll runs with no current deadline (a simulated
+/// host's response body, read by a caller under its own deadline).
 ///
 /// # Examples
 ///
@@ -128,8 +129,8 @@ pub fn unscoped<F>(future: F) -> Unscoped<F> {
     Unscoped { future }
 }
 
-/// Future (or stream) for [`unscoped`]: runs the inner future's (or
-/// stream's) polls with no current deadline.
+/// Future (or stream, or body) for [`unscoped`]: runs the inner future's
+/// (or stream's, or body's) polls with no current deadline.
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
@@ -163,6 +164,28 @@ impl<S: Stream> Stream for Unscoped<S> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
+        self.future.size_hint()
+    }
+}
+
+#[cfg(any(feature = "server", feature = "client", feature = "grpc"))]
+impl<B: http_body::Body> http_body::Body for Unscoped<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        let body = self.project().future;
+        with_current(None, || body.poll_frame(cx))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.future.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
         self.future.size_hint()
     }
 }
