@@ -5,6 +5,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use timebox::deadline::Deadline;
 use timebox::server::{RouteDeadlineLayer, RouteTimeout};
 use timebox::sim::Sim;
 use timebox::sim_test;
@@ -175,6 +176,29 @@ async fn requests_through_the_app_take_virtual_time(sim: Sim) {
     let app = sim.app(timebox::routes![stuck].into_router(&timebox::config::Config::default()));
     let _ = app.request(support::http::request("GET", "/stuck")).await;
     assert_eq!(start.elapsed(), Duration::from_millis(50));
+}
+
+/// The app is a server apart from the test that calls it: neither its
+/// handler nor the body it streams sees the deadline the test awaits it
+/// under.
+#[sim_test]
+async fn the_app_and_its_body_run_without_the_callers_deadline(sim: Sim) {
+    fn seen(at: &str) -> String {
+        format!("{at}: {}", Deadline::current().is_some())
+    }
+    let app = sim.app(axum::Router::new().fallback(|| async {
+        let handler = seen("handler");
+        let body = futures_util::stream::once(async move {
+            Ok::<_, std::convert::Infallible>(format!("{handler}, {}", seen("body")))
+        });
+        axum::body::Body::from_stream(body)
+    }));
+    let answer = Deadline::after(Duration::from_secs(5))
+        .scope(async {
+            support::http::text(app.request(support::http::request("GET", "/")).await).await
+        })
+        .await;
+    assert_eq!(answer, "handler: false, body: false");
 }
 
 // M1: a paused clock from the start.

@@ -8,6 +8,7 @@ use axum::Router;
 use http::{Request, Response};
 use tower_service::Service;
 
+use crate::deadline::unscoped;
 use crate::entropy::Entropy;
 use crate::problem;
 use crate::server::ShutdownGate;
@@ -48,19 +49,34 @@ impl SimApp {
 
     /// Sends `request` through the app and returns its response.
     ///
+    /// The app runs as a server would, apart from its caller: awaited
+    /// inside a [`Deadline::scope`](crate::deadline::Deadline::scope), its
+    /// routes, and the response's body when it is read, see no deadline of
+    /// the caller's (a caller bounds its own wait with
+    /// [`bounded`](crate::deadline::bounded()) or a timeout around the call).
+    /// A deadline reaches the app as it reaches a server: in a header of
+    /// `server.timeouts.deadline_headers`, when
+    /// `server.timeouts.accept_deadline_header` is on (it is off by
+    /// default).
+    ///
     /// # Cancellation safety
     ///
     /// Dropping the future drops the request, as a client that went away.
     pub async fn request(&self, mut request: Request<Body>) -> Response<Body> {
         request.extensions_mut().insert(self.entropy.clone());
-        let mut response = match &self.shutdown {
-            Some(shutdown) => call(ShutdownGate::new(self.router.clone(), shutdown), request).await,
-            None => call(self.router.clone(), request).await,
+        let answer = async {
+            match &self.shutdown {
+                Some(shutdown) => {
+                    call(ShutdownGate::new(self.router.clone(), shutdown), request).await
+                }
+                None => call(self.router.clone(), request).await,
+            }
         };
+        let mut response = unscoped(answer).await;
         // An error's own answer (an open breaker's, a cut pool wait's) is
         // made without the request and its source: drawn again from ours.
         problem::redraw_retry_after(&mut response, &self.entropy);
-        response
+        response.map(|body| Body::new(unscoped(body)))
     }
 }
 
