@@ -94,22 +94,21 @@ impl Gateway {
     /// When the first stderr line containing every one of `needles` was
     /// written, waiting for it at most `bound`.
     pub fn wait_for_log(&self, needles: &[&str], bound: Duration) -> Option<Instant> {
-        self.wait_for(bound, |lines| {
-            lines
-                .iter()
-                .find(|(_, line)| needles.iter().all(|needle| line.contains(needle)))
-                .map(|(at, _)| *at)
-        })
+        self.wait_for_log_line(needles, bound).map(|(at, _)| at)
     }
 
-    /// The first stderr line containing every one of `needles`, waiting
-    /// for it at most `bound`.
-    pub fn wait_for_log_line(&self, needles: &[&str], bound: Duration) -> Option<String> {
+    /// The first stderr line containing every one of `needles`, with when
+    /// it was read, waiting for it at most `bound`.
+    pub fn wait_for_log_line(
+        &self,
+        needles: &[&str],
+        bound: Duration,
+    ) -> Option<(Instant, String)> {
         self.wait_for(bound, |lines| {
             lines
                 .iter()
                 .find(|(_, line)| needles.iter().all(|needle| line.contains(needle)))
-                .map(|(_, line)| line.clone())
+                .cloned()
         })
     }
 
