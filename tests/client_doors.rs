@@ -543,12 +543,8 @@ doors!(
 struct Attempts(Arc<Mutex<Vec<Attempt>>>);
 
 impl Attempts {
-    fn seen(&self) -> Vec<(u32, AttemptKind)> {
-        let attempts = self.0.lock().expect("not poisoned");
-        attempts
-            .iter()
-            .map(|attempt| (attempt.number, attempt.kind))
-            .collect()
+    fn seen(&self) -> Vec<Attempt> {
+        self.0.lock().expect("not poisoned").clone()
     }
 
     fn record(&self, extensions: &http::Extensions) {
@@ -620,10 +616,20 @@ fn redirect_then_retry(recorder: &Recorder) -> Router {
     })
 }
 
-const FIRST_REDIRECT_RETRY: [(u32, AttemptKind); 3] = [
-    (1, AttemptKind::First),
-    (2, AttemptKind::Redirect),
-    (3, AttemptKind::Retry),
+/// Written as the contract writes an attempt, `Attempt { number, kind }`.
+const FIRST_REDIRECT_RETRY: [Attempt; 3] = [
+    Attempt {
+        number: 1,
+        kind: AttemptKind::First,
+    },
+    Attempt {
+        number: 2,
+        kind: AttemptKind::Redirect,
+    },
+    Attempt {
+        number: 3,
+        kind: AttemptKind::Retry,
+    },
 ];
 
 #[tokio::test]

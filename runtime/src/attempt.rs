@@ -20,7 +20,6 @@
 /// # assert_eq!(span_name(&http::Extensions::new()), "request");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Attempt {
     /// The position of this request among those the call sent, from 1:
     /// every retry and every redirect hop counts.
