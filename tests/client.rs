@@ -165,6 +165,34 @@ async fn a_callers_header_is_kept_when_shorter(sim: Sim) {
 }
 
 #[sim_test]
+async fn a_callers_header_that_does_not_parse_is_an_error_naming_it(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net().host("up", echo(&recorder));
+    let client = sim.client();
+    let err = client
+        .get("http://up/")
+        .header("x-timebox-deadline-ms", "1.5s")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::InvalidRequest(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "invalid request: the header `x-timebox-deadline-ms` is \"1.5s\", not a whole number \
+         of milliseconds"
+    );
+    let twice = client
+        .get("http://up/")
+        .header("x-timebox-deadline-ms", "300")
+        .header("x-timebox-deadline-ms", "200")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(twice.to_string().contains("set more than once"), "{twice}");
+    assert!(recorder.hits().is_empty(), "nothing was sent");
+}
+
+#[sim_test]
 async fn a_retry_carries_only_what_is_left_of_the_callers_header(sim: Sim) {
     let recorder = Recorder::new();
     sim.net().host(

@@ -258,11 +258,22 @@ async fn a_header_never_lengthens_the_route_deadline() {
     assert_eq!(response.status(), 503);
 }
 
+/// Ignored, and said at debug level, naming the header (a warning per
+/// request would let any caller fill the log).
 #[tokio::test(start_paused = true)]
-async fn an_unparseable_header_is_ignored() {
+async fn an_unparseable_header_is_ignored_and_said() {
+    let (logs, _guard) = support::logs::Logs::capture();
     let app = routes![h5000].into_router(&config_accepting_header(true));
     let response = send(&app, get_with_deadline_header("/h5000", "soon")).await;
     assert_eq!(response.status(), 200);
+    logs.one_line_with(
+        "ignored a deadline header",
+        &[
+            "DEBUG",
+            r#"header="x-timebox-deadline-ms""#,
+            r#"is "soon", not a whole number of milliseconds"#,
+        ],
+    );
 }
 
 #[tokio::test(start_paused = true)]

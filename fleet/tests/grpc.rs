@@ -449,6 +449,39 @@ async fn a_callers_own_deadline_of_zero_sends_nothing() {
     assert_eq!(probe.calls(), 0, "nothing was sent");
 }
 
+/// I3 with C3: a deadline the caller set on the request that does not
+/// parse is not known, so the call is not sent (with the deadline in scope
+/// alone it could run for longer than the caller meant), and the status
+/// names the header.
+#[tokio::test(start_paused = true)]
+async fn a_callers_own_deadline_that_does_not_parse_sends_nothing() {
+    let probe = Probe::default();
+    let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
+    for (name, value, form) in [
+        (
+            "x-timebox-deadline-ms",
+            "1.5s",
+            "a whole number of milliseconds",
+        ),
+        ("grpc-timeout", "5s", "1 to 8 digits and a unit"),
+    ] {
+        let mut request = Request::new(wait(0));
+        request.metadata_mut().insert(name, value.parse().unwrap());
+        let status = Deadline::after(MS(1000))
+            .scope(relay.wait(request))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::Internal, "{name}");
+        assert!(
+            status.message().starts_with(&format!(
+                "the call was not sent: the header `{name}` is \"{value}\", not {form}"
+            )),
+            "{status:?}"
+        );
+    }
+    assert_eq!(probe.calls(), 0, "nothing was sent");
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_client_ends_the_call_at_the_callers_deadline() {
     let probe = Probe::default();

@@ -20,7 +20,10 @@
 //!   is shorter: the first attempt sends it exactly as set, retries and
 //!   hops what is left of it, and the other listed formats say the same
 //!   time. A caller's `x-timebox-deadline-ms` that the list leaves out
-//!   shortens the deadline but is not sent.
+//!   shortens the deadline but is not sent. One of those headers that does
+//!   not parse, or is set more than once, ends the call with
+//!   [`ClientError::InvalidRequest`] naming it, before anything is sent:
+//!   the deadline the caller meant is not known.
 //! - **What is retried.** `429` (throttling); `500`, `502`, `503`, `504`,
 //!   connection errors and attempt timeouts (transient); only for idempotent
 //!   methods unless the request opts in

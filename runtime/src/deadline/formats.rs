@@ -124,12 +124,35 @@ impl Format {
     /// absent, does not parse, or is there more than once.
     #[must_use]
     pub fn from_headers(self, headers: &HeaderMap) -> Option<Duration> {
+        self.read(headers).ok().flatten()
+    }
+
+    /// What `headers` say in this format: `Ok(None)` when the header is
+    /// absent, an [`Unreadable`] when it does not parse or is there more
+    /// than once.
+    pub(crate) fn read(self, headers: &HeaderMap) -> Result<Option<Duration>, Unreadable> {
         let mut values = headers.get_all(self.name()).iter();
-        let first = values.next()?;
+        let Some(first) = values.next() else {
+            return Ok(None);
+        };
         if values.next().is_some() {
-            return None;
+            return Err(Unreadable::Repeated(self));
         }
-        self.parse(first)
+        match self.parse(first) {
+            Some(left) => Ok(Some(left)),
+            None => Err(Unreadable::Malformed(self, first.clone())),
+        }
+    }
+
+    /// What a value of this format looks like, for an error.
+    const fn form(self) -> &'static str {
+        match self {
+            Self::Timebox | Self::EnvoyExpected | Self::EnvoyUpstream => {
+                "a whole number of milliseconds"
+            }
+            Self::GrpcTimeout => "1 to 8 digits and a unit (H, M, S, m, u or n)",
+            Self::ConnectTimeout => "1 to 10 digits of milliseconds",
+        }
     }
 
     /// This format's value for `remaining`, rounded down; `None` when it
@@ -153,6 +176,28 @@ impl Format {
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name().as_str())
+    }
+}
+
+/// A deadline header that says no deadline: why, naming the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unreadable {
+    /// The header is there more than once.
+    Repeated(Format),
+    /// Its one value does not parse.
+    Malformed(Format, HeaderValue),
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Repeated(format) => write!(f, "the header `{format}` is set more than once"),
+            Self::Malformed(format, value) => write!(
+                f,
+                "the header `{format}` is {value:?}, not {}",
+                format.form()
+            ),
+        }
     }
 }
 
@@ -217,12 +262,14 @@ impl Formats {
     }
 
     /// The earliest time any trusted format in `headers` grants, and which.
+    /// A trusted header that does not parse, or is there more than once,
+    /// grants nothing; a `debug!` line says so.
     pub(crate) fn earliest(self, headers: &HeaderMap) -> Option<(Duration, Format)> {
         if self.is_empty() || headers.is_empty() {
             return None;
         }
         self.iter()
-            .filter_map(|format| Some((format.from_headers(headers)?, format)))
+            .filter_map(|format| Some((trusted_value(format, headers)?, format)))
             .min_by_key(|(left, _)| *left)
     }
 
@@ -235,20 +282,31 @@ impl Formats {
     /// formats: the time it grants, its format and its value as set. An
     /// `x-envoy-upstream-rq-timeout-ms` of 0 is none: to Envoy it means no
     /// timeout at all.
+    ///
+    /// # Errors
+    ///
+    /// One of those headers does not parse, or is there more than once.
     pub(crate) fn set_by_caller(
         self,
         headers: &HeaderMap,
-    ) -> Option<(Duration, Format, HeaderValue)> {
+    ) -> Result<Option<(Duration, Format, HeaderValue)>, Unreadable> {
         if self.is_empty() || headers.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let (left, format) = self
-            .iter()
-            .filter_map(|format| Some((format.from_headers(headers)?, format)))
-            .filter(|&(left, format)| !(format == Format::EnvoyUpstream && left.is_zero()))
-            .min_by_key(|(left, _)| *left)?;
-        let value = headers.get(format.name())?.clone();
-        Some((left, format, value))
+        let mut earliest: Option<(Duration, Format)> = None;
+        for format in self.iter() {
+            let Some(left) = format.read(headers)? else {
+                continue;
+            };
+            let grants_none = format == Format::EnvoyUpstream && left.is_zero();
+            if !grants_none && earliest.is_none_or(|(earliest, _)| left < earliest) {
+                earliest = Some((left, format));
+            }
+        }
+        Ok(earliest.and_then(|(left, format)| {
+            let value = headers.get(format.name())?.clone();
+            Some((left, format, value))
+        }))
     }
 
     /// Writes every format of the set for `remaining` into `headers`,
@@ -263,13 +321,26 @@ impl Formats {
     }
 }
 
+/// The time a trusted `format` in `headers` grants; `None` when it is
+/// absent, and when it does not parse or is repeated, which a `debug!` line
+/// names (a caller's bad header is not worth a warning per request).
+pub(crate) fn trusted_value(format: Format, headers: &HeaderMap) -> Option<Duration> {
+    format.read(headers).unwrap_or_else(|unreadable| {
+        tracing::debug!(
+            header = format.as_str(),
+            "ignored a deadline header: {unreadable}"
+        );
+        None
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use http::{HeaderMap, HeaderValue};
 
-    use super::{Format, Formats};
+    use super::{Format, Formats, Unreadable};
 
     fn value(text: &'static str) -> HeaderValue {
         HeaderValue::from_static(text)
@@ -284,22 +355,51 @@ mod tests {
         headers.insert(Format::EnvoyUpstream.name(), value("0"));
         assert_eq!(
             both.set_by_caller(&headers),
-            None,
+            Ok(None),
             "0 means no timeout to Envoy"
         );
         headers.insert(Format::Timebox.name(), value("300"));
         assert_eq!(
             both.set_by_caller(&headers),
-            Some((Duration::from_millis(300), Format::Timebox, value("300")))
+            Ok(Some((
+                Duration::from_millis(300),
+                Format::Timebox,
+                value("300")
+            )))
         );
         headers.insert(Format::EnvoyUpstream.name(), value("200"));
         assert_eq!(
             both.set_by_caller(&headers),
-            Some((
+            Ok(Some((
                 Duration::from_millis(200),
                 Format::EnvoyUpstream,
                 value("200")
-            ))
+            )))
+        );
+    }
+
+    #[test]
+    fn a_callers_header_that_says_no_deadline_is_an_error_naming_it() {
+        let both = Formats::default()
+            .with(Format::Timebox)
+            .with(Format::GrpcTimeout);
+        let mut headers = HeaderMap::new();
+        headers.insert(Format::Timebox.name(), value("300"));
+        headers.insert(Format::GrpcTimeout.name(), value("5s"));
+        let error = both.set_by_caller(&headers).unwrap_err();
+        assert_eq!(
+            error,
+            Unreadable::Malformed(Format::GrpcTimeout, value("5s"))
+        );
+        assert_eq!(
+            error.to_string(),
+            "the header `grpc-timeout` is \"5s\", not 1 to 8 digits and a unit (H, M, S, m, u or n)"
+        );
+        headers.remove(Format::GrpcTimeout.name());
+        headers.append(Format::Timebox.name(), value("200"));
+        assert_eq!(
+            both.set_by_caller(&headers).unwrap_err().to_string(),
+            "the header `x-timebox-deadline-ms` is set more than once"
         );
     }
 

@@ -54,6 +54,8 @@ mod scope;
 
 pub use bounded::{bounded, Bounded};
 pub use error::{is_deadline_exceeded, DeadlineExceeded};
+#[cfg(feature = "grpc")]
+pub(crate) use formats::trusted_value;
 pub use formats::Format;
 #[cfg_attr(
     not(any(feature = "server", feature = "client", feature = "grpc")),

@@ -15,7 +15,7 @@ use tower_service::Service;
 
 use crate::admission::RouteChecks;
 use crate::config::{Config, MethodTimeout};
-use crate::deadline::{Deadline, Format, Formats, Gated, Start};
+use crate::deadline::{trusted_value, Deadline, Format, Formats, Gated, Start};
 use crate::entropy::Entropy;
 use crate::observe::{
     noting, owner_tells, BoundedLabels, Event, Label, Observers, ShedReason, Stage,
@@ -25,7 +25,6 @@ use crate::shutdown::Shutdown;
 use super::body::{Counted, GrpcBody, Side, Told};
 use super::learn::Learn;
 use super::status::{self, Budget, Origin};
-use super::timeout;
 
 /// The most methods the events name one by one; later ones are `other`.
 const MAX_ROUTES: usize = 256;
@@ -120,10 +119,12 @@ impl ServerSettings {
             Some(MethodRule::Off) => None,
             None => self.default.map(|length| (length, Origin::Default)),
         };
-        let grpc_timeout = timeout::from_headers(headers);
+        let grpc_timeout = trusted_value(Format::GrpcTimeout, headers);
         let inbound = grpc_timeout.map(|length| (length, Origin::GrpcTimeout));
+        // `grpc-timeout` is read once, above, whether or not it is listed.
         let header = self
             .inbound
+            .without(Format::GrpcTimeout)
             .earliest(headers)
             .map(|(length, format)| (length, Origin::Header(format)));
         [inbound, header, configured]
