@@ -538,6 +538,11 @@ fn breaker_values_that_cannot_count_are_validation_errors_naming_the_key() {
         ),
         ("minimum_sample_count = 0", "breaker.minimum_sample_count"),
         ("open_secs = 0", "breaker.open_secs"),
+        ("open_secs = 86401", "breaker.open_secs"),
+        ("window_secs = 86401", "breaker.window_secs"),
+        // Far past a day, and a count of buckets that splits it: the key
+        // named is still the window's.
+        ("window_secs = 9223372036854775807", "breaker.window_secs"),
         ("half_open_trials = 0", "breaker.half_open_trials"),
         (
             "failure_ratio_threshold = 0.0",
@@ -659,6 +664,35 @@ fn an_inactivity_window_shorter_than_a_tool_call_warns() {
 
     config.stream.stream_inactivity_timeout_secs = 30;
     assert_eq!(config.validate().unwrap(), []);
+}
+
+#[test]
+fn an_empty_list_of_deadline_headers_to_read_or_send_warns() {
+    let mut config = Config::default();
+    config.http.client.deadline_headers.clear();
+    let warnings = config.validate().unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].key(), "http.client.deadline_headers");
+    assert!(
+        warnings[0]
+            .to_string()
+            .contains("no deadline header is sent"),
+        "{}",
+        warnings[0]
+    );
+    config.http.client.send_deadline_header = false;
+    assert_eq!(config.validate().unwrap(), []);
+
+    config.server.timeouts.deadline_headers.clear();
+    assert_eq!(
+        config.validate().unwrap(),
+        [],
+        "accepting none is the default"
+    );
+    config.server.timeouts.accept_deadline_header = true;
+    let warnings = config.validate().unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].key(), "server.timeouts.deadline_headers");
 }
 
 #[test]

@@ -78,6 +78,9 @@ impl Config {
     /// - `stream.stream_inactivity_timeout_secs` is set but shorter than
     ///   `http.client.timeout_secs`, so a slow tool call can end a stream
     ///   unless the stream's watchdog is suspended around it.
+    /// - `server.timeouts.deadline_headers` is empty while
+    ///   `accept_deadline_header` is on, or `http.client.deadline_headers`
+    ///   while `send_deadline_header` is on: no header is read, or sent.
     ///
     /// # Errors
     ///
@@ -87,7 +90,8 @@ impl Config {
     /// a `capacity`, `transient_cost` or `throttling_cost` of 0, a
     /// `retry_ratio` outside `0.0..=1.0` or NaN. With `breaker.enabled` (and
     /// only then): a `window_secs`, `window_buckets`, `minimum_sample_count`,
-    /// `open_secs` or `half_open_trials` of 0; more than 1000
+    /// `open_secs` or `half_open_trials` of 0; a `window_secs` or
+    /// `open_secs` longer than a day; more than 1000
     /// `window_buckets`; a window that does not split into buckets of whole
     /// milliseconds; a `failure_ratio_threshold` or
     /// `slow_call_rate_threshold` outside `(0.0, 1.0]`. A
@@ -137,7 +141,33 @@ impl Config {
         let mut warnings = Vec::new();
         self.warn_shutdown(longest_route_override, &mut warnings);
         self.warn_inactivity(&mut warnings);
+        self.warn_no_deadline_headers(&mut warnings);
         Ok(warnings)
+    }
+
+    /// A side that is told to read or write deadline headers and lists
+    /// none does neither.
+    fn warn_no_deadline_headers(&self, warnings: &mut Vec<Warning>) {
+        let timeouts = &self.server.timeouts;
+        if timeouts.accept_deadline_header && timeouts.deadline_headers.is_empty() {
+            warnings.push(Warning {
+                key: "server.timeouts.deadline_headers",
+                message: "`server.timeouts.deadline_headers` is empty, so no inbound deadline \
+                          header is trusted though `server.timeouts.accept_deadline_header` is \
+                          on; list the formats to trust, or turn it off"
+                    .to_owned(),
+            });
+        }
+        let client = &self.http.client;
+        if client.send_deadline_header && client.deadline_headers.is_empty() {
+            warnings.push(Warning {
+                key: "http.client.deadline_headers",
+                message: "`http.client.deadline_headers` is empty, so no deadline header is \
+                          sent though `http.client.send_deadline_header` is on; list the \
+                          formats to send, or turn it off"
+                    .to_owned(),
+            });
+        }
     }
 
     fn warn_shutdown(&self, longest_route_override: Option<Duration>, warnings: &mut Vec<Warning>) {
@@ -270,7 +300,22 @@ fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
             ),
         );
     }
-    let window_ms = breaker.window_secs.saturating_mul(1000);
+    for (name, secs) in [
+        ("window_secs", breaker.window_secs),
+        ("open_secs", breaker.open_secs),
+    ] {
+        if Duration::from_secs(secs) > LONGEST_BOUND {
+            let key = format!("breaker.{name}");
+            errors.push(
+                &key,
+                format!("`{key}` must be at most one day (86400), found {secs}"),
+            );
+        }
+    }
+    // A window longer than a day is refused above.
+    let window_ms = Some(breaker.window_secs)
+        .filter(|&secs| Duration::from_secs(secs) <= LONGEST_BOUND)
+        .map_or(0, |secs| secs * 1000);
     let buckets = u64::from(breaker.window_buckets);
     if window_ms > 0 && buckets > 0 && window_ms % buckets != 0 {
         let key = "breaker.window_buckets";
