@@ -37,9 +37,10 @@ const ROLES: [&str; 6] = [
 ];
 
 impl ChatRequest {
-    /// Refuses a conversation OpenAI would refuse: none at all, or a
-    /// message whose role is not one of [`ROLES`] (its error names
-    /// `messages[<i>].role`).
+    /// Refuses a conversation OpenAI would refuse: none at all, a message
+    /// whose role is not one of [`ROLES`] (its error names
+    /// `messages[<i>].role`), or one whose content is neither text, nor a
+    /// list of content parts, nor absent (see [`Message::check_content`]).
     pub(crate) fn check(&self) -> Result<(), ApiError> {
         if self.messages.is_empty() {
             return Err(ApiError::invalid(
@@ -58,6 +59,7 @@ impl ChatRequest {
                     ),
                 ));
             }
+            message.check_content(i)?;
         }
         Ok(())
     }
@@ -74,6 +76,39 @@ pub(crate) struct Message {
 }
 
 impl Message {
+    /// Refuses the content of message `i` when OpenAI would: anything but a
+    /// string, a list of parts or `null` (its error names
+    /// `messages[<i>].content`), and a part that is not an object with a
+    /// string `type`, or a `text` part without a string `text` (named
+    /// `messages[<i>].content[<j>]`). Parts of other types (images, audio)
+    /// are accepted, and not read.
+    fn check_content(&self, i: usize) -> Result<(), ApiError> {
+        let parts = match &self.content {
+            None | Some(Value::Null | Value::String(_)) => return Ok(()),
+            Some(Value::Array(parts)) => parts,
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    Some(format!("messages[{i}].content").into()),
+                    format!(
+                        "`messages[{i}].content` is {}; expected a string or a list of \
+                         content parts",
+                        json_kind(other)
+                    ),
+                ))
+            }
+        };
+        match parts.iter().position(|part| !is_content_part(part)) {
+            None => Ok(()),
+            Some(j) => Err(ApiError::invalid(
+                Some(format!("messages[{i}].content[{j}]").into()),
+                format!(
+                    "`messages[{i}].content[{j}]` is not a content part: expected an object \
+                     with a string `type`, and a string `text` when the type is `text`"
+                ),
+            )),
+        }
+    }
+
     /// The message's text: a string, or the text parts joined.
     pub(crate) fn text(&self) -> String {
         match &self.content {
@@ -85,6 +120,28 @@ impl Message {
                 .join(""),
             _ => String::new(),
         }
+    }
+}
+
+/// Whether `part` is a content part: an object with a string `type`, and a
+/// string `text` when that type is `text`.
+fn is_content_part(part: &Value) -> bool {
+    match part.get("type").and_then(Value::as_str) {
+        Some("text") => part.get("text").is_some_and(Value::is_string),
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// What JSON `value` is, for an error.
+const fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
     }
 }
 

@@ -81,6 +81,41 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
         assert_eq!(status, 200, "{role}: {body}");
     }
 
+    // Content is text, a list of content parts, or absent; the error names
+    // the message, or the part.
+    for (content, param) in [
+        (json!(42), "messages[0].content"),
+        (json!({ "text": "hi" }), "messages[0].content"),
+        (json!([{ "text": "no type" }]), "messages[0].content[0]"),
+        (
+            json!([{ "type": "text", "text": "hi" }, { "type": "text" }]),
+            "messages[0].content[1]",
+        ),
+        (json!(["hi"]), "messages[0].content[0]"),
+    ] {
+        let request = json!({
+            "model": "scripted-fast",
+            "messages": [{ "role": "user", "content": content }],
+        });
+        let (status, body) = post(&gateway, &request.to_string()).await;
+        assert_eq!(status, 400, "{content}: {body}");
+        assert_eq!(body["error"]["param"], param, "{content}: {body}");
+    }
+    for content in [
+        json!(null),
+        json!([
+            { "type": "text", "text": "what is in " },
+            { "type": "image_url", "image_url": { "url": "data:," } },
+        ]),
+    ] {
+        let request = json!({
+            "model": "scripted-fast",
+            "messages": [{ "role": "user", "content": content }],
+        });
+        let (status, body) = post(&gateway, &request.to_string()).await;
+        assert_eq!(status, 200, "{content}: {body}");
+    }
+
     let (status, body) = post(
         &gateway,
         &json!({ "model": "scripted-tool-0s", "messages": messages }).to_string(),
