@@ -23,8 +23,9 @@ use super::header::{self, DEADLINE_HEADER};
 /// Inbound, a server trusts the formats listed in
 /// `server.timeouts.deadline_headers` (when `accept_deadline_header` is on);
 /// outbound, a client writes those in `http.client.deadline_headers`. Each
-/// is parsed strictly, and a request that carries one several times uses
-/// none of its values.
+/// is parsed strictly. A server uses none of the values of a header that
+/// does not parse or comes several times; a client refuses a request on
+/// which its caller set one that way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Format {
@@ -188,15 +189,24 @@ pub(crate) enum Unreadable {
     Malformed(Format, HeaderValue),
 }
 
+/// The most of a value an [`Unreadable`] repeats: a caller chooses how long
+/// it is, and it ends up in a log line.
+const SHOWN: usize = 32;
+
 impl fmt::Display for Unreadable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Repeated(format) => write!(f, "the header `{format}` is set more than once"),
-            Self::Malformed(format, value) => write!(
-                f,
-                "the header `{format}` is {value:?}, not {}",
-                format.form()
-            ),
+            Self::Malformed(format, value) => {
+                let bytes = value.as_bytes();
+                let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(SHOWN)]);
+                let cut = if bytes.len() > SHOWN { "…" } else { "" };
+                write!(
+                    f,
+                    "the header `{format}` is {shown:?}{cut}, not {}",
+                    format.form()
+                )
+            }
         }
     }
 }
@@ -379,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn a_callers_header_that_says_no_deadline_is_an_error_naming_it() {
+    fn a_callers_header_that_does_not_parse_or_repeats_is_an_error_naming_it() {
         let both = Formats::default()
             .with(Format::Timebox)
             .with(Format::GrpcTimeout);
@@ -394,6 +404,21 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "the header `grpc-timeout` is \"5s\", not 1 to 8 digits and a unit (H, M, S, m, u or n)"
+        );
+        // A long value is cut short: a caller chooses its length, and the
+        // text ends up in a log line.
+        let long = "9".repeat(100) + "s";
+        headers.insert(
+            Format::GrpcTimeout.name(),
+            HeaderValue::from_str(&long).unwrap(),
+        );
+        assert_eq!(
+            both.set_by_caller(&headers).unwrap_err().to_string(),
+            format!(
+                "the header `grpc-timeout` is \"{}\"…, not 1 to 8 digits and a unit (H, M, S, m, u \
+                 or n)",
+                "9".repeat(32)
+            )
         );
         headers.remove(Format::GrpcTimeout.name());
         headers.append(Format::Timebox.name(), value("200"));
