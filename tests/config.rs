@@ -540,8 +540,8 @@ fn breaker_values_that_cannot_count_are_validation_errors_naming_the_key() {
         ("open_secs = 0", "breaker.open_secs"),
         ("open_secs = 86401", "breaker.open_secs"),
         ("window_secs = 86401", "breaker.window_secs"),
-        // Far past a day, and a count of buckets that splits it: the key
-        // named is still the window's.
+        // Far past a day: the window's own key is named (its length in ms
+        // once saturated, and then the buckets' key was named instead).
         ("window_secs = 9223372036854775807", "breaker.window_secs"),
         ("half_open_trials = 0", "breaker.half_open_trials"),
         (
@@ -676,7 +676,7 @@ fn an_empty_list_of_deadline_headers_to_read_or_send_warns() {
     assert!(
         warnings[0]
             .to_string()
-            .contains("no deadline header is sent"),
+            .contains("no HTTP call sends a deadline header"),
         "{}",
         warnings[0]
     );
@@ -687,7 +687,7 @@ fn an_empty_list_of_deadline_headers_to_read_or_send_warns() {
     assert_eq!(
         config.validate().unwrap(),
         [],
-        "accepting none is the default"
+        "`accept_deadline_header` is off by default"
     );
     config.server.timeouts.accept_deadline_header = true;
     let warnings = config.validate().unwrap();

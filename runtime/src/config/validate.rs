@@ -80,7 +80,8 @@ impl Config {
     ///   unless the stream's watchdog is suspended around it.
     /// - `server.timeouts.deadline_headers` is empty while
     ///   `accept_deadline_header` is on, or `http.client.deadline_headers`
-    ///   while `send_deadline_header` is on: no header is read, or sent.
+    ///   while `send_deadline_header` is on: no HTTP deadline header is
+    ///   read, or sent (gRPC's `grpc-timeout` still is).
     ///
     /// # Errors
     ///
@@ -152,19 +153,22 @@ impl Config {
         if timeouts.accept_deadline_header && timeouts.deadline_headers.is_empty() {
             warnings.push(Warning {
                 key: "server.timeouts.deadline_headers",
-                message: "`server.timeouts.deadline_headers` is empty, so no inbound deadline \
-                          header is trusted though `server.timeouts.accept_deadline_header` is \
-                          on; list the formats to trust, or turn it off"
-                    .to_owned(),
+                message: "`server.timeouts.deadline_headers` is empty, so no inbound HTTP \
+                          deadline header is trusted though \
+                          `server.timeouts.accept_deadline_header` is on (a gRPC call's \
+                          `grpc-timeout` still counts); list the formats to trust, or turn it \
+                          off"
+                .to_owned(),
             });
         }
         let client = &self.http.client;
         if client.send_deadline_header && client.deadline_headers.is_empty() {
             warnings.push(Warning {
                 key: "http.client.deadline_headers",
-                message: "`http.client.deadline_headers` is empty, so no deadline header is \
-                          sent though `http.client.send_deadline_header` is on; list the \
-                          formats to send, or turn it off"
+                message: "`http.client.deadline_headers` is empty, so no HTTP call sends a \
+                          deadline header though `http.client.send_deadline_header` is on (a \
+                          gRPC call still sends `grpc-timeout`); list the formats to send, or \
+                          turn it off"
                     .to_owned(),
             });
         }
@@ -304,28 +308,28 @@ fn check_breaker(breaker: &BreakerConfig, errors: &mut ConfigError) {
         ("window_secs", breaker.window_secs),
         ("open_secs", breaker.open_secs),
     ] {
-        if Duration::from_secs(secs) > LONGEST_BOUND {
-            let key = format!("breaker.{name}");
+        check_at_most_a_day(
+            &format!("breaker.{name}"),
+            Duration::from_secs(secs),
+            "; to let every call through, set `breaker.enabled = false`",
+            errors,
+        );
+    }
+    let window = Duration::from_secs(breaker.window_secs);
+    let buckets = u64::from(breaker.window_buckets);
+    // A window longer than a day is refused above, by its own key.
+    if window <= LONGEST_BOUND && buckets > 0 {
+        let window_ms = breaker.window_secs * 1000;
+        if window_ms % buckets != 0 {
+            let key = "breaker.window_buckets";
             errors.push(
-                &key,
-                format!("`{key}` must be at most one day (86400), found {secs}"),
+                key,
+                format!(
+                    "`{key}` must split the {window_ms} ms window into whole milliseconds, \
+                     found {buckets} buckets"
+                ),
             );
         }
-    }
-    // A window longer than a day is refused above.
-    let window_ms = Some(breaker.window_secs)
-        .filter(|&secs| Duration::from_secs(secs) <= LONGEST_BOUND)
-        .map_or(0, |secs| secs * 1000);
-    let buckets = u64::from(breaker.window_buckets);
-    if window_ms > 0 && buckets > 0 && window_ms % buckets != 0 {
-        let key = "breaker.window_buckets";
-        errors.push(
-            key,
-            format!(
-                "`{key}` must split the {window_ms} ms window into whole milliseconds, \
-                 found {buckets} buckets"
-            ),
-        );
     }
     for (name, ratio) in [
         ("failure_ratio_threshold", breaker.failure_ratio_threshold),
@@ -392,15 +396,21 @@ fn check_grpc_methods(grpc: &GrpcConfig, errors: &mut ConfigError) {
 /// far out would overflow the clock.
 const LONGEST_BOUND: Duration = Duration::from_secs(86_400);
 
+/// `key`'s `length` is at most [`LONGEST_BOUND`]; `advice`, from `;` or
+/// `:`, ends the error.
+fn check_at_most_a_day(key: &str, length: Duration, advice: &str, errors: &mut ConfigError) {
+    if length > LONGEST_BOUND {
+        errors.push(key, format!("`{key}` must be at most one day{advice}"));
+    }
+}
+
 fn check_heartbeat(stream: &StreamConfig, errors: &mut ConfigError) {
-    if stream
-        .heartbeat()
-        .is_some_and(|interval| interval > LONGEST_BOUND)
-    {
-        let key = "stream.heartbeat_secs";
-        errors.push(
-            key,
-            format!("`{key}` must be at most one day; set it to 0 for no heartbeats"),
+    if let Some(interval) = stream.heartbeat() {
+        check_at_most_a_day(
+            "stream.heartbeat_secs",
+            interval,
+            "; set it to 0 for no heartbeats",
+            errors,
         );
     }
 }
@@ -410,11 +420,12 @@ fn check_connection_bounds(server: &ServerConfig, errors: &mut ConfigError) {
         ("header_read_timeout_ms", server.header_read_timeout()),
         ("keep_alive_timeout_secs", server.keep_alive_timeout()),
     ] {
-        if bound.is_some_and(|bound| bound > LONGEST_BOUND) {
-            let key = format!("server.{name}");
-            errors.push(
-                &key,
-                format!("`{key}` must be at most one day; set it to 0 to turn the bound off"),
+        if let Some(bound) = bound {
+            check_at_most_a_day(
+                &format!("server.{name}"),
+                bound,
+                "; set it to 0 to turn the bound off",
+                errors,
             );
         }
     }
@@ -427,13 +438,12 @@ fn check_shutdown_waits(server: &ServerConfig, errors: &mut ConfigError) {
         ("prestop_grace_secs", server.prestop_grace_secs),
         ("drain_force_secs", server.drain_force_secs),
     ] {
-        if Duration::from_secs(secs) > LONGEST_BOUND {
-            let key = format!("server.{name}");
-            errors.push(
-                &key,
-                format!("`{key}` must be at most one day: a shutdown never waits without a bound"),
-            );
-        }
+        check_at_most_a_day(
+            &format!("server.{name}"),
+            Duration::from_secs(secs),
+            ": a shutdown never waits without a bound",
+            errors,
+        );
     }
 }
 
@@ -460,16 +470,15 @@ fn check_admission(admission: &AdmissionConfig, errors: &mut ConfigError) {
         let key = format!("server.admission.queue.{name}");
         if value == 0 {
             errors.push(&key, format!("`{key}` must be at least 1"));
-        } else if Duration::from_millis(value) > LONGEST_BOUND {
-            // Without a deadline, a queued request waits until CoDel's
-            // bound: it must be one.
-            errors.push(
-                &key,
-                format!(
-                    "`{key}` must be at most one day: a queued request never waits without a bound"
-                ),
-            );
         }
+        // Without a deadline, a queued request waits until CoDel's bound:
+        // it must be one.
+        check_at_most_a_day(
+            &key,
+            Duration::from_millis(value),
+            ": a queued request never waits without a bound",
+            errors,
+        );
     }
     if queue.target_ms > queue.interval_ms {
         let key = "server.admission.queue.target_ms";
