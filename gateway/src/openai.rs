@@ -76,12 +76,12 @@ pub(crate) struct Message {
 }
 
 impl Message {
-    /// Refuses the content of message `i` when OpenAI would: anything but a
-    /// string, a list of parts or `null` (its error names
-    /// `messages[<i>].content`), and a part that is not an object with a
-    /// string `type`, or a `text` part without a string `text` (named
-    /// `messages[<i>].content[<j>]`). Parts of other types (images, audio)
-    /// are accepted, and not read.
+    /// Refuses the content of message `i` when it is not of a shape
+    /// OpenAI's API takes: anything but a string, a list of parts or `null`
+    /// (its error names `messages[<i>].content`), and a part that is not an
+    /// object with a string `type`, or a `text` part without a string
+    /// `text` (named `messages[<i>].content[<j>]`). Parts of other types
+    /// (images, audio) are accepted, and not read.
     fn check_content(&self, i: usize) -> Result<(), ApiError> {
         let parts = match &self.content {
             None | Some(Value::Null | Value::String(_)) => return Ok(()),
@@ -115,7 +115,7 @@ impl Message {
             Some(Value::String(text)) => text.clone(),
             Some(Value::Array(parts)) => parts
                 .iter()
-                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .filter_map(part_text)
                 .collect::<Vec<_>>()
                 .join(""),
             _ => String::new(),
@@ -127,9 +127,17 @@ impl Message {
 /// string `text` when that type is `text`.
 fn is_content_part(part: &Value) -> bool {
     match part.get("type").and_then(Value::as_str) {
-        Some("text") => part.get("text").is_some_and(Value::is_string),
+        Some("text") => part_text(part).is_some(),
         Some(_) => true,
         None => false,
+    }
+}
+
+/// The text of a `text` part; `None` for a part of another type.
+fn part_text(part: &Value) -> Option<&str> {
+    match part.get("type").and_then(Value::as_str) {
+        Some("text") => part.get("text").and_then(Value::as_str),
+        _ => None,
     }
 }
 
