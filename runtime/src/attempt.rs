@@ -45,8 +45,8 @@ pub enum AttemptKind {
 }
 
 impl Attempt {
-    /// The `number`th request of a call, sent for `kind`: for observers'
-    /// tests, which build the events they expect.
+    /// The `number`th request of a call, sent for `kind`; the same as
+    /// `Attempt { number, kind }`.
     #[must_use]
     pub const fn new(number: u32, kind: AttemptKind) -> Self {
         Self { number, kind }

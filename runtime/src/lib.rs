@@ -75,7 +75,7 @@ pub mod sim;
 mod thread_cell;
 pub mod watchdog;
 
-#[cfg(all(feature = "macros", feature = "sim"))]
+#[cfg(feature = "sim")]
 pub use timebox_macros::sim_test;
 #[cfg(all(feature = "macros", feature = "server"))]
 pub use timebox_macros::{delete, get, head, options, patch, post, put};
