@@ -425,6 +425,23 @@ async fn an_expired_deadline_sends_nothing() {
     assert_eq!(probe.calls(), 0, "nothing was sent");
 }
 
+/// The status of a call under a 1 s deadline whose request carries
+/// `name: value`, which must fail.
+async fn failed_with_header(
+    relay: &mut support::Client,
+    name: &'static str,
+    value: &str,
+) -> Status {
+    let mut request = Request::new(wait(0));
+    request
+        .metadata_mut()
+        .insert(name, value.parse().expect("a valid metadata value"));
+    Deadline::after(MS(1000))
+        .scope(relay.wait(request))
+        .await
+        .expect_err("the call fails")
+}
+
 /// I3: a deadline the caller set on the request that has already passed
 /// (`0` in either format the client reads) fails locally as well, and does
 /// not go out as a call with no deadline.
@@ -433,12 +450,7 @@ async fn a_callers_own_deadline_of_zero_sends_nothing() {
     let probe = Probe::default();
     let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
     for (name, value) in [("x-timebox-deadline-ms", "0"), ("grpc-timeout", "0m")] {
-        let mut request = Request::new(wait(0));
-        request.metadata_mut().insert(name, value.parse().unwrap());
-        let status = Deadline::after(MS(1000))
-            .scope(relay.wait(request))
-            .await
-            .unwrap_err();
+        let status = failed_with_header(&mut relay, name, value).await;
         assert_eq!(status.code(), Code::DeadlineExceeded, "{name}");
         assert!(is_deadline_exceeded(&status), "{name}: {status:?}");
         assert_eq!(
@@ -465,12 +477,7 @@ async fn a_callers_own_deadline_that_does_not_parse_sends_nothing() {
         ),
         ("grpc-timeout", "5s", "1 to 8 digits and a unit"),
     ] {
-        let mut request = Request::new(wait(0));
-        request.metadata_mut().insert(name, value.parse().unwrap());
-        let status = Deadline::after(MS(1000))
-            .scope(relay.wait(request))
-            .await
-            .unwrap_err();
+        let status = failed_with_header(&mut relay, name, value).await;
         assert_eq!(status.code(), Code::Internal, "{name}");
         assert!(
             status.message().starts_with(&format!(
