@@ -164,32 +164,55 @@ async fn a_callers_header_is_kept_when_shorter(sim: Sim) {
     assert!(second <= 1000, "{second}");
 }
 
+/// A caller's header that does not parse, or comes twice, grants nothing,
+/// as on a request a server receives: the call goes under the task's
+/// deadline alone, with one value of its own, and a warning names the
+/// header.
 #[sim_test]
-async fn a_callers_header_that_does_not_parse_is_an_error_naming_it(sim: Sim) {
+async fn a_callers_header_that_does_not_parse_is_ignored_and_said(sim: Sim) {
+    let (logs, _guard) = support::logs::Logs::capture();
     let recorder = Recorder::new();
     sim.net().host("up", echo(&recorder));
     let client = sim.client();
-    let err = client
-        .get("http://up/")
+    client
+        .get("http://up/a")
         .header("x-timebox-deadline-ms", "1.5s")
         .send()
         .await
-        .unwrap_err();
-    assert!(matches!(err, ClientError::InvalidRequest(_)), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        "invalid request: the header `x-timebox-deadline-ms` is \"1.5s\", not a whole number \
-         of milliseconds"
-    );
-    let twice = client
-        .get("http://up/")
-        .header("x-timebox-deadline-ms", "300")
-        .header("x-timebox-deadline-ms", "200")
-        .send()
+        .unwrap();
+    Deadline::after(SECS(1))
+        .scope(
+            client
+                .get("http://up/b")
+                .header("x-timebox-deadline-ms", "300")
+                .header("x-timebox-deadline-ms", "200")
+                .send(),
+        )
         .await
-        .unwrap_err();
-    assert!(twice.to_string().contains("set more than once"), "{twice}");
-    assert!(recorder.hits().is_empty(), "nothing was sent");
+        .unwrap();
+    let hits = recorder.hits();
+    assert_eq!(hits[0].deadline_header, None, "no deadline, no header");
+    assert_eq!(
+        hits[1]
+            .headers
+            .get_all("x-timebox-deadline-ms")
+            .iter()
+            .count(),
+        1
+    );
+    let second: u64 = hits[1].deadline_header.as_deref().unwrap().parse().unwrap();
+    assert!(
+        (301..=1000).contains(&second),
+        "{second}: the task's deadline, not the caller's values"
+    );
+    logs.one_line_with(
+        r#"is "1.5s", not a whole number of milliseconds"#,
+        &["WARN", r#"header="x-timebox-deadline-ms""#],
+    );
+    logs.one_line_with(
+        "is set more than once",
+        &["WARN", r#"header="x-timebox-deadline-ms""#],
+    );
 }
 
 #[sim_test]

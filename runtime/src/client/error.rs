@@ -48,9 +48,7 @@ pub enum ClientError {
     /// simulated network).
     Connect(BoxError),
     /// The request cannot be sent: a URL that does not parse or has no
-    /// host, a header that is not valid HTTP, a deadline header set on the
-    /// request that does not parse or is set more than once. The text says
-    /// which.
+    /// host, a header that is not valid HTTP. The text says which.
     InvalidRequest(String),
     /// The request failed after it was sent, or its body could not be read.
     Transport(BoxError),

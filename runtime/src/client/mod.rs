@@ -21,12 +21,12 @@
 //!   hops what is left of it, and the other listed formats say the same
 //!   time. A caller's `x-timebox-deadline-ms` that the list leaves out
 //!   shortens the deadline but is not sent. One of those headers that does
-//!   not parse, or is set more than once, ends the call with
-//!   [`ClientError::InvalidRequest`] naming it, before anything is sent:
-//!   the deadline the caller meant is not known. A server ignores such a
-//!   header on a request it receives, so a service that copies an inbound
-//!   request's headers onto its outbound calls should leave the deadline
-//!   headers out: the deadline reaches the call through the task, already.
+//!   not parse, or is set more than once, grants nothing, as on a request a
+//!   server receives: the call goes under the task's deadline alone (if it
+//!   has one), and a `warn!` line names the header. A service that copies
+//!   an inbound request's headers onto its outbound calls should leave the
+//!   deadline headers out: the deadline reaches the call through the task,
+//!   already.
 //! - **What is retried.** `429` (throttling); `500`, `502`, `503`, `504`,
 //!   connection errors and attempt timeouts (transient); only for idempotent
 //!   methods unless the request opts in

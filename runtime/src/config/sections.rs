@@ -318,8 +318,8 @@ pub struct ClientConfig {
     /// Whether every attempt sends the time left in the headers of
     /// `deadline_headers`. Default `true`. With it on, the client also
     /// reads those headers (and `x-timebox-deadline-ms`) when the caller set
-    /// them, and refuses a request on which one does not parse; off, it
-    /// leaves them as the caller set them.
+    /// them, as a deadline of the call's own; off, it leaves them as the
+    /// caller set them.
     pub send_deadline_header: bool,
     /// The deadline headers every attempt writes, from
     /// `x-timebox-deadline-ms`, `x-envoy-upstream-rq-timeout-ms` (an egress

@@ -23,9 +23,8 @@ use super::header::{self, DEADLINE_HEADER};
 /// Inbound, a server trusts the formats listed in
 /// `server.timeouts.deadline_headers` (when `accept_deadline_header` is on);
 /// outbound, a client writes those in `http.client.deadline_headers`. Each
-/// is parsed strictly. A server uses none of the values of a header that
-/// does not parse or comes several times; a client refuses a request on
-/// which its caller set one that way.
+/// is parsed strictly, and a request that carries one several times uses
+/// none of its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Format {
@@ -291,32 +290,22 @@ impl Formats {
     /// The earliest deadline a caller set in `headers` in one of the set's
     /// formats: the time it grants, its format and its value as set. An
     /// `x-envoy-upstream-rq-timeout-ms` of 0 is none: to Envoy it means no
-    /// timeout at all.
-    ///
-    /// # Errors
-    ///
-    /// One of those headers does not parse, or is there more than once.
+    /// timeout at all. A header that does not parse, or is there more than
+    /// once, grants nothing; a `warn!` line says so.
     pub(crate) fn set_by_caller(
         self,
         headers: &HeaderMap,
-    ) -> Result<Option<(Duration, Format, HeaderValue)>, Unreadable> {
+    ) -> Option<(Duration, Format, HeaderValue)> {
         if self.is_empty() || headers.is_empty() {
-            return Ok(None);
+            return None;
         }
-        let mut earliest: Option<(Duration, Format)> = None;
-        for format in self.iter() {
-            let Some(left) = format.read(headers)? else {
-                continue;
-            };
-            let grants_none = format == Format::EnvoyUpstream && left.is_zero();
-            if !grants_none && earliest.is_none_or(|(earliest, _)| left < earliest) {
-                earliest = Some((left, format));
-            }
-        }
-        Ok(earliest.and_then(|(left, format)| {
-            let value = headers.get(format.name())?.clone();
-            Some((left, format, value))
-        }))
+        let (left, format) = self
+            .iter()
+            .filter_map(|format| Some((callers_value(format, headers)?, format)))
+            .filter(|&(left, format)| !(format == Format::EnvoyUpstream && left.is_zero()))
+            .min_by_key(|(left, _)| *left)?;
+        let value = headers.get(format.name())?.clone();
+        Some((left, format, value))
     }
 
     /// Writes every format of the set for `remaining` into `headers`,
@@ -331,14 +320,29 @@ impl Formats {
     }
 }
 
-/// The time a trusted `format` in `headers` grants; `None` when it is
-/// absent, and when it does not parse or is repeated, which a `debug!` line
-/// names (a caller's bad header is not worth a warning per request).
+/// The time a trusted `format` in the `headers` of a request a server
+/// received grants; `None` when it is absent, and when it does not parse
+/// or is repeated, which a `debug!` line names (a warning per request would
+/// let any caller fill the log).
 pub(crate) fn trusted_value(format: Format, headers: &HeaderMap) -> Option<Duration> {
     format.read(headers).unwrap_or_else(|unreadable| {
         tracing::debug!(
             header = format.as_str(),
             "ignored a deadline header: {unreadable}"
+        );
+        None
+    })
+}
+
+/// The time `format` grants in the `headers` the caller set on an outbound
+/// request; `None` when it is absent, and when it does not parse or is
+/// repeated, which a `warn!` line names: the caller meant a deadline, and
+/// the call goes without it.
+fn callers_value(format: Format, headers: &HeaderMap) -> Option<Duration> {
+    format.read(headers).unwrap_or_else(|unreadable| {
+        tracing::warn!(
+            header = format.as_str(),
+            "ignored a deadline header set on an outbound request: {unreadable}"
         );
         None
     })
@@ -365,44 +369,45 @@ mod tests {
         headers.insert(Format::EnvoyUpstream.name(), value("0"));
         assert_eq!(
             both.set_by_caller(&headers),
-            Ok(None),
+            None,
             "0 means no timeout to Envoy"
         );
         headers.insert(Format::Timebox.name(), value("300"));
         assert_eq!(
             both.set_by_caller(&headers),
-            Ok(Some((
-                Duration::from_millis(300),
-                Format::Timebox,
-                value("300")
-            )))
+            Some((Duration::from_millis(300), Format::Timebox, value("300")))
         );
         headers.insert(Format::EnvoyUpstream.name(), value("200"));
         assert_eq!(
             both.set_by_caller(&headers),
-            Ok(Some((
+            Some((
                 Duration::from_millis(200),
                 Format::EnvoyUpstream,
                 value("200")
-            )))
+            ))
         );
     }
 
     #[test]
-    fn a_callers_header_that_does_not_parse_or_repeats_is_an_error_naming_it() {
+    fn a_callers_header_that_does_not_parse_or_repeats_grants_nothing_and_is_named() {
         let both = Formats::default()
             .with(Format::Timebox)
             .with(Format::GrpcTimeout);
         let mut headers = HeaderMap::new();
         headers.insert(Format::Timebox.name(), value("300"));
         headers.insert(Format::GrpcTimeout.name(), value("5s"));
-        let error = both.set_by_caller(&headers).unwrap_err();
         assert_eq!(
-            error,
+            both.set_by_caller(&headers),
+            Some((Duration::from_millis(300), Format::Timebox, value("300"))),
+            "the header that parses still counts"
+        );
+        let unreadable = Format::GrpcTimeout.read(&headers).unwrap_err();
+        assert_eq!(
+            unreadable,
             Unreadable::Malformed(Format::GrpcTimeout, value("5s"))
         );
         assert_eq!(
-            error.to_string(),
+            unreadable.to_string(),
             "the header `grpc-timeout` is \"5s\", not 1 to 8 digits and a unit (H, M, S, m, u or n)"
         );
         // A long value is cut short: a caller chooses its length, and the
@@ -413,7 +418,7 @@ mod tests {
             HeaderValue::from_str(&long).unwrap(),
         );
         assert_eq!(
-            both.set_by_caller(&headers).unwrap_err().to_string(),
+            Format::GrpcTimeout.read(&headers).unwrap_err().to_string(),
             format!(
                 "the header `grpc-timeout` is \"{}\"…, not 1 to 8 digits and a unit (H, M, S, m, u \
                  or n)",
@@ -422,8 +427,9 @@ mod tests {
         );
         headers.remove(Format::GrpcTimeout.name());
         headers.append(Format::Timebox.name(), value("200"));
+        assert_eq!(both.set_by_caller(&headers), None, "none of its values");
         assert_eq!(
-            both.set_by_caller(&headers).unwrap_err().to_string(),
+            Format::Timebox.read(&headers).unwrap_err().to_string(),
             "the header `x-timebox-deadline-ms` is set more than once"
         );
     }

@@ -166,18 +166,10 @@ where
         // set, and the other headers say the same time; either way exactly
         // one value of each goes out.
         let read = self.settings.written.with(Format::GrpcTimeout);
-        let callers = match read.set_by_caller(headers) {
-            Ok(callers) => callers,
-            // The deadline the caller meant is not known: sending the call
-            // with ours alone could give it more time than that.
-            Err(unreadable) => {
-                let status = Status::internal(format!("the call was not sent: {unreadable}"));
-                return GrpcClientFuture {
-                    state: CallState::Failed(Some(status)),
-                };
-            }
-        };
-        let (sent, kept) = match callers.filter(|&(callers, _, _)| callers <= remaining) {
+        let (sent, kept) = match read
+            .set_by_caller(headers)
+            .filter(|&(callers, _, _)| callers <= remaining)
+        {
             Some((callers, format, value)) => (callers, Some((format, value))),
             None => (timeout::parse(&ours).unwrap_or(remaining), None),
         };

@@ -24,12 +24,12 @@
 //!   timeout set on the request is kept, and one value goes out) and
 //!   the HTTP client's other deadline headers (`http.client.deadline_headers`,
 //!   `x-timebox-deadline-ms` by default) when `send_deadline_header` is on.
-//!   A call with no time left fails with `DEADLINE_EXCEEDED` and sends
-//!   nothing, and so does one whose caller set a deadline header on it
-//!   that does not parse (or twice), with `INTERNAL`, naming the header.
-//!   With no current deadline the layer leaves a call as it is. Otherwise
-//!   the call, its response body included, ends with `DEADLINE_EXCEEDED`
-//!   when the deadline passes. A `DEADLINE_EXCEEDED` from the peer, and a
+//!   A caller's own deadline header that does not parse (or comes twice)
+//!   is replaced by the layer's values, and a `warn!` line names it. A call
+//!   with no time left fails with `DEADLINE_EXCEEDED` and sends nothing;
+//!   the call, its response body included, ends with that status when the
+//!   deadline passes. With no current deadline the layer leaves a call as
+//!   it is. A `DEADLINE_EXCEEDED` from the peer, and a
 //!   `CANCELLED`, a reset stream or a transport error once the time sent
 //!   has run out (tonic's channel itself ends a call at the `grpc-timeout`
 //!   it carries, with `CANCELLED`), are reported as timebox's

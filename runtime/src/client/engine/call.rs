@@ -79,8 +79,7 @@ impl<B: Body> Call<B> {
     ///
     /// # Errors
     ///
-    /// The request's URI names no host to send to, or a deadline header the
-    /// caller set does not parse.
+    /// The request's URI names no host to send to.
     pub(crate) fn new(
         rules: Arc<Rules>,
         request: Request<B>,
@@ -101,7 +100,7 @@ impl<B: Body> Call<B> {
             &mut headers,
             config.send_deadline_header,
             rules.deadline_headers,
-        )?;
+        );
         // One retry allowance spans the whole redirect chain (C7); following
         // a redirect is not a retry.
         let max_retries = options

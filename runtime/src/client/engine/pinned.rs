@@ -3,7 +3,6 @@
 
 use http::{HeaderMap, HeaderValue};
 
-use crate::client::ClientError;
 use crate::deadline::header::DEADLINE_HEADER;
 use crate::deadline::{Deadline, Format, Formats};
 
@@ -22,35 +21,29 @@ pub(super) struct Pinned {
 /// each of those formats itself on every attempt, so exactly one value of
 /// each goes out, and none grants more time than the caller gave. With
 /// `send_header` off (`send_deadline_header`) the headers are left as they
-/// are.
-///
-/// # Errors
-///
-/// One of those headers does not parse or is set more than once: the
-/// deadline the caller meant is not known, and sending the call without it
-/// could let it run for longer.
+/// are. A header that does not parse, or is set more than once, grants
+/// nothing, as on a request a server receives; a `warn!` line names it.
 pub(super) fn pinned_deadline(
     headers: &mut HeaderMap,
     send_header: bool,
     written: Formats,
-) -> Result<Pinned, ClientError> {
+) -> Pinned {
     let task = Deadline::current();
     if !send_header {
-        return Ok(Pinned {
+        return Pinned {
             deadline: task,
             as_set: None,
-        });
+        };
     }
     let read = written.with(Format::Timebox);
     let caller = read
         .set_by_caller(headers)
-        .map_err(|unreadable| ClientError::InvalidRequest(unreadable.to_string()))?
         .map(|(left, format, value)| (Deadline::after(left), format, value));
     // Timebox's own header is the client's to write. The others are
     // replaced on each attempt when there is a deadline; with none, a value
     // that grants none (an Envoy 0) goes out as the caller set it.
     headers.remove(DEADLINE_HEADER);
-    Ok(match (task, caller) {
+    match (task, caller) {
         (Some(task), Some((caller, _, _))) if task < caller => Pinned {
             deadline: Some(task),
             as_set: None,
@@ -63,5 +56,5 @@ pub(super) fn pinned_deadline(
             deadline: task,
             as_set: None,
         },
-    })
+    }
 }
