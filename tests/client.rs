@@ -17,7 +17,7 @@ use tokio::time::{sleep, Instant};
 
 use support::http::request;
 use support::time::{MS, SECS};
-use support::upstream::{recording, Recorder};
+use support::upstream::{recording, Hit, Recorder};
 
 fn hanging(recorder: &Recorder) -> axum::Router {
     recording(recorder, |_| async {
@@ -130,38 +130,41 @@ async fn send_deadline_header_false_sends_none(sim: Sim) {
     assert_eq!(recorder.hits()[0].deadline_header, None);
 }
 
+/// Sends `GET http://up{path}` with the caller's own
+/// `x-timebox-deadline-ms`, a line per value.
+async fn send_with_deadline_header(client: &Client, path: &str, values: &[&str]) {
+    let mut request = client.get(format!("http://up{path}"));
+    for &value in values {
+        request = request.header("x-timebox-deadline-ms", value);
+    }
+    request.send().await.unwrap();
+}
+
+/// How many `x-timebox-deadline-ms` lines `hit` carried, and the time the
+/// first says.
+fn deadline_header_sent(hit: &Hit) -> (usize, Option<u64>) {
+    let lines = hit.headers.get_all("x-timebox-deadline-ms").iter().count();
+    let ms = hit
+        .deadline_header
+        .as_deref()
+        .map(|value| value.parse().expect("whole milliseconds"));
+    (lines, ms)
+}
+
 #[sim_test]
 async fn a_callers_header_is_kept_when_shorter(sim: Sim) {
     let recorder = Recorder::new();
     sim.net().host("up", echo(&recorder));
     let client = sim.client();
-    client
-        .get("http://up/a")
-        .header("x-timebox-deadline-ms", "42")
-        .send()
-        .await
-        .unwrap();
+    send_with_deadline_header(&client, "/a", &["42"]).await;
     Deadline::after(SECS(1))
-        .scope(
-            client
-                .get("http://up/b")
-                .header("x-timebox-deadline-ms", "5000")
-                .send(),
-        )
-        .await
-        .unwrap();
+        .scope(send_with_deadline_header(&client, "/b", &["5000"]))
+        .await;
     let hits = recorder.hits();
-    assert_eq!(hits[0].deadline_header.as_deref(), Some("42"));
-    assert_eq!(
-        hits[0]
-            .headers
-            .get_all("x-timebox-deadline-ms")
-            .iter()
-            .count(),
-        1
-    );
-    let second: u64 = hits[1].deadline_header.as_deref().unwrap().parse().unwrap();
-    assert!(second <= 1000, "{second}");
+    assert_eq!(deadline_header_sent(&hits[0]), (1, Some(42)));
+    let (lines, second) = deadline_header_sent(&hits[1]);
+    assert_eq!(lines, 1);
+    assert!(second.is_some_and(|ms| ms <= 1000), "{second:?}");
 }
 
 /// A caller's header that does not parse, or comes twice, grants nothing,
@@ -174,36 +177,21 @@ async fn a_callers_header_that_does_not_parse_is_ignored_and_said(sim: Sim) {
     let recorder = Recorder::new();
     sim.net().host("up", echo(&recorder));
     let client = sim.client();
-    client
-        .get("http://up/a")
-        .header("x-timebox-deadline-ms", "1.5s")
-        .send()
-        .await
-        .unwrap();
+    send_with_deadline_header(&client, "/a", &["1.5s"]).await;
     Deadline::after(SECS(1))
-        .scope(
-            client
-                .get("http://up/b")
-                .header("x-timebox-deadline-ms", "300")
-                .header("x-timebox-deadline-ms", "200")
-                .send(),
-        )
-        .await
-        .unwrap();
+        .scope(send_with_deadline_header(&client, "/b", &["300", "200"]))
+        .await;
     let hits = recorder.hits();
-    assert_eq!(hits[0].deadline_header, None, "no deadline, no header");
     assert_eq!(
-        hits[1]
-            .headers
-            .get_all("x-timebox-deadline-ms")
-            .iter()
-            .count(),
-        1
+        deadline_header_sent(&hits[0]),
+        (0, None),
+        "no deadline, no header"
     );
-    let second: u64 = hits[1].deadline_header.as_deref().unwrap().parse().unwrap();
+    let (lines, second) = deadline_header_sent(&hits[1]);
+    assert_eq!(lines, 1);
     assert!(
-        (301..=1000).contains(&second),
-        "{second}: the task's deadline, not the caller's values"
+        second.is_some_and(|ms| (301..=1000).contains(&ms)),
+        "{second:?}: the task's deadline, not the caller's values"
     );
     logs.one_line_with(
         r#"is "1.5s", not a whole number of milliseconds"#,

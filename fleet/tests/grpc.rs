@@ -18,7 +18,7 @@ use timebox_fleet::pb::{ForwardRequest, WaitRequest};
 use tokio::time::Instant;
 use tonic::{Code, Request, Status};
 
-use support::{client, connect, raw_call, serve, serve_io, Probe, HOP};
+use support::{client, connect, raw_call, serve, serve_io, Probe, Seen, HOP};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const SECS: fn(u64) -> Duration = Duration::from_secs;
@@ -352,14 +352,7 @@ async fn a_shorter_timeout_the_caller_set_is_kept_and_sent_once() {
         .scope(relay.wait(request))
         .await
         .expect("the call succeeds");
-    let seen = &probe.seen.lock().unwrap()[0];
-    assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
-    assert_eq!(
-        timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
-        Some(MS(200)),
-        "{seen:?}"
-    );
-    assert_eq!(seen.deadline_ms, ["200"]);
+    assert_one_deadline_of(&probe.seen.lock().unwrap()[0], 200);
 }
 
 /// I3 with C3: a shorter `x-timebox-deadline-ms` the caller put in the
@@ -377,14 +370,7 @@ async fn a_shorter_deadline_header_the_caller_set_is_kept_and_sent_once() {
         .scope(relay.wait(request))
         .await
         .expect("the call succeeds");
-    let seen = &probe.seen.lock().unwrap()[0];
-    assert_eq!(seen.deadline_ms, ["200"], "{seen:?}");
-    assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
-    assert_eq!(
-        timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
-        Some(MS(200)),
-        "{seen:?}"
-    );
+    assert_one_deadline_of(&probe.seen.lock().unwrap()[0], 200);
 }
 
 /// I3 with I5: each header in `http.client.deadline_headers` goes out once,
@@ -404,13 +390,7 @@ async fn a_listed_mesh_header_goes_out_once_beside_the_grpc_timeout() {
         .expect("the call succeeds");
     let seen = &probe.seen.lock().unwrap()[0];
     assert_eq!(seen.envoy_timeout_ms, ["1500"], "{seen:?}");
-    assert_eq!(seen.deadline_ms, ["1500"], "{seen:?}");
-    assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
-    assert_eq!(
-        timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
-        Some(MS(1500)),
-        "{seen:?}"
-    );
+    assert_one_deadline_of(seen, 1500);
 }
 
 #[tokio::test(start_paused = true)]
@@ -425,13 +405,12 @@ async fn an_expired_deadline_sends_nothing() {
     assert_eq!(probe.calls(), 0, "nothing was sent");
 }
 
-/// The status of a call under a 1 s deadline whose request carries
-/// `name: value`, which must fail.
-async fn failed_with_header(
+/// A call under a 1 s deadline whose request carries `name: value`.
+async fn call_with_header(
     relay: &mut support::Client,
     name: &'static str,
     value: &str,
-) -> Status {
+) -> Result<(), Status> {
     let mut request = Request::new(wait(0));
     request
         .metadata_mut()
@@ -439,7 +418,19 @@ async fn failed_with_header(
     Deadline::after(MS(1000))
         .scope(relay.wait(request))
         .await
-        .expect_err("the call fails")
+        .map(drop)
+}
+
+/// Asserts that `seen` carried one `x-timebox-deadline-ms` and one
+/// `grpc-timeout`, each saying `ms` milliseconds.
+fn assert_one_deadline_of(seen: &Seen, ms: u64) {
+    assert_eq!(seen.deadline_ms, [ms.to_string()], "{seen:?}");
+    assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
+    assert_eq!(
+        timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
+        Some(MS(ms)),
+        "{seen:?}"
+    );
 }
 
 /// I3: a deadline the caller set on the request that has already passed
@@ -450,7 +441,9 @@ async fn a_callers_own_deadline_of_zero_sends_nothing() {
     let probe = Probe::default();
     let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
     for (name, value) in [("x-timebox-deadline-ms", "0"), ("grpc-timeout", "0m")] {
-        let status = failed_with_header(&mut relay, name, value).await;
+        let status = call_with_header(&mut relay, name, value)
+            .await
+            .expect_err("the call fails");
         assert_eq!(status.code(), Code::DeadlineExceeded, "{name}");
         assert!(is_deadline_exceeded(&status), "{name}: {status:?}");
         assert_eq!(
@@ -470,23 +463,12 @@ async fn a_callers_own_deadline_that_does_not_parse_is_replaced() {
     let probe = Probe::default();
     let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
     for (name, value) in [("x-timebox-deadline-ms", "1.5s"), ("grpc-timeout", "5s")] {
-        let mut request = Request::new(wait(0));
-        request
-            .metadata_mut()
-            .insert(name, value.parse().expect("a valid metadata value"));
-        Deadline::after(MS(1000))
-            .scope(relay.wait(request))
+        call_with_header(&mut relay, name, value)
             .await
             .expect("the call succeeds");
     }
     for seen in probe.seen.lock().unwrap().iter() {
-        assert_eq!(seen.deadline_ms, ["1000"], "{seen:?}");
-        assert_eq!(seen.grpc_timeout.len(), 1, "{seen:?}");
-        assert_eq!(
-            timebox::grpc::timeout::parse(&seen.grpc_timeout[0]),
-            Some(MS(1000)),
-            "{seen:?}"
-        );
+        assert_one_deadline_of(seen, 1000);
     }
     assert_eq!(probe.calls(), 2);
 }
