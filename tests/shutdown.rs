@@ -181,6 +181,44 @@ async fn a_waiter_that_joins_late_returns_when_the_sequence_ends() {
     drop(stuck);
 }
 
+/// A wait dropped midway (a caller's own timeout, a server that returned
+/// early) leaves the sequence where it was: the next wait takes it up,
+/// each phase ending when it would have and told once, rather than
+/// running the pre-stop grace and the whole grace again.
+#[tokio::test(start_paused = true)]
+async fn a_wait_dropped_midway_is_taken_up_where_it_was() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let stuck = shutdown.in_flight().enter();
+    let start = Instant::now();
+    shutdown.trigger();
+    let dropped = tokio::time::timeout(SECS(10), shutdown.wait_drained()).await;
+    assert!(dropped.is_err(), "phase 1 is under way at 10 s");
+    assert!(shutdown.token().is_cancelled());
+    shutdown.wait_drained().await;
+    assert_eq!(start.elapsed(), SECS(45), "5 + 30 + 10, from the trigger");
+    for needle in ["shutdown phase 1", "shutdown phase 2", "shutdown complete"] {
+        assert_eq!(logs.lines_with(needle).len(), 1, "{needle}");
+    }
+    drop(stuck);
+}
+
+/// The pre-stop grace counts from the trigger, not from when the sequence
+/// is first waited for.
+#[tokio::test(start_paused = true)]
+async fn the_prestop_grace_counts_from_the_trigger() {
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let start = Instant::now();
+    shutdown.trigger();
+    sleep(SECS(3)).await;
+    shutdown.wait_drained().await;
+    assert_eq!(
+        start.elapsed(),
+        SECS(5),
+        "nothing in flight: done at phase 1"
+    );
+}
+
 /// G2: one signal is one trigger, however many times the shutdown was told
 /// to listen (two servers sharing it, each calling `listen_for_signals`):
 /// the request in flight gets its whole grace, not a forced end.

@@ -1,7 +1,7 @@
 //! [`Shutdown`]: the coordinator of the two phases.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -81,9 +81,15 @@ struct Shared {
     grace: Duration,
     drain_force: Duration,
     observers: Observers,
-    /// The phases told so far, one bit each: several callers may wait for
-    /// the same shutdown (an HTTP and a gRPC server), the phase is told once.
-    phases_told: AtomicU8,
+    /// When each phase began (indexed by [`ShutdownPhase`]), set by the
+    /// first caller to reach it: every caller of
+    /// [`Shutdown::wait_drained`], and one that comes back after its first
+    /// wait was dropped, waits for what is left of the same phase.
+    began: [OnceLock<Instant>; 3],
+    /// What has been told so far, one bit each (a phase's end, and the end
+    /// of the sequence): several callers may wait for the same shutdown (an
+    /// HTTP and a gRPC server), each is told once.
+    told: AtomicU8,
     /// Whether [`Shutdown::listen_for_signals`] has a listener running: one
     /// per shutdown, so that one signal is one trigger.
     listening: AtomicBool,
@@ -122,7 +128,8 @@ impl Shutdown {
                 grace: Duration::from_secs(server.shutdown_timeout_secs),
                 drain_force: Duration::from_secs(server.drain_force_secs),
                 observers: config.observers.clone(),
-                phases_told: AtomicU8::new(0),
+                began: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
+                told: AtomicU8::new(0),
                 listening: AtomicBool::new(false),
                 #[cfg(feature = "server")]
                 connections: ConnectionBounds {
@@ -152,6 +159,8 @@ impl Shutdown {
                     shared.prestop.as_secs_f64()
                 );
             }
+            // The pre-stop grace counts from the trigger.
+            shared.began[ShutdownPhase::Prestop as usize].get_or_init(Instant::now);
             shared.triggered.cancel();
         }
     }
@@ -254,7 +263,10 @@ impl Shutdown {
     /// # Cancellation safety
     ///
     /// Dropping the future stops waiting; the tokens keep their state, and
-    /// another caller still waiting carries the sequence on.
+    /// the sequence keeps its times: another caller still waiting carries
+    /// it on, and a later call takes it up where it is, each phase ending
+    /// when it would have (the pre-stop grace counts from the trigger, each
+    /// phase from when it began), not running its waits again.
     pub async fn wait_drained(&self) {
         tokio::select! {
             biased;
@@ -266,38 +278,44 @@ impl Shutdown {
     async fn run_sequence(&self) {
         let shared = &self.shared;
         shared.triggered.cancelled().await;
-        let phase = self.phase(ShutdownPhase::Prestop);
-        self.unless_forced(tokio::time::sleep(shared.prestop)).await;
+        let phase = self.phase(ShutdownPhase::Prestop, || {});
+        self.unless_forced(tokio::time::sleep_until(phase.began + shared.prestop))
+            .await;
         phase.end();
         // Each phase's line is written once what it says is true.
-        shared.token.cancel();
-        tracing::info!(
-            in_flight = shared.in_flight.count(),
-            "shutdown phase 1: new requests get 503; waiting up to {} s \
-             (`server.shutdown_timeout_secs`) for the requests in flight",
-            shared.grace.as_secs_f64()
-        );
-        let phase = self.phase(ShutdownPhase::Grace);
-        self.unless_forced(tokio::time::timeout(
-            shared.grace,
+        let phase = self.phase(ShutdownPhase::Grace, || {
+            shared.token.cancel();
+            tracing::info!(
+                in_flight = shared.in_flight.count(),
+                "shutdown phase 1: new requests get 503; waiting up to {} s \
+                 (`server.shutdown_timeout_secs`) for the requests in flight",
+                shared.grace.as_secs_f64()
+            );
+        });
+        self.unless_forced(tokio::time::timeout_at(
+            phase.began + shared.grace,
             shared.in_flight.wait_zero(),
         ))
         .await;
         phase.end();
-        shared.drain.cancel();
-        tracing::info!(
-            in_flight = shared.in_flight.count(),
-            "shutdown phase 2: streams still running are told to end; waiting up to \
-             {} s (`server.drain_force_secs`) for them",
-            shared.drain_force.as_secs_f64()
-        );
-        let phase = self.phase(ShutdownPhase::Drain);
-        self.unless_forced(tokio::time::timeout(
-            shared.drain_force,
+        let phase = self.phase(ShutdownPhase::Drain, || {
+            shared.drain.cancel();
+            tracing::info!(
+                in_flight = shared.in_flight.count(),
+                "shutdown phase 2: streams still running are told to end; waiting up to \
+                 {} s (`server.drain_force_secs`) for them",
+                shared.drain_force.as_secs_f64()
+            );
+        });
+        self.unless_forced(tokio::time::timeout_at(
+            phase.began + shared.drain_force,
             shared.in_flight.wait_zero(),
         ))
         .await;
         phase.end();
+        if !self.first_to_tell(SEQUENCE_TOLD) {
+            return;
+        }
         match shared.in_flight.count() {
             0 => tracing::info!("shutdown complete: nothing in flight"),
             left => tracing::warn!(
@@ -307,12 +325,23 @@ impl Shutdown {
         }
     }
 
-    fn phase(&self, phase: ShutdownPhase) -> PhaseClock<'_> {
+    /// `phase`, begun now by the first caller to reach it (which runs
+    /// `begin` first), or when it was begun already.
+    fn phase(&self, phase: ShutdownPhase, begin: impl FnOnce()) -> PhaseClock<'_> {
+        let began = *self.shared.began[phase as usize].get_or_init(|| {
+            begin();
+            Instant::now()
+        });
         PhaseClock {
             shutdown: self,
             phase,
-            began: Instant::now(),
+            began,
         }
+    }
+
+    /// Whether the caller is the first to tell what `bit` stands for.
+    fn first_to_tell(&self, bit: u8) -> bool {
+        self.shared.told.fetch_or(bit, Ordering::Relaxed) & bit == 0
     }
 
     async fn unless_forced<F: std::future::Future>(&self, step: F) {
@@ -391,6 +420,10 @@ impl Signals {
     }
 }
 
+/// The bit of [`Shared::told`] for the end of the sequence; the phases'
+/// ends have the bits below it.
+const SEQUENCE_TOLD: u8 = 1 << 3;
+
 /// One phase of [`Shutdown::wait_drained`] under way, told when it ends.
 struct PhaseClock<'a> {
     shutdown: &'a Shutdown,
@@ -404,8 +437,7 @@ impl PhaseClock<'_> {
     /// not skipped by a second trigger).
     fn end(self) {
         let shared = &self.shutdown.shared;
-        let bit = 1 << self.phase as u8;
-        if shared.phases_told.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+        if !self.shutdown.first_to_tell(1 << self.phase as u8) {
             return;
         }
         let cut = match self.phase {
