@@ -230,11 +230,7 @@ async fn one_signal_to_a_shutdown_that_listens_twice_is_one_trigger() {
     shutdown.clone().listen_for_signals().unwrap();
     let _stuck = shutdown.in_flight().enter();
     let start = Instant::now();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &std::process::id().to_string()])
-        .status()
-        .expect("`kill` runs");
-    assert!(sent.success());
+    support::child::sigterm(std::process::id());
     shutdown.wait_drained().await;
     assert_eq!(
         start.elapsed(),

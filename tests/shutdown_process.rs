@@ -3,6 +3,8 @@
 
 #![cfg(unix)]
 
+mod support;
+
 use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -32,11 +34,7 @@ fn start_server() -> (Child, String) {
 }
 
 fn sigterm(child: &Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
+    support::child::sigterm(child.id());
 }
 
 /// Waits for the process to exit, at most `bound`; its exit code.

@@ -52,3 +52,13 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// Sends SIGTERM to the process `pid`, as `kill -TERM` would.
+#[cfg(unix)]
+pub fn sigterm(pid: u32) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+
+    let pid = i32::try_from(pid).expect("a process id fits a pid_t");
+    kill(Pid::from_raw(pid), Signal::SIGTERM).expect("SIGTERM is sent");
+}

@@ -161,12 +161,13 @@ impl Gateway {
     }
 
     /// Sends the process SIGTERM.
+    #[cfg(unix)]
     pub fn sigterm(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -TERM failed");
+        use nix::sys::signal::{kill, Signal};
+        use nix::unistd::Pid;
+
+        let pid = i32::try_from(self.child.id()).expect("a process id fits a pid_t");
+        kill(Pid::from_raw(pid), Signal::SIGTERM).expect("SIGTERM is sent");
     }
 
     /// The exit code, waiting at most `bound` for the process to exit.
