@@ -2,7 +2,6 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::Duration;
 
 use support::{open_stream, python_check, read_to_end, Gateway, PythonCheck};
@@ -123,12 +122,13 @@ fn during_a_shutdown_the_openai_client_is_told_503_with_retry_after() {
         .and_then(|value| value.parse().ok())
         .expect("Retry-After is whole seconds");
     assert!((1..=3).contains(&retry_after), "Retry-After {retry_after}");
-    let ready = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
-        .arg(format!("{}/ready", gateway.base))
-        .output()
-        .expect("curl runs");
-    assert_eq!(String::from_utf8_lossy(&ready.stdout), "503", "readiness");
+    let ready = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(reqwest::get(format!("{}/ready", gateway.base)))
+        .expect("the gateway answers `/ready`");
+    assert_eq!(ready.status(), 503, "readiness");
     // A second signal ends the shutdown at once, stream or no stream.
     gateway.sigterm();
     assert_eq!(gateway.exit_within(Duration::from_secs(5)), Some(0));
