@@ -248,7 +248,8 @@ fn every_section_can_be_set_from_the_environment() {
         ("TIMEBOX_HTTP__CLIENT__RETRY_BUDGET__ENABLED", "false"),
         ("TIMEBOX_HTTP__CLIENT__RETRY_BUDGET__MAX_HOSTS", "8"),
         ("TIMEBOX_BREAKER__CANCELLED_CALL_OUTCOME", "failure"),
-        ("TIMEBOX_BREAKER__SLOW_CALL_RATE_THRESHOLD", "1"),
+        // An integer-looking value for a float key, and not its default.
+        ("TIMEBOX_BREAKER__FAILURE_RATIO_THRESHOLD", "1"),
     ])
     .unwrap();
     assert!(config.server.timeouts.accept_deadline_header);
@@ -264,7 +265,7 @@ fn every_section_can_be_set_from_the_environment() {
         config.breaker.cancelled_call_outcome,
         CancelledCallOutcome::Failure
     );
-    assert!((config.breaker.slow_call_rate_threshold - 1.0).abs() < f64::EPSILON);
+    assert!((config.breaker.failure_ratio_threshold - 1.0).abs() < f64::EPSILON);
 }
 
 #[test]

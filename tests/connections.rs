@@ -328,8 +328,13 @@ async fn a_second_later_head_on_a_keep_alive_connection_is_bounded_too() {
 async fn an_idle_keep_alive_connection_is_closed_after_its_timeout() {
     let server = start(&config(30_000, 1)).await;
     let mut stream = connect(server.addr).await;
+    // The idle bound starts once the answer is sent, after this.
+    let before_request = Instant::now();
     assert_eq!(get_hello(&mut stream).await.status, 200);
     closed_within(&mut stream, Duration::from_secs(1) + ROOM).await;
+    // Not before the bound.
+    let took = before_request.elapsed();
+    assert!(took >= Duration::from_secs(1), "{took:?}");
 }
 
 /// A WebSocket over HTTP/2 is a tunnel (an extended `CONNECT`, RFC 8441)

@@ -161,7 +161,8 @@ async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
     ];
     config.validate().expect("a valid config");
     let client = sim.client_with(&config);
-    Deadline::after(SECS(5))
+    // 4999.7 ms left at the first attempt: rounded down, 4999.
+    Deadline::after(SECS(5) - Duration::from_micros(300))
         .scope(client.get("http://up/").send())
         .await
         .unwrap();
@@ -182,6 +183,7 @@ async fn every_attempt_writes_each_listed_header_rounded_down(sim: Sim) {
         assert!(timebox <= 5000);
     }
     let first: u64 = hits[0].deadline_header.as_deref().unwrap().parse().unwrap();
+    assert_eq!(first, 4999, "rounded down, never up");
     let second: u64 = hits[1].deadline_header.as_deref().unwrap().parse().unwrap();
     assert!(
         second < first,

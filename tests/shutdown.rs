@@ -367,6 +367,9 @@ async fn the_readiness_retry_after_replays_for_the_same_seed() {
     let first = readiness_retry_afters(11).await;
     assert_eq!(first, readiness_retry_afters(11).await);
     assert!(first.iter().all(|v| ["1", "2", "3"].contains(&v.as_str())));
+    // Jittered, from the seed: not one value, and another seed's differ.
+    assert!(first.iter().any(|v| *v != first[0]), "{first:?}");
+    assert_ne!(first, readiness_retry_afters(12).await);
 }
 
 #[tokio::test(start_paused = true)]

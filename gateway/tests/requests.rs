@@ -204,6 +204,8 @@ async fn a_half_sent_request_head_is_disconnected_at_the_header_bound() {
 
     let gateway = Gateway::start(&[("TIMEBOX_SERVER__HEADER_READ_TIMEOUT_MS", "300")]);
     let addr = gateway.base.trim_start_matches("http://");
+    // The gateway's bound starts once it accepts, after this.
+    let before_connect = std::time::Instant::now();
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("the gateway accepts");
@@ -216,6 +218,9 @@ async fn a_half_sent_request_head_is_disconnected_at_the_header_bound() {
         .await
         .expect("the gateway closed the connection within 2 s");
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    // Not before the bound.
+    let took = before_connect.elapsed();
+    assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
 }
 
 /// Bad input at startup gets an error naming it, not a silent default: a
