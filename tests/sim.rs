@@ -382,51 +382,67 @@ mod as_written {
     seeded!(a_seed_and_a_name_through_macro_rules, 7);
 }
 
-/// Tests that fail or hang on purpose. They are `#[ignore]`d so a normal run
-/// skips them; the tests above run them one at a time as child processes.
+/// Tests that print, fail or hang on purpose. They are `#[ignore]`d so a
+/// normal run skips them; the tests above run them one at a time as child
+/// processes. Run any other way (`--include-ignored`), one that fails or
+/// hangs on purpose fails at once saying so, rather than failing as if
+/// something were broken, or hanging.
 mod fixtures {
     use super::*;
 
+    /// Fails unless the test runs as a fixture's child process.
+    fn only_as_a_child() {
+        assert!(
+            std::env::var_os(support::child::FIXTURE_ENV).is_some(),
+            "this test fails or hangs on purpose: the tests of `tests/sim.rs` \
+             run it as a child process and check what it prints"
+        );
+    }
+
     #[sim_test]
-    #[ignore = "fixture: run as a child process"]
+    #[ignore = "fails or hangs on purpose: run as a child process by the tests above"]
     async fn fails_an_assertion(sim: Sim) {
+        only_as_a_child();
         assert_eq!(sim.seed(), 0, "fixture failure");
     }
 
     #[sim_test]
-    #[ignore = "fixture: run as a child process"]
+    #[ignore = "a fixture: run as a child process by the tests above"]
     async fn prints_its_seed(sim: Sim) {
         println!("seed={}", sim.seed());
     }
 
     #[sim_test(seed = 7)]
-    #[ignore = "fixture: run as a child process"]
+    #[ignore = "a fixture: run as a child process by the tests above"]
     async fn prints_seed_7(sim: Sim) {
         println!("seed={}", sim.seed());
     }
 
     #[sim_test(seeds = 8)]
-    #[ignore = "fixture: run as a child process"]
+    #[ignore = "a fixture: run as a child process by the tests above"]
     async fn eight_seeds(sim: Sim) {
         println!("seed={}", sim.seed());
     }
 
     #[sim_test(seeds = 4)]
-    #[ignore = "fixture: run as a child process"]
+    #[ignore = "fails or hangs on purpose: run as a child process by the tests above"]
     async fn fails_on_the_third_of_four_seeds(sim: Sim) {
+        only_as_a_child();
         println!("seed={}", sim.seed());
         assert_ne!(sim.seed(), 0x102, "fixture failure");
     }
 
     #[sim_test]
-    #[ignore = "fixture: run as a child process"]
+    #[ignore = "fails or hangs on purpose: run as a child process by the tests above"]
     async fn returns_an_error(_sim: Sim) -> Result<(), String> {
+        only_as_a_child();
         Err("fixture failure".to_owned())
     }
 
     #[sim_test]
-    #[ignore = "fixture: run as a child process"]
+    #[ignore = "fails or hangs on purpose: run as a child process by the tests above"]
     async fn awaits_forever(_sim: Sim) {
+        only_as_a_child();
         std::future::pending::<()>().await;
     }
 }

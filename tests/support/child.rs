@@ -11,9 +11,13 @@ pub struct ChildRun {
     pub stderr: String,
 }
 
+/// Set in a fixture's child process, so the fixture knows it runs as one.
+pub const FIXTURE_ENV: &str = "TIMEBOX_TEST_FIXTURE_CHILD";
+
 /// Runs the test named `exact_name` (an `#[ignore]`d fixture) of this test
-/// binary in a child process, with `env` added to a copy of the environment
-/// from which every `TIMEBOX_` variable was removed.
+/// binary in a child process, with `env` and [`FIXTURE_ENV`] added to a
+/// copy of the environment from which every `TIMEBOX_` variable was
+/// removed.
 pub fn run_fixture(exact_name: &str, env: &[(&str, &str)]) -> ChildRun {
     let exe = std::env::current_exe().expect("the test binary knows its own path");
     let mut command = Command::new(exe);
@@ -29,7 +33,7 @@ pub fn run_fixture(exact_name: &str, env: &[(&str, &str)]) -> ChildRun {
             command.env_remove(name);
         }
     }
-    command.envs(env.iter().copied());
+    command.envs(env.iter().copied()).env(FIXTURE_ENV, "1");
     let Output {
         status,
         stdout,
