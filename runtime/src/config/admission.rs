@@ -84,9 +84,13 @@ pub enum Concurrency {
     Fixed(NonZeroUsize),
     /// Netflix's `Gradient2Limit`, between 20 and 200: once a second (a
     /// window of at least ten requests, as Netflix's `WindowedLimit`), the
-    /// window's mean latency is compared with its long-term average; within
-    /// 1.5× of it the limit grows by a queue allowance of 4 (smoothed by 0.2),
-    /// above it the limit shrinks, by at most half.
+    /// window's mean latency is compared with its long-term average: the
+    /// limit moves a fifth of the way towards its size scaled by that
+    /// gradient (1 within 1.5× of the average, then lower, never below 0.5)
+    /// plus a queue allowance of 4. So it grows while latency stays within
+    /// 1.5× of the average, and shrinks, by at most a tenth a window, once
+    /// latency is far enough above it for the gradient to outweigh the
+    /// allowance.
     Gradient2,
     /// Netflix's `VegasLimit`, between 1 and 1000, per request: the queue is
     /// estimated from how far latency is above the lowest seen, and the

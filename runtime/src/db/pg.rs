@@ -169,7 +169,8 @@ fn timeout_millis(left: Duration) -> Option<u128> {
 #[non_exhaustive]
 pub enum PgError {
     /// Postgres stopped a statement at the deadline (a `57014` that arrived
-    /// when the current deadline had passed), or the deadline passed inside
+    /// once the current deadline had passed or was within 51 ms of it: the
+    /// statement timeout is the time left less 50 ms), or the deadline passed inside
     /// the transaction before its statement timeout could be set. Its
     /// `source()` is the [`DeadlineExceeded`]; it answers `504`.
     DeadlineExceeded {
