@@ -366,6 +366,27 @@ async fn a_silent_stream_shows_heartbeats_at_0_15_and_30_seconds() {
     assert_eq!(beats, [SECS(0), SECS(15), SECS(30)]);
 }
 
+/// The heartbeat follows the silence: an event moves the next one to a
+/// whole interval after it.
+#[tokio::test(start_paused = true)]
+async fn an_event_moves_the_next_heartbeat_to_an_interval_after_it() {
+    let (tx, events) = fed();
+    let stream = SseStream::new(events, Watchdog::new()).heartbeat(SECS(15));
+    let body = served(stream).await;
+    let reader = tokio::spawn(frames(body));
+    sleep(SECS(10)).await;
+    tx.send(Event::default().data("news")).await.unwrap();
+    sleep(SECS(35)).await;
+    drop(tx);
+    let frames = reader.await.unwrap();
+    let beats: Vec<Duration> = frames
+        .iter()
+        .filter(|(_, frame)| frame.starts_with(':'))
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(beats, [SECS(0), SECS(25), SECS(40)]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn heartbeats_never_keep_a_silent_stream_alive() {
     let log = Log::default();

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::poll_fn;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::response::sse::Event;
 use futures_core::Stream;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use crate::observe::{self, Label, Observers};
@@ -163,17 +163,13 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             }
         };
         let mut drained = pin!(drained);
-        // A heartbeat right away, then after every `interval` of silence.
+        // A heartbeat right away, then after every `interval` of silence,
+        // on one timer moved after each event.
         let mut next_heartbeat = heartbeat.map(|_| Instant::now());
+        let mut beat = pin!(next_heartbeat.map(tokio::time::sleep_until));
         let cancelled = cancelled_elsewhere(guard.as_ref().map(RequestGuard::token));
         let mut cancelled = pin!(cancelled);
         let ending = loop {
-            let beat = async {
-                match next_heartbeat {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
             let event = tokio::select! {
                 biased;
                 () = &mut drained => break Ending::Shutdown,
@@ -191,7 +187,7 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                         by: watched.as_ref().get_ref().after_end_deadline(),
                     },
                 },
-                () = beat => heartbeat_event(),
+                () = heartbeat_due(beat.as_mut()) => heartbeat_event(),
             };
             // A full buffer (a slow client, or one that stopped reading)
             // must not hold off the timers or the drain.
@@ -204,11 +200,24 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
             }
             // An interval too long to add is no heartbeat at all.
             next_heartbeat = heartbeat.and_then(|interval| Instant::now().checked_add(interval));
+            match (next_heartbeat, beat.as_mut().as_pin_mut()) {
+                (Some(at), Some(timer)) => timer.reset(at),
+                (None, _) => beat.set(None),
+                (Some(_), None) => {}
+            }
         };
         let beats = heartbeat
             .zip(next_heartbeat)
             .map(|(interval, next)| Beats { interval, next });
         end(ending, guard, hooks, &told, tx, drain.as_ref(), beats).await;
+    }
+}
+
+/// Resolves when the heartbeat's timer fires; never without a heartbeat.
+async fn heartbeat_due(timer: Pin<&mut Option<Sleep>>) {
+    match timer.as_pin_mut() {
+        Some(timer) => timer.await,
+        None => std::future::pending().await,
     }
 }
 
