@@ -1,16 +1,18 @@
 //! [`Response`]: what an outbound call returns.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
-use crate::deadline::{bounded, Deadline};
-use crate::observe::{tell_outbound_deadline, waiting_at, Observers, Stage};
+use crate::deadline::{bounded, BoundedStream, Deadline};
+use crate::observe::{tell_outbound_deadline, waiting_at, waiting_now, Observers, Stage};
 
-use super::transport::ResponseBody;
+use super::transport::{BodyStream, ResponseBody};
 use super::ClientError;
 
 /// The response of an outbound call: status and headers at once, the body
@@ -120,29 +122,46 @@ impl Response {
     /// once it passes the stream yields [`ClientError::DeadlineExceeded`]
     /// and ends.
     pub fn bytes_stream(self) -> impl Stream<Item = Result<Bytes, ClientError>> + Send {
-        let Self {
-            body,
-            deadline,
-            observers,
-            ..
-        } = self;
-        futures_util::stream::unfold(
-            (Some(body), observers),
-            move |(body, observers)| async move {
-                let mut body = body?;
-                let next = async {
-                    match body.next_chunk().await {
-                        Some(chunk) => Ok(Some(chunk.map_err(ClientError::Transport)?)),
-                        None => Ok(None),
-                    }
-                };
-                match under_deadline(deadline, &observers, next).await {
-                    Ok(Some(chunk)) => Some((Ok(chunk), (Some(body), observers))),
-                    Ok(None) => None,
-                    Err(err) => Some((Err(err), (None, observers))),
-                }
-            },
-        )
+        BodyChunks {
+            chunks: Some(BoundedStream::new(self.body.into_stream(), self.deadline)),
+            observers: self.observers,
+        }
+    }
+}
+
+/// The stream of [`Response::bytes_stream`]: the body's chunks under the
+/// call's deadline, one gate (and at most one timer) for the whole body,
+/// however many chunks it has. An error ends it.
+struct BodyChunks {
+    /// `None` once the stream has ended.
+    chunks: Option<BoundedStream<BodyStream>>,
+    observers: Observers,
+}
+
+impl Stream for BodyChunks {
+    type Item = Result<Bytes, ClientError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(chunks) = self.chunks.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let item = match Pin::new(chunks).poll_next(cx) {
+            Poll::Pending => {
+                // As `under_deadline`'s reads: a request's deadline that
+                // passes meanwhile finds it waiting at the `outbound` stage.
+                waiting_now(Stage::Outbound);
+                return Poll::Pending;
+            }
+            Poll::Ready(Some(Ok(Ok(chunk)))) => return Poll::Ready(Some(Ok(chunk))),
+            Poll::Ready(Some(Ok(Err(err)))) => Some(Err(ClientError::Transport(err))),
+            Poll::Ready(Some(Err(_expired))) => {
+                tell_outbound_deadline(&self.observers);
+                Some(Err(ClientError::deadline()))
+            }
+            Poll::Ready(None) => None,
+        };
+        self.chunks = None;
+        Poll::Ready(item)
     }
 }
 

@@ -13,8 +13,11 @@ use super::ClientError;
 
 /// A response body as it arrives: a stream of chunks.
 pub struct ResponseBody {
-    stream: Pin<Box<dyn Stream<Item = Result<Bytes, BoxError>> + Send + 'static>>,
+    stream: BodyStream,
 }
+
+/// The chunks of a [`ResponseBody`].
+pub(crate) type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, BoxError>> + Send + 'static>>;
 
 impl ResponseBody {
     /// A body from a stream of chunks.
@@ -31,6 +34,11 @@ impl ResponseBody {
     /// The next chunk, or `None` at the end.
     pub(crate) async fn next_chunk(&mut self) -> Option<Result<Bytes, BoxError>> {
         self.stream.next().await
+    }
+
+    /// The chunks, as a stream.
+    pub(crate) fn into_stream(self) -> BodyStream {
+        self.stream
     }
 }
 

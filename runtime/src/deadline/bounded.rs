@@ -114,9 +114,59 @@ impl<F: Future> Future for Bounded<F> {
     }
 }
 
+/// A stream read under `deadline` (none: read to its end), poll-gated as
+/// [`bounded`] gates a future, on one timer for the whole stream: each item
+/// is one more poll under the same gate, not a new one. Once the deadline
+/// passes, the next poll yields [`DeadlineExceeded`] without polling the
+/// stream; the caller ends it there.
+#[cfg(feature = "client")]
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "streams do nothing unless polled"]
+pub(crate) struct BoundedStream<S> {
+    #[pin]
+    stream: S,
+    #[pin]
+    gate: Gate,
+}
+
+#[cfg(feature = "client")]
+impl<S> BoundedStream<S> {
+    pub(crate) const fn new(stream: S, deadline: Option<Deadline>) -> Self {
+        let state = match deadline {
+            Some(deadline) => State::Armed(deadline),
+            None => State::Unbounded,
+        };
+        Self {
+            stream,
+            gate: Gate {
+                state,
+                timer: None,
+                registered: None,
+            },
+        }
+    }
+}
+
+#[cfg(feature = "client")]
+impl<S: futures_core::Stream> futures_core::Stream for BoundedStream<S> {
+    type Item = Result<S::Item, DeadlineExceeded>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut this = self.project();
+        if let Err(expired) = this.gate.as_mut().check() {
+            return Poll::Ready(Some(Err(expired)));
+        }
+        if let Poll::Ready(item) = this.stream.poll_next(cx) {
+            return Poll::Ready(item.map(Ok));
+        }
+        this.gate.poll_expired(cx).map(|expired| Some(Err(expired)))
+    }
+}
+
 /// The part of [`Bounded`] that does not depend on the inner future, kept
 /// apart so it is compiled once rather than once per future type.
-/// [`Gated`](super::gated::Gated) uses it too.
+/// [`Gated`](super::gated::Gated) and [`BoundedStream`] use it too.
 #[pin_project]
 pub(super) struct Gate {
     state: State,

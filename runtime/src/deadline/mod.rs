@@ -52,6 +52,8 @@ pub mod header;
 mod point;
 mod scope;
 
+#[cfg(feature = "client")]
+pub(crate) use bounded::BoundedStream;
 pub use bounded::{bounded, Bounded};
 pub use error::{is_deadline_exceeded, DeadlineExceeded};
 #[cfg(feature = "grpc")]

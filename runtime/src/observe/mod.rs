@@ -103,9 +103,8 @@ pub(crate) use waiting::noting;
 #[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use waiting::owner_tells;
 #[cfg(feature = "client")]
-#[cfg(feature = "client")]
 pub(crate) use waiting::tell_outbound_deadline;
 #[cfg(any(feature = "sqlx", feature = "client"))]
 pub(crate) use waiting::waiting_at;
-#[cfg(feature = "grpc")]
+#[cfg(any(feature = "client", feature = "grpc"))]
 pub(crate) use waiting::waiting_now;
