@@ -553,22 +553,66 @@ async fn a_deadline_passing_while_a_response_body_is_read_is_told_at_the_outboun
     cut_and_told_at_outbound(&sim, &response);
 }
 
+/// The same, with the body read as a stream of chunks.
+#[sim_test]
+async fn a_deadline_passing_while_a_response_body_streams_is_told_at_the_outbound_stage(sim: Sim) {
+    sim.net().host("up", stalling_body());
+    let response = proxied(&sim, |response| async move {
+        let _: Vec<_> = response.unwrap().bytes_stream().collect().await;
+    })
+    .await;
+    cut_and_told_at_outbound(&sim, &response);
+}
+
 /// O1: a call's own deadline that passes while its body is read is told
 /// once, at the `outbound` stage, as one that passes before the head.
 #[sim_test]
 async fn a_calls_own_deadline_passing_in_its_body_is_told_once(sim: Sim) {
-    sim.net().host("up", stalling_body());
-    let client = sim.client_with(&sim.config());
-    let read = Deadline::after(MS(100))
-        .scope(async {
-            let response = client.get("http://up/").send().await.unwrap();
-            response.bytes().await
-        })
-        .await;
+    let read = read_body_under_own_deadline(&sim, |response| response.bytes()).await;
     assert!(
         matches!(read, Err(ClientError::DeadlineExceeded(_))),
         "{read:?}"
     );
+    told_once_at_outbound(&sim);
+}
+
+/// The same, with the body read as a stream of chunks: the stream ends in
+/// the deadline's error.
+#[sim_test]
+async fn a_calls_own_deadline_passing_in_its_body_stream_is_told_once(sim: Sim) {
+    let read = read_body_under_own_deadline(&sim, |response| async move {
+        let chunks: Vec<_> = response.bytes_stream().collect().await;
+        chunks.into_iter().collect::<Result<Vec<_>, _>>()
+    })
+    .await;
+    assert!(
+        matches!(read, Err(ClientError::DeadlineExceeded(_))),
+        "{read:?}"
+    );
+    told_once_at_outbound(&sim);
+}
+
+/// Calls a host whose body stalls under a deadline of 100 ms of the call's
+/// own, and reads the body with `read`.
+async fn read_body_under_own_deadline<F, T>(
+    sim: &Sim,
+    read: impl FnOnce(timebox::client::Response) -> F,
+) -> Result<T, ClientError>
+where
+    F: std::future::Future<Output = Result<T, ClientError>>,
+{
+    sim.net().host("up", stalling_body());
+    let client = sim.client_with(&sim.config());
+    Deadline::after(MS(100))
+        .scope(async {
+            let response = client.get("http://up/").send().await.unwrap();
+            read(response).await
+        })
+        .await
+}
+
+/// The call's own deadline was told once, at the `outbound` stage.
+fn told_once_at_outbound(sim: &Sim) {
     let told = lines(&sim.observed());
     let exceeded = exceeded(&told);
     assert_eq!(exceeded.len(), 1, "{told:?}");
