@@ -57,7 +57,7 @@ impl Key {
     }
 
     /// The key with a value, as an error shows it.
-    fn example(self) -> &'static str {
+    pub(super) fn example(self) -> &'static str {
         match self {
             Key::TimeoutMs => "timeout_ms = 5000",
             Key::Timeout => "timeout = \"off\"",
@@ -99,12 +99,11 @@ fn parse_path(input: ParseStream<'_>) -> syn::Result<Path> {
 }
 
 fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
-    let lookahead = input.lookahead1();
-    let (key, key_span) = if lookahead.peek(kw::timeout_ms) {
+    let (key, key_span) = if input.peek(kw::timeout_ms) {
         (Key::TimeoutMs, input.parse::<kw::timeout_ms>()?.span)
-    } else if lookahead.peek(kw::timeout) {
+    } else if input.peek(kw::timeout) {
         (Key::Timeout, input.parse::<kw::timeout>()?.span)
-    } else if lookahead.peek(kw::min_budget_ms) {
+    } else if input.peek(kw::min_budget_ms) {
         (Key::MinBudgetMs, input.parse::<kw::min_budget_ms>()?.span)
     } else if input.peek(syn::Ident::peek_any) {
         let unknown = input.call(syn::Ident::parse_any)?;
@@ -115,7 +114,15 @@ fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
         };
         return Err(syn::Error::new_spanned(&unknown, message));
     } else {
-        return Err(lookahead.error());
+        let what = if input.peek(syn::Lit) {
+            "a value needs its key before it, like `timeout_ms = 5000`"
+        } else {
+            "expected a key"
+        };
+        return Err(syn::Error::new(
+            input.span(),
+            format!("{what}; the keys are `timeout_ms`, `timeout` and `min_budget_ms`"),
+        ));
     };
     let value = value_of(input, key.name(), key_span, key.example())?;
     Ok(Entry {

@@ -104,11 +104,15 @@ fn braced_captures(path: &str) -> Option<String> {
     let segments: Vec<String> = path
         .split('/')
         .map(|segment| {
+            // A capture with no name gets one: `{}` and `{*}` are no
+            // captures either.
             if let Some(name) = segment.strip_prefix(':') {
                 changed = true;
+                let name = if name.is_empty() { "param" } else { name };
                 format!("{{{name}}}")
             } else if let Some(name) = segment.strip_prefix('*') {
                 changed = true;
+                let name = if name.is_empty() { "rest" } else { name };
                 format!("{{*{name}}}")
             } else {
                 segment.to_owned()
@@ -170,8 +174,8 @@ fn validate_entries(entries: &[Entry]) -> syn::Result<(Timeout, Option<u64>)> {
             Timeout::Millis(timeout_ms) if millis >= timeout_ms => errors.push(syn::Error::new(
                 span,
                 format!(
-                    "`min_budget_ms = {millis}` is not below the route's `timeout_ms = {timeout_ms}`, so every request would be refused; \
-                     it is the time the handler needs, which must fit in its deadline"
+                    "`min_budget_ms = {millis}` must be below the route's `timeout_ms = {timeout_ms}`, \
+                     or every request would be refused; lower it, or raise `timeout_ms`"
                 ),
             )),
             Timeout::Millis(_) | Timeout::Inherit => {}
@@ -188,7 +192,7 @@ const ZERO_MIN_BUDGET: &str =
 
 /// A millisecond value that must not be 0, with `zero` as the error if it is.
 fn nonzero_millis(entry: &Entry, zero: &str) -> syn::Result<(u64, Span)> {
-    let (millis, span) = millis(entry.key.name(), &entry.value)?;
+    let (millis, span) = millis(entry.key, &entry.value)?;
     if millis == 0 {
         return Err(syn::Error::new(span, zero));
     }
@@ -197,7 +201,8 @@ fn nonzero_millis(entry: &Entry, zero: &str) -> syn::Result<(u64, Span)> {
 
 /// The value of a `*_ms` key: an integer literal that fits a `u64`, and
 /// the literal's span.
-fn millis(key: &str, value: &Expr) -> syn::Result<(u64, Span)> {
+fn millis(key: Key, value: &Expr) -> syn::Result<(u64, Span)> {
+    let (example, key) = (key.example(), key.name());
     let literal = match ungroup(value) {
         Expr::Lit(ExprLit {
             lit: Lit::Int(literal),
@@ -208,27 +213,45 @@ fn millis(key: &str, value: &Expr) -> syn::Result<(u64, Span)> {
         }) => {
             return Err(syn::Error::new_spanned(
                 value,
-                format!("`{key}` takes whole milliseconds; write an integer, like `{key} = 1500`"),
+                format!("`{key}` takes whole milliseconds; write an integer, like `{example}`"),
             ))
+        }
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => {
+            let fix = match text.value().trim() {
+                "off" if key == Key::TimeoutMs.name() => {
+                    "for no deadline write `timeout = \"off\"` instead".to_owned()
+                }
+                digits if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                    format!("write `{key} = {digits}`, without the quotes")
+                }
+                _ => format!("write a number of milliseconds, like `{example}`"),
+            };
+            return Err(syn::Error::new_spanned(
+                value,
+                format!("`{key}` takes a number, not a string; {fix}"),
+            ));
         }
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_), ..
         }) => {
             return Err(syn::Error::new_spanned(
                 value,
-                format!("`{key}` cannot be negative; write a number of milliseconds, like `{key} = 5000`"),
+                format!("`{key}` cannot be negative; write a number of milliseconds, like `{example}`"),
             ))
         }
         Expr::Path(_) => {
             return Err(syn::Error::new_spanned(
                 value,
-                format!("`{key}` must be an integer literal, like `{key} = 5000`; the macro cannot read a constant"),
+                format!("`{key}` must be an integer literal, like `{example}`; the macro cannot read a constant"),
             ))
         }
         _ => {
             return Err(syn::Error::new_spanned(
                 value,
-                format!("`{key}` must be an integer literal, like `{key} = 5000`"),
+                format!("`{key}` must be an integer literal, like `{example}`"),
             ))
         }
     };

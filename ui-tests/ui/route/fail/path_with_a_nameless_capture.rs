@@ -1,0 +1,8 @@
+use timebox::get;
+
+#[get("/files/*")]
+async fn files() -> &'static str {
+    "[]"
+}
+
+fn main() {}
