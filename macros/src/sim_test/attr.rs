@@ -57,10 +57,9 @@ impl Attr {
 
 impl Parse for Entry {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let lookahead = input.lookahead1();
-        let (key, key_span) = if lookahead.peek(kw::seed) {
+        let (key, key_span) = if input.peek(kw::seed) {
             (Key::Seed, input.parse::<kw::seed>()?.span)
-        } else if lookahead.peek(kw::seeds) {
+        } else if input.peek(kw::seeds) {
             (Key::Seeds, input.parse::<kw::seeds>()?.span)
         } else if input.peek(syn::Ident) {
             let unknown: syn::Ident = input.parse()?;
@@ -69,7 +68,15 @@ impl Parse for Entry {
                 format!("unknown key `{unknown}`; use `seed` or `seeds`"),
             ));
         } else {
-            return Err(lookahead.error());
+            let what = if input.peek(syn::Lit) {
+                "a value needs its key before it, like `seed = 42`"
+            } else {
+                "expected a key"
+            };
+            return Err(syn::Error::new(
+                input.span(),
+                format!("{what}; the keys are `seed` and `seeds`"),
+            ));
         };
         let value = value_of(input, key.name(), key_span, key.example())?;
         Ok(Self {
@@ -82,16 +89,36 @@ impl Parse for Entry {
 
 /// The value of `entry` as an integer literal of type `u64`.
 pub(super) fn int_value(entry: &Entry) -> syn::Result<u64> {
-    let name = entry.key.name();
+    let (name, example) = (entry.key.name(), entry.key.example());
     let literal = match ungroup(&entry.value) {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(literal),
             ..
         }) => literal,
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(text),
+            ..
+        }) if !text.value().is_empty() && text.value().bytes().all(|b| b.is_ascii_digit()) => {
+            return Err(syn::Error::new_spanned(
+                text,
+                format!(
+                    "`{name}` takes a number, not a string; write `{name} = {}`, without the quotes",
+                    text.value()
+                ),
+            ))
+        }
+        syn::Expr::Path(_) => {
+            return Err(syn::Error::new_spanned(
+                &entry.value,
+                format!(
+                    "`{name}` takes an integer literal, like `{example}`; the macro cannot read a constant"
+                ),
+            ))
+        }
         other => {
             return Err(syn::Error::new_spanned(
                 other,
-                format!("`{name}` takes an integer literal, like `{name} = 42`"),
+                format!("`{name}` takes an integer literal, like `{example}`"),
             ))
         }
     };
@@ -111,7 +138,7 @@ fn parse_u64(literal: &LitInt, name: &str) -> syn::Result<u64> {
     literal.base10_parse::<u64>().map_err(|_| {
         syn::Error::new_spanned(
             literal,
-            format!("`{name}` must fit in a u64 (0 to {})", u64::MAX),
+            format!("`{name}` must fit in a u64 (at most {})", u64::MAX),
         )
     })
 }

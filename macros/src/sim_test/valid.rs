@@ -76,26 +76,36 @@ fn validate_fn(function: &syn::ItemFn) -> syn::Result<()> {
             "`#[sim_test]` functions must be async; write `async fn`",
         ));
     }
-    match sig.inputs.len() {
-        1 => {}
-        0 => errors.push(syn::Error::new(
-            sig.paren_token.span.join(),
-            "`#[sim_test]` functions take the simulation as their one argument; write `(sim: Sim)`",
-        )),
-        _ => {
-            for extra in sig.inputs.iter().skip(1) {
-                errors.push(syn::Error::new_spanned(
-                    extra,
-                    "`#[sim_test]` functions take exactly one argument, the `Sim`; remove this one",
-                ));
-            }
-        }
+    if let Some(unsafety) = sig.unsafety {
+        errors.push(syn::Error::new_spanned(
+            unsafety,
+            "`#[sim_test]` functions cannot be `unsafe`; remove it",
+        ));
     }
     if let Some(receiver) = sig.receiver() {
+        // The arguments after `self` are not counted: the fix is a free
+        // function, which may well keep them as its one argument.
         errors.push(syn::Error::new_spanned(
             receiver,
-            "`#[sim_test]` functions cannot take `self`; write `(sim: Sim)`",
+            "`#[sim_test]` functions cannot take `self`: a test is a free function; \
+             move it out of the `impl` and write `async fn name(sim: Sim)`",
         ));
+    } else {
+        match sig.inputs.len() {
+            1 => {}
+            0 => errors.push(syn::Error::new(
+                sig.paren_token.span.join(),
+                "`#[sim_test]` functions take the simulation as their one argument; write `(sim: Sim)`",
+            )),
+            _ => {
+                for extra in sig.inputs.iter().skip(1) {
+                    errors.push(syn::Error::new_spanned(
+                        extra,
+                        "`#[sim_test]` functions take exactly one argument, the `Sim`; remove this one",
+                    ));
+                }
+            }
+        }
     }
     if !sig.generics.params.is_empty() {
         errors.push(syn::Error::new_spanned(
