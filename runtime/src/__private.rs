@@ -16,7 +16,7 @@ pub mod server {
     /// Holds when a handler's future is `Send`, as axum needs: a handler
     /// whose future is not fails here, with rustc's account of the value
     /// held across an `.await`.
-    pub fn assert_send<F: core::future::Future + Send>(_future: &F) {}
+    pub fn handler_future_must_be_send<F: core::future::Future + Send>(_future: &F) {}
 
     /// Implemented by the hidden companion of every route handler, for every
     /// state `S` its extractors accept; `M` is axum's marker of the last

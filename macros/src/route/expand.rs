@@ -27,11 +27,6 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
         .iter()
         .filter(|attr| attr.path().is_ident("cfg") || attr.path().is_ident("allow"));
     let shared_attrs = quote!(#(#shared_attrs)*);
-    // A deprecated handler warns where `routes!` names it, not in the impl
-    // that calls it.
-    let deprecated = attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("deprecated"));
 
     let args: Vec<(syn::Ident, &Type)> = sig
         .inputs
@@ -91,8 +86,8 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
 
     // axum serves handlers whose future is `Send`; say so at the handler's
     // name, with rustc's account of what is held across which `.await`.
-    let assert_send = quote_spanned! {name.span()=>
-        ::timebox::__private::server::assert_send(&#future);
+    let must_be_send = quote_spanned! {name.span()=>
+        ::timebox::__private::server::handler_future_must_be_send(&#future);
     };
 
     // The registration carries the handler name's span: whatever rustc
@@ -122,7 +117,6 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
         #function
 
         #shared_attrs
-        #(#deprecated)*
         #companion
 
         #shared_attrs
@@ -143,7 +137,7 @@ pub(super) fn expand(route: &Route, function: &syn::ItemFn) -> TokenStream {
                     // clippy's `unused_async` treats it as a handler.
                     let handler = #name;
                     let #future = handler(#(#arg_names),*);
-                    #assert_send
+                    #must_be_send
                     let #output = #future.await;
                     #respond
                 }
@@ -189,9 +183,12 @@ pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
 }
 
 /// The hidden companion struct: a braced struct lives only in the type
-/// namespace, so it sits beside the handler fn of the same name.
+/// namespace, so it sits beside the handler fn of the same name. It
+/// carries the handler name's span, so that a clash with another item of
+/// the type namespace (a module named like the handler) points at the
+/// handler's name.
 fn companion(vis: &syn::Visibility, name: &syn::Ident) -> TokenStream {
-    quote! {
+    quote_spanned! {name.span()=>
         #[doc(hidden)]
         #[allow(
             dead_code,

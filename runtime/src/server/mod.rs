@@ -171,8 +171,11 @@ pub use timeout::RouteTimeout;
 /// (`#[get("/path")]`, ..).
 #[macro_export]
 macro_rules! routes {
-    ($($handler:path),* $(,)?) => {
+    ($($handler:path),* $(,)?) => {{
+        // Each handler named as the function it is, so that a deprecated
+        // one warns as a deprecated function.
+        $(let _ = $handler;)*
         $crate::server::Routes::new()
             $(.route(<$handler as $crate::__private::server::RouteDef<_, _>>::route()))*
-    };
+    }};
 }
