@@ -188,11 +188,14 @@ impl Run {
             .collect();
         let mut results = Vec::with_capacity(runners.len());
         for runner in runners {
-            results.push(
-                runner
-                    .await
-                    .unwrap_or_else(|err| Err(ToolError::Failed(err.to_string()))),
-            );
+            results.push(runner.await.unwrap_or_else(|err| {
+                // The client hears that there is no result, not the
+                // gateway's panic message: that goes to the log.
+                tracing::error!(%err, "a tool call's task ended without a result");
+                Err(ToolError::Failed(
+                    "the gateway could not finish the call; its log says why".to_owned(),
+                ))
+            }));
         }
         results
     }

@@ -321,7 +321,7 @@ impl Session {
                 response = &mut response => {
                     pending.answered(&request_id);
                     return match response {
-                        Ok(result) => text_of(result),
+                        Ok(result) => text_of(server, result),
                         // The tool's own error, sent as a JSON-RPC error.
                         Err(ServiceError::McpError(err)) => Err(ToolError::Failed(err.message.into_owned())),
                         Err(err) => Err(broken(err)),
@@ -357,8 +357,10 @@ async fn run_builtin(io: tokio::io::DuplexStream) {
     }
 }
 
-/// The text a tool answered with, or its error.
-fn text_of(result: ServerResult) -> Result<String, ToolError> {
+/// The text a tool of `server` answered with, or its error. An answer that
+/// is no tool result at all is the server's failure, not the tool's: the
+/// client is not shown what it was (the log is).
+fn text_of(server: &str, result: ServerResult) -> Result<String, ToolError> {
     match result {
         ServerResult::CallToolResult(result) => {
             let text: String = result
@@ -372,8 +374,30 @@ fn text_of(result: ServerResult) -> Result<String, ToolError> {
                 Ok(text)
             }
         }
-        other => Err(ToolError::Failed(format!(
-            "expected a tool result, got {other:?}"
-        ))),
+        other => Err(ToolError::server(
+            server,
+            format_args!("answered a tool call with something else: {other:?}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ServerResult;
+
+    use super::{text_of, ToolError};
+
+    #[test]
+    fn an_answer_that_is_no_tool_result_is_the_servers_failure_and_not_shown() {
+        let err = text_of("search", ServerResult::empty(())).unwrap_err();
+        assert!(matches!(err, ToolError::Server { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("EmptyResult"),
+            "the log says what it was: {err}"
+        );
+        assert_eq!(
+            err.for_client(),
+            "MCP server `search` failed the tool call; the gateway's log says why"
+        );
     }
 }
