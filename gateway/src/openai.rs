@@ -141,6 +141,34 @@ fn part_text(part: &Value) -> Option<&str> {
     }
 }
 
+/// The field a body of the wrong shape is wrong at, as OpenAI names it
+/// (`messages[0].role`): where axum's JSON reader (through
+/// `serde_path_to_error`) stopped, and the field that is missing there, if
+/// that is what serde says (`missing field `role``). `None` for the body as
+/// a whole.
+fn field_of(err: &(dyn std::error::Error + 'static)) -> Option<Cow<'static, str>> {
+    let mut source = err.source();
+    while let Some(err) = source {
+        if let Some(located) = err.downcast_ref::<serde_path_to_error::Error<serde_json::Error>>() {
+            let path = located.path().to_string();
+            let missing = located
+                .inner()
+                .to_string()
+                .strip_prefix("missing field `")
+                .and_then(|rest| rest.split_once('`'))
+                .map(|(field, _)| field.to_owned());
+            return match (path.as_str(), missing) {
+                (".", None) => None,
+                (".", Some(field)) => Some(field.into()),
+                (_, None) => Some(path.into()),
+                (_, Some(field)) => Some(format!("{path}.{field}").into()),
+            };
+        }
+        source = err.source();
+    }
+    None
+}
+
 /// What JSON `value` is, for an error.
 const fn json_kind(value: &Value) -> &'static str {
     match value {
@@ -220,13 +248,18 @@ impl ApiError {
     }
 
     /// The body could not be read as a request: the rejection's own status
-    /// (400, 415, 422) and message, which names the field.
+    /// (400, 415, 422) and message, which names the field, and the field
+    /// as `param` when the body is JSON of the wrong shape.
     pub(crate) fn rejected(rejection: JsonRejection) -> Self {
+        let param = match &rejection {
+            JsonRejection::JsonDataError(err) => field_of(err),
+            _ => None,
+        };
         Self {
             status: rejection.status(),
             message: rejection.body_text(),
             kind: "invalid_request_error",
-            param: None,
+            param,
             code: None,
         }
     }

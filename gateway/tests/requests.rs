@@ -34,9 +34,34 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
     assert_eq!(body["error"]["type"], "invalid_request_error");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("missing field `model`"), "{body}");
+    assert_eq!(body["error"]["param"], "model", "{body}");
 
+    // A field of the wrong type, or missing, deeper in: `param` names it as
+    // OpenAI does.
+    for (request, param) in [
+        (json!({ "model": 5, "messages": messages }), "model"),
+        (
+            json!({ "model": "scripted-fast", "messages": [{ "role": 5, "content": "hi" }] }),
+            "messages[0].role",
+        ),
+        (
+            json!({ "model": "scripted-fast", "messages": [{ "content": "hi" }] }),
+            "messages[0].role",
+        ),
+        (
+            json!({ "model": "scripted-fast", "messages": [messages[0], "hi"] }),
+            "messages[1]",
+        ),
+    ] {
+        let (status, body) = post(&gateway, &request.to_string()).await;
+        assert_eq!(status, 422, "{request}: {body}");
+        assert_eq!(body["error"]["param"], param, "{request}: {body}");
+    }
+
+    // JSON that does not parse is about the body as a whole.
     let (status, body) = post(&gateway, r#"{"model": "scripted-fast", "messages": "#).await;
     assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], serde_json::Value::Null, "{body}");
 
     let (status, body) = post(
         &gateway,
