@@ -351,40 +351,42 @@ async fn a_shutdown_lets_the_client_take_done_before_any_remote_notice() {
 
 #[tokio::test(start_paused = true)]
 async fn a_silent_stream_shows_heartbeats_at_0_15_and_30_seconds() {
-    let (tx, events) = fed();
-    let stream = SseStream::new(events, Watchdog::new()).heartbeat(SECS(15));
-    let body = served(stream).await;
-    let reader = tokio::spawn(frames(body));
-    sleep(SECS(40)).await;
-    drop(tx);
-    let frames = reader.await.unwrap();
-    let beats: Vec<Duration> = frames
-        .iter()
-        .filter(|(_, frame)| frame.starts_with(':'))
-        .map(|(at, _)| *at)
-        .collect();
-    assert_eq!(beats, [SECS(0), SECS(15), SECS(30)]);
+    assert_eq!(
+        heartbeats_every_15_s(&[], SECS(40)).await,
+        [SECS(0), SECS(15), SECS(30)]
+    );
 }
 
 /// The heartbeat follows the silence: an event moves the next one to a
 /// whole interval after it.
 #[tokio::test(start_paused = true)]
 async fn an_event_moves_the_next_heartbeat_to_an_interval_after_it() {
-    let (tx, events) = fed();
-    let stream = SseStream::new(events, Watchdog::new()).heartbeat(SECS(15));
-    let body = served(stream).await;
-    let reader = tokio::spawn(frames(body));
-    sleep(SECS(10)).await;
-    tx.send(Event::default().data("news")).await.unwrap();
-    sleep(SECS(35)).await;
+    assert_eq!(
+        heartbeats_every_15_s(&[SECS(10)], SECS(45)).await,
+        [SECS(0), SECS(25), SECS(40)]
+    );
+}
+
+/// When a stream with a heartbeat every 15 s, sending an event at each of
+/// `events` (times from its start, in order), sent its heartbeats until
+/// it ended at `end`.
+async fn heartbeats_every_15_s(events: &[Duration], end: Duration) -> Vec<Duration> {
+    let start = Instant::now();
+    let (tx, fed_events) = fed();
+    let stream = SseStream::new(fed_events, Watchdog::new()).heartbeat(SECS(15));
+    let reader = tokio::spawn(frames(served(stream).await));
+    for &at in events {
+        tokio::time::sleep_until(start + at).await;
+        tx.send(Event::default().data("news")).await.unwrap();
+    }
+    tokio::time::sleep_until(start + end).await;
     drop(tx);
     let frames = reader.await.unwrap();
-    let beats: Vec<Duration> = frames
+    frames
         .iter()
         .filter(|(_, frame)| frame.starts_with(':'))
         .map(|(at, _)| *at)
-        .collect();
-    assert_eq!(beats, [SECS(0), SECS(25), SECS(40)]);
+        .collect()
 }
 
 #[tokio::test(start_paused = true)]

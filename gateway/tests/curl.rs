@@ -27,18 +27,6 @@ fn readme_commands() -> Vec<String> {
         .collect()
 }
 
-/// Fails, saying how to get it, unless `curl` is on `PATH`.
-fn curl_on_path() {
-    let found = Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    assert!(
-        found,
-        "needs `curl` on PATH (Debian: `apt-get install curl`; .ci/run installs it)"
-    );
-}
-
 /// Runs `command` with the gateway's address in place of the README's, at
 /// most `bound` (as a user pressing Ctrl-C would); what curl printed.
 fn run(command: &str, gateway: &Gateway, bound: Duration) -> String {
@@ -67,7 +55,7 @@ fn data_lines(body: &str) -> Vec<&str> {
 #[test]
 #[ignore = "needs curl on PATH; .ci/run installs it"]
 fn every_readme_command_does_what_the_readme_says() {
-    curl_on_path();
+    support::needs_on_path("curl", "curl");
     let commands = readme_commands();
     assert_eq!(commands.len(), 9, "the README's commands: {commands:#?}");
     let gateway = Gateway::start(&[]);

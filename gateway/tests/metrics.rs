@@ -324,14 +324,7 @@ async fn tool_host_settled(setup: &Setup) -> Value {
 
 /// The `prometheus` binary, or a failure that says how to get it.
 fn prometheus() -> String {
-    let found = Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_ok_and(|output| output.status.success());
-    assert!(
-        found,
-        "needs `prometheus` on PATH (Debian: `apt-get install prometheus`; .ci/run installs it)"
-    );
+    support::needs_on_path("prometheus", "prometheus");
     "prometheus".to_owned()
 }
 

@@ -28,6 +28,18 @@ pub(crate) fn value_of(
     input.parse()
 }
 
+/// The error for what stands where a key should: a value with no key
+/// before it (the form is `example`), or anything else; `keys` lists the
+/// keys in words.
+pub(crate) fn not_a_key(input: ParseStream<'_>, keys: &str, example: &str) -> syn::Error {
+    let what = if input.peek(syn::Lit) {
+        format!("a value needs its key before it, like `{example}`")
+    } else {
+        "expected a key".to_owned()
+    };
+    syn::Error::new(input.span(), format!("{what}; the keys are {keys}"))
+}
+
 /// `value` without the invisible groups a `macro_rules!` fragment wraps
 /// it in, so `timeout_ms = $t` or `seed = $s` reads as the literal passed.
 pub(crate) fn ungroup(value: &Expr) -> &Expr {

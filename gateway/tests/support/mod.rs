@@ -215,6 +215,20 @@ fn first_stdout_line(child: &mut Child) -> std::sync::mpsc::Receiver<Option<Stri
 #[path = "../../../tests/support/venv.rs"]
 mod venv;
 
+/// Fails, saying how to get it, unless `program` is on `PATH`: a real part
+/// that only Debian ships (`apt-get install <package>`), which `.ci/run`
+/// installs for the test that needs it.
+pub fn needs_on_path(program: &str, package: &str) {
+    let found = Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found,
+        "needs `{program}` on PATH (Debian: `apt-get install {package}`; .ci/run installs it)"
+    );
+}
+
 /// The Python interpreter of a virtual environment with the pinned `openai`
 /// package, made (and the package installed from PyPI) on first use.
 pub fn python() -> &'static Path {

@@ -7,7 +7,7 @@ use syn::parse::ParseStream;
 use syn::punctuated::Punctuated;
 use syn::{LitStr, Token};
 
-use crate::expr::value_of;
+use crate::expr::{not_a_key, value_of};
 
 mod kw {
     syn::custom_keyword!(timeout_ms);
@@ -114,14 +114,10 @@ fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
         };
         return Err(syn::Error::new_spanned(&unknown, message));
     } else {
-        let what = if input.peek(syn::Lit) {
-            "a value needs its key before it, like `timeout_ms = 5000`"
-        } else {
-            "expected a key"
-        };
-        return Err(syn::Error::new(
-            input.span(),
-            format!("{what}; the keys are `timeout_ms`, `timeout` and `min_budget_ms`"),
+        return Err(not_a_key(
+            input,
+            "`timeout_ms`, `timeout` and `min_budget_ms`",
+            Key::TimeoutMs.example(),
         ));
     };
     let value = value_of(input, key.name(), key_span, key.example())?;

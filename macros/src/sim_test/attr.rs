@@ -4,7 +4,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{LitInt, Token};
 
-use crate::expr::{ungroup, value_of};
+use crate::expr::{not_a_key, ungroup, value_of};
 
 mod kw {
     syn::custom_keyword!(seed);
@@ -68,15 +68,7 @@ impl Parse for Entry {
                 format!("unknown key `{unknown}`; use `seed` or `seeds`"),
             ));
         } else {
-            let what = if input.peek(syn::Lit) {
-                "a value needs its key before it, like `seed = 42`"
-            } else {
-                "expected a key"
-            };
-            return Err(syn::Error::new(
-                input.span(),
-                format!("{what}; the keys are `seed` and `seeds`"),
-            ));
+            return Err(not_a_key(input, "`seed` and `seeds`", Key::Seed.example()));
         };
         let value = value_of(input, key.name(), key_span, key.example())?;
         Ok(Self {
