@@ -1109,7 +1109,7 @@ async fn with_the_breaker_disabled_a_hundred_calls_to_an_always_500_host_all_rea
     let recorder = Recorder::new();
     sim.net()
         .host("up", always(StatusCode::INTERNAL_SERVER_ERROR, &recorder));
-    let mut config = Config::default();
+    let mut config = sim.config();
     config.breaker.enabled = false;
     let client = sim.client_with(&config);
     for _ in 0..100 {
@@ -1117,6 +1117,16 @@ async fn with_the_breaker_disabled_a_hundred_calls_to_an_always_500_host_all_rea
         assert_eq!(response.status(), 500);
     }
     assert_eq!(recorder.count(), 100);
+    // No breaker state is kept: nothing is counted, nothing moves.
+    let told = support::observe::lines(&sim.observed());
+    assert!(
+        told.iter().all(|line| !line.starts_with("breaker_")),
+        "{told:?}"
+    );
+    assert!(
+        told.iter().any(|line| line.starts_with("attempt_finished")),
+        "{told:?}"
+    );
 }
 
 #[sim_test]

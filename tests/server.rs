@@ -62,6 +62,8 @@ async fn a_handler_past_the_global_deadline_gets_503_problem_json_with_retry_aft
     assert!((1..=3).contains(&retry_after), "{retry_after}");
     assert!(is_cancelled(&response));
     let body: serde_json::Value = serde_json::from_str(&text(response).await).unwrap();
+    // RFC 9457's members: `about:blank`, whose title is the status's.
+    assert_eq!(body["type"], "about:blank");
     assert_eq!(body["status"], 503);
     assert_eq!(body["title"], "Service Unavailable");
     assert!(body["detail"].as_str().unwrap().contains("50 ms"), "{body}");

@@ -499,3 +499,30 @@ fn into_router_logs_an_invalid_configuration_by_key() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("ERROR"), "{}", lines[0]);
 }
+
+#[get("/quick", timeout_ms = 5000)]
+async fn quick() -> &'static str {
+    "quick"
+}
+
+#[get("/report", timeout_ms = 120000)]
+async fn report() -> &'static str {
+    "report"
+}
+
+/// G4 at startup: `into_router` warns when the shutdown grace is shorter
+/// than its longest route override plus 5 s, naming the key and the route
+/// deadline it has to cover.
+#[test]
+fn into_router_warns_of_a_grace_shorter_than_its_longest_route() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let _router: axum::Router = routes![quick, report].into_router(&config(5, 30, 10));
+    let lines = logs.lines_with("server.shutdown_timeout_secs");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("WARN"), "{}", lines[0]);
+    assert!(lines[0].contains("125"), "120 s + 5 s: {}", lines[0]);
+
+    let (logs, _guard) = support::logs::Logs::capture();
+    let _router: axum::Router = routes![quick, report].into_router(&config(5, 125, 10));
+    assert!(logs.lines_with("server.shutdown_timeout_secs").is_empty());
+}

@@ -171,3 +171,22 @@ async fn a_second_sigterm_during_the_grace_exits_at_once() {
         "the stuck request was cut off"
     );
 }
+
+/// G1: Ctrl-C (SIGINT) starts the same sequence as SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigint_starts_the_same_shutdown() {
+    let (mut child, addr) = start_server();
+    let client = reqwest::Client::new();
+    let admitted = tokio::spawn({
+        let url = format!("http://{addr}/work/1000");
+        async move { client.get(url).send().await.map(|r| r.status()) }
+    });
+    wait_in_flight(&addr, 1).await;
+    support::child::sigint(child.id());
+    assert_eq!(refused_at_phase_one(&addr).await.status(), 503);
+    assert_eq!(admitted.await.unwrap().unwrap(), 200, "admitted, finished");
+    assert_eq!(
+        exit_within(&mut child, Duration::from_secs(8)).await,
+        Some(0)
+    );
+}

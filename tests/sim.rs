@@ -170,6 +170,16 @@ async fn the_same_seed_gives_the_same_retry_after_sequence_from_a_handlers_error
     assert_ne!(first, error_retry_after_sequences(&Sim::new(10)).await);
 }
 
+/// M1: the simulation runs on one thread, so its schedule is the seed's.
+#[sim_test]
+async fn a_sim_test_runs_on_a_current_thread_runtime(sim: Sim) {
+    let _ = sim;
+    assert_eq!(
+        tokio::runtime::Handle::current().runtime_flavor(),
+        tokio::runtime::RuntimeFlavor::CurrentThread
+    );
+}
+
 #[sim_test]
 async fn requests_through_the_app_take_virtual_time(sim: Sim) {
     let start = Instant::now();

@@ -60,9 +60,18 @@ impl Drop for Killed {
 /// Sends SIGTERM to the process `pid`, as `kill -TERM` would.
 #[cfg(unix)]
 pub fn sigterm(pid: u32) {
-    use nix::sys::signal::{kill, Signal};
-    use nix::unistd::Pid;
+    signal(pid, nix::sys::signal::Signal::SIGTERM);
+}
 
+/// Sends SIGINT to the process `pid`, as Ctrl-C in its terminal would.
+#[cfg(unix)]
+pub fn sigint(pid: u32) {
+    signal(pid, nix::sys::signal::Signal::SIGINT);
+}
+
+#[cfg(unix)]
+fn signal(pid: u32, signal: nix::sys::signal::Signal) {
     let pid = i32::try_from(pid).expect("a process id fits a pid_t");
-    kill(Pid::from_raw(pid), Signal::SIGTERM).expect("SIGTERM is sent");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
+        .unwrap_or_else(|err| panic!("{signal} is sent: {err}"));
 }
