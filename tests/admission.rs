@@ -114,6 +114,30 @@ async fn a_10ms_budget_against_a_40ms_median_is_refused_with_504_when_enforced(s
     );
 }
 
+/// Fails after 40 ms.
+#[get("/failing", timeout_ms = 1000)]
+async fn failing() -> StatusCode {
+    sleep(MS(40)).await;
+    StatusCode::INTERNAL_SERVER_ERROR
+}
+
+/// A1 learns from successful requests only: a route whose requests all
+/// fail has no median, so a short deadline is not refused.
+#[sim_test]
+async fn failed_requests_teach_the_route_no_median(sim: Sim) {
+    let app = sim.app(routes![failing].into_router(&config(&sim, DeadlineCheck::Enforce)));
+    for _ in 0..100 {
+        let response = app.request(request("GET", "/failing")).await;
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+    let response = app
+        .request(get_with_deadline_header("/failing", "10"))
+        .await;
+    // Not refused: admitted, and cut at its 10 ms deadline.
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(sheds(&sim).is_empty(), "{:?}", sheds(&sim));
+}
+
 #[sim_test]
 async fn in_dark_mode_the_same_request_is_counted_and_served(sim: Sim) {
     let app = app(&sim, &config(&sim, DeadlineCheck::Dark));

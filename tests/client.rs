@@ -425,6 +425,34 @@ async fn latency_above_the_attempt_timeout_ends_the_attempt_at_exactly_the_timeo
     assert_eq!(start.elapsed(), SECS(30));
 }
 
+/// C4: an attempt that timed out is transient, and retried like any other.
+#[sim_test]
+async fn an_attempt_that_times_out_is_retried(sim: Sim) {
+    let recorder = Recorder::new();
+    sim.net()
+        .host("up", echo(&recorder))
+        .latency(SECS(40), SECS(40));
+    let mut config = sim.config();
+    config.http.client.timeout_secs = 1;
+    config.http.client.max_retries = 3;
+    // No backoff: the attempts follow one another.
+    config.http.client.max_backoff_ms = 0;
+    let start = Instant::now();
+    let err = sim
+        .client_with(&config)
+        .get("http://up/")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Timeout), "{err}");
+    assert_eq!(start.elapsed(), SECS(4), "four attempts of 1 s");
+    let started = support::observe::lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("attempt_started"))
+        .count();
+    assert_eq!(started, 4, "the first and three retries");
+}
+
 #[sim_test]
 async fn a_partition_fails_at_once_and_heal_delivers(sim: Sim) {
     let recorder = Recorder::new();

@@ -253,3 +253,52 @@ async fn an_attempt_cut_by_the_deadline_says_deadline_exceeded(sim: Sim) {
         Some("deadline_exceeded")
     );
 }
+
+/// The attempt's own timeout, a connection that could not be made, and a
+/// breaker that refused the attempt each have their own `error.type`.
+#[sim_test]
+async fn a_timeout_a_failed_connect_and_an_open_breaker_each_say_which(sim: Sim) {
+    let net = sim.net();
+    net.host(
+        "slow",
+        recording(&Recorder::new(), |_| async {
+            tokio::time::sleep(SECS(40)).await;
+            StatusCode::OK
+        }),
+    );
+    net.host(
+        "cut",
+        recording(&Recorder::new(), |_| async { StatusCode::OK }),
+    )
+    .partition("cut");
+    net.host(
+        "down",
+        recording(&Recorder::new(), |_| async {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }),
+    );
+    let mut config = sim.config();
+    config.http.client.timeout_secs = 1;
+    // The first failed call opens the breaker of `down`.
+    config.breaker.minimum_sample_count = 1;
+    let client = sim.client_with(&config);
+    let error_type = |url: &'static str| {
+        let client = client.clone();
+        async move {
+            let spans = attempt_spans(async {
+                let _ = client.get(url).retries(0).send().await;
+            })
+            .await;
+            assert_eq!(spans.len(), 1, "{url}: {spans:#?}");
+            assert!(matches!(spans[0].status, Status::Error { .. }), "{url}");
+            text(&spans[0], "error.type")
+        }
+    };
+    assert_eq!(error_type("http://slow/").await.as_deref(), Some("timeout"));
+    assert_eq!(error_type("http://cut/").await.as_deref(), Some("connect"));
+    assert_eq!(error_type("http://down/").await.as_deref(), Some("500"));
+    assert_eq!(
+        error_type("http://down/").await.as_deref(),
+        Some("circuit_open")
+    );
+}

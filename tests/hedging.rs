@@ -147,6 +147,19 @@ async fn a_hedge_that_wins_cancels_the_first_attempt(sim: Sim) {
             "breaker_call host=up:80 outcome=success",
         ]
     );
+    // The hedge cost `hedge_cost` (5) of the full bucket's 500 tokens.
+    let tokens: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("budget_tokens"))
+        .collect();
+    assert_eq!(
+        tokens[..2],
+        [
+            "budget_tokens host=up:80 tokens=500",
+            "budget_tokens host=up:80 tokens=495"
+        ],
+        "{tokens:?}"
+    );
 }
 
 #[sim_test]

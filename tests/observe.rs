@@ -76,6 +76,61 @@ async fn a_retry_whose_wait_does_not_fit_the_time_left_is_skipped_for_deadline(s
 }
 
 #[sim_test]
+async fn a_post_that_fails_is_not_retried_and_says_it_is_not_idempotent(sim: Sim) {
+    sim.net()
+        .host("up", answering(StatusCode::SERVICE_UNAVAILABLE));
+    let client = sim.client_with(&sim.config());
+    let response = client
+        .post("http://up/")
+        .body("an order")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let told = lines(&sim.observed());
+    assert!(
+        told.contains(&"retry_skipped host=up:80 reason=not_idempotent".to_owned()),
+        "{told:?}"
+    );
+    assert_eq!(
+        told.iter()
+            .filter(|line| line.starts_with("attempt_started"))
+            .count(),
+        1,
+        "{told:?}"
+    );
+}
+
+#[timebox::get("/work")]
+async fn work() -> &'static str {
+    "done"
+}
+
+/// O1: a request that arrives once the server stops admitting is told as
+/// shed, for the shutdown.
+#[sim_test]
+async fn a_request_refused_in_phase_one_is_told_as_shed_for_shutting_down(sim: Sim) {
+    let shutdown = Shutdown::new(&sim.config());
+    let app = sim
+        .app(timebox::routes![work].into_router(&sim.config()))
+        .with_shutdown(&shutdown);
+    shutdown.trigger();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    shutdown.token().cancelled().await;
+    let response = app.request(request("GET", "/work")).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let told = lines(&sim.observed());
+    assert!(
+        told.iter()
+            .any(|line| line.starts_with("request_shed reason=shutting_down")),
+        "{told:?}"
+    );
+}
+
+#[sim_test]
 async fn a_breaker_opens_admits_trials_when_half_open_and_closes(sim: Sim) {
     let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let flag = failing.clone();
