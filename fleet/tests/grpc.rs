@@ -393,6 +393,23 @@ async fn a_listed_mesh_header_goes_out_once_beside_the_grpc_timeout() {
     assert_one_deadline_of(seen, 1500);
 }
 
+/// I3: `x-timebox-deadline-ms` goes out only when `send_deadline_header`
+/// says so; the `grpc-timeout` always does.
+#[tokio::test(start_paused = true)]
+async fn without_send_deadline_header_only_the_grpc_timeout_goes_out() {
+    let mut config = Config::default();
+    config.http.client.send_deadline_header = false;
+    let probe = Probe::default();
+    let mut relay = client(&config, serve(probe.clone(), None).await);
+    Deadline::after(MS(1500))
+        .scope(relay.wait(wait(0)))
+        .await
+        .expect("the call succeeds");
+    let seen = &probe.seen.lock().unwrap()[0];
+    assert!(seen.deadline_ms.is_empty(), "{seen:?}");
+    assert_eq!(seen.grpc_timeout, ["1500m"], "{seen:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_expired_deadline_sends_nothing() {
     let probe = Probe::default();
@@ -772,6 +789,12 @@ async fn calls_count_in_flight_and_phase_one_refuses_new_ones() {
         .and_then(|value| value.to_str().ok()?.parse().ok())
         .expect("a pushback");
     assert!((1000..=3000).contains(&pushback), "{pushback}");
+    // Drawn from the layer's source, so a seeded app replays it.
+    assert_eq!(
+        pushback,
+        timebox::entropy::Entropy::seeded(3).uniform(1000..=3000),
+        "the seed's first draw"
+    );
 
     call.await.unwrap().expect("the call in flight finishes");
     drained.await.unwrap();
@@ -1003,10 +1026,31 @@ async fn client_errors_become_statuses_that_keep_their_chain() {
             ClientError::InvalidRequest("no host".to_owned()),
             Code::Internal,
         ),
+        (breaker_open(), Code::Unavailable),
     ] {
         let status = Status::from(err);
         assert_eq!(status.code(), code, "{status:?}");
         assert!(!is_deadline_exceeded(&status));
+    }
+}
+
+/// The error of a call an open breaker refused.
+fn breaker_open() -> timebox::client::ClientError {
+    use timebox::breaker::{BreakerConfig, CircuitBreaker};
+
+    let config = BreakerConfig {
+        minimum_sample_count: 1,
+        ..BreakerConfig::default()
+    };
+    let breaker = CircuitBreaker::new(&config);
+    breaker
+        .try_acquire()
+        .expect("a closed breaker admits")
+        .failure();
+    let open = breaker.try_acquire().expect_err("one failure opens it");
+    timebox::client::ClientError::CircuitBreakerOpen {
+        host: "up:80".to_owned(),
+        open,
     }
 }
 
