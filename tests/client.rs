@@ -453,6 +453,44 @@ async fn an_attempt_that_times_out_is_retried(sim: Sim) {
     assert_eq!(started, 4, "the first and three retries");
 }
 
+/// B2: a retry after a connection that could not be made, or an attempt
+/// that timed out, costs `transient_cost` (14).
+#[sim_test]
+async fn a_retry_after_a_failed_connect_or_a_timeout_costs_transient_cost(sim: Sim) {
+    let net = sim.net();
+    net.host("cut", echo(&Recorder::new())).partition("cut");
+    net.host(
+        "slow",
+        recording(&Recorder::new(), |_| async {
+            sleep(SECS(40)).await;
+            StatusCode::OK
+        }),
+    );
+    let mut config = sim.config();
+    config.http.client.timeout_secs = 1;
+    let client = sim.client_with(&config);
+    for host in ["cut", "slow"] {
+        let _ = client
+            .get(format!("http://{host}/"))
+            .retries(1)
+            .send()
+            .await
+            .unwrap_err();
+        let tokens: Vec<String> = support::observe::lines(&sim.observed())
+            .into_iter()
+            .filter(|line| line.starts_with(&format!("budget_tokens host={host}:80")))
+            .collect();
+        assert_eq!(
+            tokens[..2],
+            [
+                format!("budget_tokens host={host}:80 tokens=500"),
+                format!("budget_tokens host={host}:80 tokens=486"),
+            ],
+            "{tokens:?}"
+        );
+    }
+}
+
 #[sim_test]
 async fn a_partition_fails_at_once_and_heal_delivers(sim: Sim) {
     let recorder = Recorder::new();
@@ -633,6 +671,47 @@ async fn a_retry_that_does_not_fit_the_deadline_charges_nothing(sim: Sim) {
     assert_eq!(start.elapsed(), MS(45));
     assert_eq!(recorder.count(), 1);
     assert!((tokens(&client, "http://up/") - 500.0).abs() < 1e-9);
+}
+
+/// C6 at its edge: a retry after a 1 s `Retry-After` needs more than
+/// 1 010 ms left; 1 010 ms exactly is not enough.
+#[sim_test]
+async fn a_retry_needs_more_than_its_wait_and_10_ms(sim: Sim) {
+    // A 503 asking for 1 s, then 200s.
+    let host = |recorder: &Recorder| {
+        recording(recorder, |n| async move {
+            if n == 1 {
+                (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")]).into_response()
+            } else {
+                StatusCode::OK.into_response()
+            }
+        })
+    };
+    let mut config = Config::default();
+    // No backoff of its own: the wait is the `Retry-After`.
+    config.http.client.max_backoff_ms = 0;
+    let client = sim.client_with(&config);
+
+    let recorder = Recorder::new();
+    sim.net().host("up", host(&recorder));
+    let response = Deadline::after(MS(1010))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503, "no retry with 1 010 ms left");
+    assert_eq!(recorder.count(), 1);
+    assert!((tokens(&client, "http://up/") - 500.0).abs() < 1e-9);
+
+    let recorder = Recorder::new();
+    sim.net().host("up", host(&recorder));
+    let start = Instant::now();
+    let response = Deadline::after(MS(1011))
+        .scope(client.get("http://up/").send())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "a retry with 1 011 ms left");
+    assert_eq!(recorder.count(), 2);
+    assert_eq!(start.elapsed(), SECS(1), "after the `Retry-After`");
 }
 
 // B6: the breaker, seen through the client.
