@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::Router;
 use futures_util::{stream, StreamExt};
-use http::header::{AUTHORIZATION, COOKIE, LOCATION};
+use http::header::{AUTHORIZATION, COOKIE, LOCATION, PROXY_AUTHORIZATION};
 use http::StatusCode;
 use timebox::client::{Client, ClientError};
 use timebox::config::Config;
@@ -268,6 +268,7 @@ async fn a_redirect_to_another_port_drops_authorization_and_cookie() {
             .get(format!("http://{first}/go"))
             .header(AUTHORIZATION, "Bearer secret")
             .header(COOKIE, "session=secret")
+            .header(PROXY_AUTHORIZATION, "Basic secret")
             .header("x-trace", "kept")
             .send(),
     )
@@ -278,11 +279,13 @@ async fn a_redirect_to_another_port_drops_authorization_and_cookie() {
     let sent = &first_seen.hits()[0].headers;
     assert_eq!(sent.get(AUTHORIZATION).unwrap(), "Bearer secret");
     assert_eq!(sent.get(COOKIE).unwrap(), "session=secret");
+    assert_eq!(sent.get(PROXY_AUTHORIZATION).unwrap(), "Basic secret");
     let hits = other_seen.hits();
     assert_eq!(hits.len(), 1, "{hits:?}");
     let landed = &hits[0].headers;
     assert_eq!(landed.get(AUTHORIZATION), None, "{landed:?}");
     assert_eq!(landed.get(COOKIE), None, "{landed:?}");
+    assert_eq!(landed.get(PROXY_AUTHORIZATION), None, "{landed:?}");
     assert_eq!(landed.get("x-trace").unwrap(), "kept");
 }
 
@@ -337,51 +340,92 @@ async fn a_redirect_within_the_same_origin_keeps_authorization_and_cookie() {
     assert_eq!(landed.get(COOKIE).unwrap(), "session=secret");
 }
 
-// C7: 303 turns a POST into a GET without the body.
+// C7: 303, and 301/302 for a POST, turn it into a GET without the body;
+// 307 and 308 keep the method and the body.
 
 #[tokio::test]
-async fn a_post_answered_303_continues_as_a_get_without_the_body() {
+async fn a_redirected_post_keeps_or_drops_its_method_and_body_as_the_status_says() {
     type Seen = Arc<Mutex<Vec<(String, String, Bytes)>>>;
-    let seen: Seen = Arc::default();
-    let router = Router::new().fallback(any({
-        let seen = seen.clone();
-        move |method: http::Method, uri: http::Uri, body: Bytes| async move {
-            seen.lock()
-                .unwrap()
-                .push((method.to_string(), uri.path().to_owned(), body));
-            if uri.path() == "/submit" {
-                redirect(StatusCode::SEE_OTHER, "/result")
-            } else {
-                "result".into_response()
+    for (status, method, body) in [
+        (StatusCode::MOVED_PERMANENTLY, "GET", ""),
+        (StatusCode::FOUND, "GET", ""),
+        (StatusCode::SEE_OTHER, "GET", ""),
+        (StatusCode::TEMPORARY_REDIRECT, "POST", "payload"),
+        (StatusCode::PERMANENT_REDIRECT, "POST", "payload"),
+    ] {
+        let seen: Seen = Arc::default();
+        let router = Router::new().fallback(any({
+            let seen = seen.clone();
+            move |method: http::Method, uri: http::Uri, body: Bytes| async move {
+                seen.lock()
+                    .unwrap()
+                    .push((method.to_string(), uri.path().to_owned(), body));
+                if uri.path() == "/submit" {
+                    redirect(status, "/result")
+                } else {
+                    "result".into_response()
+                }
             }
-        }
-    }));
-    let addr = serve(router).await;
-    let client = client();
+        }));
+        let addr = serve(router).await;
 
-    let response = ends(
-        client
-            .post(format!("http://{addr}/submit"))
-            .header(http::header::CONTENT_TYPE, "text/plain")
-            .body("payload")
-            .send(),
-    )
-    .await
-    .expect("the redirect is followed");
+        let response = ends(
+            client()
+                .post(format!("http://{addr}/submit"))
+                .header(http::header::CONTENT_TYPE, "text/plain")
+                .body("payload")
+                .send(),
+        )
+        .await
+        .expect("the redirect is followed");
 
-    assert_eq!(response.status(), StatusCode::OK);
-    let seen = seen.lock().unwrap().clone();
-    assert_eq!(
-        seen,
-        [
+        assert_eq!(response.status(), StatusCode::OK, "{status}");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "POST".to_owned(),
+                    "/submit".to_owned(),
+                    Bytes::from_static(b"payload")
+                ),
+                (
+                    method.to_owned(),
+                    "/result".to_owned(),
+                    Bytes::from_static(body.as_bytes())
+                ),
+            ],
+            "{status}"
+        );
+    }
+}
+
+/// C7: a redirect's body is not read: one that never ends does not hold
+/// the call.
+#[tokio::test]
+async fn a_redirect_whose_body_never_ends_is_followed_at_once() {
+    let recorder = Recorder::new();
+    let addr = serve(routed(&recorder, |path| {
+        if path == "/go" {
+            let endless = futures_util::stream::pending::<Result<Bytes, std::io::Error>>();
             (
-                "POST".to_owned(),
-                "/submit".to_owned(),
-                Bytes::from_static(b"payload")
-            ),
-            ("GET".to_owned(), "/result".to_owned(), Bytes::new()),
-        ]
-    );
+                StatusCode::TEMPORARY_REDIRECT,
+                [(LOCATION, "/landing")],
+                axum::body::Body::from_stream(endless),
+            )
+                .into_response()
+        } else {
+            "landed".into_response()
+        }
+    }))
+    .await;
+    let response = ends(client().get(format!("http://{addr}/go")).send())
+        .await
+        .expect("the redirect is followed");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(ends(response.text()).await.unwrap(), "landed");
+    let paths: Vec<String> = recorder.hits().into_iter().map(|hit| hit.path).collect();
+    assert_eq!(paths, ["/go", "/landing"]);
 }
 
 // C4: non-idempotent requests retry only when they opt in.
