@@ -18,7 +18,7 @@ use http_body_util::Empty;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use timebox::config::Config;
 use timebox::shutdown::{Shutdown, ShutdownToken};
-use timebox::{get, routes};
+use timebox::{get, post, routes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -100,6 +100,12 @@ async fn tunnel(mut request: axum::extract::Request) -> http::StatusCode {
     http::StatusCode::OK
 }
 
+/// Reads a whole body, under a 300 ms route deadline.
+#[post("/upload", timeout_ms = 300)]
+async fn upload(body: String) -> String {
+    body
+}
+
 fn config(header_read_ms: u64, keep_alive_secs: u64) -> Config {
     let mut config = Config::default();
     config.server.header_read_timeout_ms = header_read_ms;
@@ -120,7 +126,7 @@ async fn start(config: &Config) -> Server {
         .expect("loopback binds");
     let addr = listener.local_addr().expect("a local address");
     let shutdown = Shutdown::new(config);
-    let app: Router = routes![hello, slow, big, stream, hold, upgrade]
+    let app: Router = routes![hello, slow, big, stream, hold, upgrade, upload]
         .into_router(config)
         .route("/tunnel", axum::routing::any(tunnel));
     let served = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
@@ -322,6 +328,43 @@ async fn a_second_later_head_on_a_keep_alive_connection_is_bounded_too() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     stream.write_all(HALF_HEAD).await.unwrap();
     closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
+}
+
+/// S13: a body that trickles in is bounded by the route's deadline, which
+/// counts from before extraction: the client is told 503 at it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_in_is_answered_503_at_the_route_deadline() {
+    let server = start(&config(30_000, 75)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        .await
+        .unwrap();
+    let sent_head = Instant::now();
+    let (mut reader, mut writer) = stream.split();
+    // A byte every 100 ms: the whole body would take 10 s.
+    let mut trickle = tokio::time::interval(Duration::from_millis(100));
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        tokio::select! {
+            read = reader.read(&mut buf) => {
+                let n = read.expect("the answer is read");
+                assert!(n > 0, "closed without an answer: {}", String::from_utf8_lossy(&answer));
+                answer.extend_from_slice(&buf[..n]);
+            }
+            _ = trickle.tick() => {
+                let _ = writer.write_all(b"x").await;
+            }
+        }
+    }
+    let took = sent_head.elapsed();
+    let head = String::from_utf8_lossy(&answer);
+    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(300) + ROOM,
+        "{took:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

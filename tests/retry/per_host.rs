@@ -50,6 +50,7 @@ fn a_uri_without_a_host_has_no_budget() {
 
 #[test]
 fn a_host_past_max_hosts_has_no_budget_and_known_hosts_keep_theirs() {
+    let (logs, _guard) = support::logs::Logs::capture();
     let budgets = RetryBudgets::new(&BudgetConfig::default());
     let first = budgets.for_uri(&uri("http://host-0.example")).unwrap();
     assert!(first.try_withdraw(TRANSIENT));
@@ -68,6 +69,10 @@ fn a_host_past_max_hosts_has_no_budget_and_known_hosts_keep_theirs() {
     assert!(budgets.for_uri(&uri("http://newer.example")).is_none());
     assert_eq!(budgets.len(), 1024);
     assert_eq!(budgets.unbudgeted_hosts(), 3, "every refused lookup counts");
+    // Said once, at the first refusal, not once a lookup.
+    let full = logs.lines_with("retry budget table is full");
+    assert_eq!(full.len(), 1, "{full:?}");
+    assert!(full[0].contains("WARN"), "{}", full[0]);
 
     let again = budgets.for_uri(&uri("http://HOST-0.example:80/")).unwrap();
     assert_eq!(again.tokens(), 486.0, "a known host keeps its own bucket");
