@@ -203,6 +203,54 @@ async fn a_wait_dropped_midway_is_taken_up_where_it_was() {
     drop(stuck);
 }
 
+/// A wait dropped in the pre-stop grace, and a next one long after it: the
+/// pre-stop grace is over, phase 1 begins when that wait reaches it, and
+/// gets its whole grace from then.
+#[tokio::test(start_paused = true)]
+async fn a_phase_no_wait_reached_begins_when_one_does() {
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let stuck = shutdown.in_flight().enter();
+    let start = Instant::now();
+    shutdown.trigger();
+    let dropped = tokio::time::timeout(SECS(3), shutdown.wait_drained()).await;
+    assert!(dropped.is_err());
+    sleep(SECS(17)).await;
+    assert!(!shutdown.token().is_cancelled(), "nothing drove phase 1");
+    let phase1 = tokio::spawn({
+        let token = shutdown.token();
+        async move {
+            token.cancelled().await;
+            start.elapsed()
+        }
+    });
+    shutdown.wait_drained().await;
+    assert_eq!(phase1.await.unwrap(), SECS(20), "at once, when reached");
+    assert_eq!(start.elapsed(), SECS(60), "20 + 30 + 10");
+    drop(stuck);
+}
+
+/// A pre-stop grace too long to add to a clock reading (a configuration
+/// `validate` refuses, used all the same) waits as long as there is, and a
+/// second trigger still ends it.
+#[tokio::test(start_paused = true)]
+async fn an_unvalidated_endless_prestop_grace_waits_until_forced() {
+    let mut config = config(0, 30, 10);
+    config.server.prestop_grace_secs = u64::MAX;
+    let shutdown = Shutdown::new(&config);
+    shutdown.trigger();
+    let drained = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.wait_drained().await }
+    });
+    sleep(SECS(3600)).await;
+    assert!(
+        !shutdown.token().is_cancelled(),
+        "still in the pre-stop grace"
+    );
+    shutdown.trigger();
+    drained.await.expect("the sequence ends, without a panic");
+}
+
 /// The pre-stop grace counts from the trigger, not from when the sequence
 /// is first waited for.
 #[tokio::test(start_paused = true)]

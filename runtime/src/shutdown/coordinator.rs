@@ -73,19 +73,20 @@ struct Shared {
     triggered: CancellationToken,
     forced: CancellationToken,
     /// Cancelled when a caller of [`Shutdown::wait_drained`] has run the
-    /// sequence to its end: a caller that comes later, or joins while it
-    /// runs, returns then instead of running the waits again from its own
-    /// start.
+    /// sequence to its end: every caller returns then, together, and one
+    /// that comes later returns at once; what is still in flight is ended
+    /// (see `finished_token`).
     finished: CancellationToken,
     prestop: Duration,
     grace: Duration,
     drain_force: Duration,
     observers: Observers,
-    /// When each phase began (indexed by [`ShutdownPhase`]), set by the
-    /// first caller to reach it: every caller of
-    /// [`Shutdown::wait_drained`], and one that comes back after its first
-    /// wait was dropped, waits for what is left of the same phase.
-    began: [OnceLock<Instant>; 3],
+    /// When each phase began (indexed by [`phase_index`]): the pre-stop
+    /// grace at the trigger, the others when the first caller of
+    /// [`Shutdown::wait_drained`] reached them. Every caller, and one that
+    /// comes back after its first wait was dropped, waits for what is left
+    /// of the same phase.
+    began: [OnceLock<Instant>; PHASES],
     /// What has been told so far, one bit each (a phase's end, and the end
     /// of the sequence): several callers may wait for the same shutdown (an
     /// HTTP and a gRPC server), each is told once.
@@ -128,7 +129,7 @@ impl Shutdown {
                 grace: Duration::from_secs(server.shutdown_timeout_secs),
                 drain_force: Duration::from_secs(server.drain_force_secs),
                 observers: config.observers.clone(),
-                began: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
+                began: [const { OnceLock::new() }; PHASES],
                 told: AtomicU8::new(0),
                 listening: AtomicBool::new(false),
                 #[cfg(feature = "server")]
@@ -160,7 +161,7 @@ impl Shutdown {
                 );
             }
             // The pre-stop grace counts from the trigger.
-            shared.began[ShutdownPhase::Prestop as usize].get_or_init(Instant::now);
+            shared.began[phase_index(ShutdownPhase::Prestop)].get_or_init(Instant::now);
             shared.triggered.cancel();
         }
     }
@@ -264,9 +265,10 @@ impl Shutdown {
     ///
     /// Dropping the future stops waiting; the tokens keep their state, and
     /// the sequence keeps its times: another caller still waiting carries
-    /// it on, and a later call takes it up where it is, each phase ending
-    /// when it would have (the pre-stop grace counts from the trigger, each
-    /// phase from when it began), not running its waits again.
+    /// it on, and a later call takes it up where it is. A phase already
+    /// begun ends when it would have (the pre-stop grace counts from the
+    /// trigger, each phase from when it began), not running its wait
+    /// again; one not begun yet begins when a caller reaches it.
     pub async fn wait_drained(&self) {
         tokio::select! {
             biased;
@@ -279,7 +281,7 @@ impl Shutdown {
         let shared = &self.shared;
         shared.triggered.cancelled().await;
         let phase = self.phase(ShutdownPhase::Prestop, || {});
-        self.unless_forced(tokio::time::sleep_until(phase.began + shared.prestop))
+        self.unless_forced(tokio::time::sleep(phase.left_of(shared.prestop)))
             .await;
         phase.end();
         // Each phase's line is written once what it says is true.
@@ -292,8 +294,8 @@ impl Shutdown {
                 shared.grace.as_secs_f64()
             );
         });
-        self.unless_forced(tokio::time::timeout_at(
-            phase.began + shared.grace,
+        self.unless_forced(tokio::time::timeout(
+            phase.left_of(shared.grace),
             shared.in_flight.wait_zero(),
         ))
         .await;
@@ -307,8 +309,8 @@ impl Shutdown {
                 shared.drain_force.as_secs_f64()
             );
         });
-        self.unless_forced(tokio::time::timeout_at(
-            phase.began + shared.drain_force,
+        self.unless_forced(tokio::time::timeout(
+            phase.left_of(shared.drain_force),
             shared.in_flight.wait_zero(),
         ))
         .await;
@@ -328,7 +330,7 @@ impl Shutdown {
     /// `phase`, begun now by the first caller to reach it (which runs
     /// `begin` first), or when it was begun already.
     fn phase(&self, phase: ShutdownPhase, begin: impl FnOnce()) -> PhaseClock<'_> {
-        let began = *self.shared.began[phase as usize].get_or_init(|| {
+        let began = *self.shared.began[phase_index(phase)].get_or_init(|| {
             begin();
             Instant::now()
         });
@@ -420,9 +422,22 @@ impl Signals {
     }
 }
 
-/// The bit of [`Shared::told`] for the end of the sequence; the phases'
-/// ends have the bits below it.
-const SEQUENCE_TOLD: u8 = 1 << 3;
+/// How many phases the sequence has.
+const PHASES: usize = 3;
+
+/// Where `phase` is in the sequence, below [`PHASES`]: its slot in
+/// [`Shared::began`], and its bit in [`Shared::told`].
+const fn phase_index(phase: ShutdownPhase) -> usize {
+    match phase {
+        ShutdownPhase::Prestop => 0,
+        ShutdownPhase::Grace => 1,
+        ShutdownPhase::Drain => 2,
+    }
+}
+
+/// The bit of [`Shared::told`] for the end of the sequence, above the
+/// phases' bits.
+const SEQUENCE_TOLD: u8 = 1 << PHASES;
 
 /// One phase of [`Shutdown::wait_drained`] under way, told when it ends.
 struct PhaseClock<'a> {
@@ -432,12 +447,18 @@ struct PhaseClock<'a> {
 }
 
 impl PhaseClock<'_> {
+    /// What is left of a phase `length` long: the whole of it for a phase
+    /// that begins now, the rest for one a dropped wait left under way.
+    fn left_of(&self, length: Duration) -> Duration {
+        length.saturating_sub(self.began.elapsed())
+    }
+
     /// Tells how long the phase lasted, and whether it drained: nothing in
     /// flight at its end (for the pre-stop grace, which waits for nothing:
     /// not skipped by a second trigger).
     fn end(self) {
         let shared = &self.shutdown.shared;
-        if !self.shutdown.first_to_tell(1 << self.phase as u8) {
+        if !self.shutdown.first_to_tell(1 << phase_index(self.phase)) {
             return;
         }
         let cut = match self.phase {
