@@ -7,6 +7,7 @@ use std::future::pending;
 use std::time::Duration;
 
 use axum::response::IntoResponse;
+use futures_util::StreamExt;
 use http::StatusCode;
 use timebox::client::{Client, ClientError};
 use timebox::config::Config;
@@ -1052,6 +1053,58 @@ async fn a_client_built_with_a_transport_sends_through_it(sim: Sim) {
     let response = client.get("http://up/built").send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(recorder.hits()[0].path, "/built");
+}
+
+/// A transport whose every answer's body is one chunk saying whether a
+/// deadline was current when the body was read.
+#[derive(Debug)]
+struct DeadlineEchoingBody;
+
+impl timebox::client::Transport for DeadlineEchoingBody {
+    fn send(&self, _request: http::Request<bytes::Bytes>) -> timebox::client::TransportFuture {
+        let body = futures_util::stream::poll_fn(|_| {
+            let seen = match Deadline::current() {
+                Some(deadline) => format!("{} ms", deadline.remaining().as_millis()),
+                None => "none".to_owned(),
+            };
+            std::task::Poll::Ready(Some(Ok::<_, std::convert::Infallible>(bytes::Bytes::from(
+                seen,
+            ))))
+        })
+        .take(1);
+        let response = http::Response::new(timebox::client::ResponseBody::from_stream(body));
+        Box::pin(async move { Ok(response) })
+    }
+}
+
+/// A body is read with the call's deadline current (here its own 1 s
+/// `timeout`, shorter than the caller's 5 s), whole or chunk by chunk.
+#[tokio::test(start_paused = true)]
+async fn a_body_is_read_with_the_calls_deadline_current_by_either_reader() {
+    let client = Client::builder()
+        .transport(std::sync::Arc::new(DeadlineEchoingBody))
+        .build();
+    let whole = Deadline::after(SECS(5))
+        .scope(async {
+            let response = client.get("http://up/").timeout(SECS(1)).send().await?;
+            response.text().await
+        })
+        .await
+        .unwrap();
+    assert_eq!(whole, "1000 ms");
+    let chunks: Vec<_> = Deadline::after(SECS(5))
+        .scope(async {
+            let response = client
+                .get("http://up/")
+                .timeout(SECS(1))
+                .send()
+                .await
+                .unwrap();
+            response.bytes_stream().collect().await
+        })
+        .await;
+    assert_eq!(chunks.len(), 1, "{chunks:?}");
+    assert_eq!(chunks[0].as_ref().unwrap(), "1000 ms");
 }
 
 // §11 and §15: B2 once per host, C7 one timeout per chain, B7, and the

@@ -124,6 +124,7 @@ impl Response {
     pub fn bytes_stream(self) -> impl Stream<Item = Result<Bytes, ClientError>> + Send {
         BodyChunks {
             chunks: Some(BoundedStream::new(self.body.into_stream(), self.deadline)),
+            deadline: self.deadline,
             observers: self.observers,
         }
     }
@@ -135,6 +136,7 @@ impl Response {
 struct BodyChunks {
     /// `None` once the stream has ended.
     chunks: Option<BoundedStream<BodyStream>>,
+    deadline: Option<Deadline>,
     observers: Observers,
 }
 
@@ -142,10 +144,17 @@ impl Stream for BodyChunks {
     type Item = Result<Bytes, ClientError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let deadline = self.deadline;
         let Some(chunks) = self.chunks.as_mut() else {
             return Poll::Ready(None);
         };
-        let item = match Pin::new(chunks).poll_next(cx) {
+        let mut chunks = Pin::new(chunks);
+        // Read with the call's deadline current, as `Response::bytes` reads.
+        let polled = match deadline {
+            Some(deadline) => deadline.sync_scope(|| chunks.as_mut().poll_next(cx)),
+            None => chunks.poll_next(cx),
+        };
+        let item = match polled {
             Poll::Pending => {
                 // As `under_deadline`'s reads: a request's deadline that
                 // passes meanwhile finds it waiting at the `outbound` stage.
@@ -154,10 +163,7 @@ impl Stream for BodyChunks {
             }
             Poll::Ready(Some(Ok(Ok(chunk)))) => return Poll::Ready(Some(Ok(chunk))),
             Poll::Ready(Some(Ok(Err(err)))) => Some(Err(ClientError::Transport(err))),
-            Poll::Ready(Some(Err(_expired))) => {
-                tell_outbound_deadline(&self.observers);
-                Some(Err(ClientError::deadline()))
-            }
+            Poll::Ready(Some(Err(_expired))) => Some(Err(deadline_error(&self.observers))),
             Poll::Ready(None) => None,
         };
         self.chunks = None;
@@ -178,10 +184,18 @@ async fn under_deadline<T>(
         let Some(deadline) = deadline else {
             return read.await;
         };
-        deadline.scope(bounded(read)).await.unwrap_or_else(|_| {
-            tell_outbound_deadline(observers);
-            Err(ClientError::deadline())
-        })
+        deadline
+            .scope(bounded(read))
+            .await
+            .unwrap_or_else(|_| Err(deadline_error(observers)))
     })
     .await
+}
+
+/// The error of a body read the call's deadline cut short, told at the
+/// `outbound` stage (O1), as the call's engine tells one that passes
+/// before the head.
+fn deadline_error(observers: &Observers) -> ClientError {
+    tell_outbound_deadline(observers);
+    ClientError::deadline()
 }

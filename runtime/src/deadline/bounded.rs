@@ -133,17 +133,9 @@ pub(crate) struct BoundedStream<S> {
 #[cfg(feature = "client")]
 impl<S> BoundedStream<S> {
     pub(crate) const fn new(stream: S, deadline: Option<Deadline>) -> Self {
-        let state = match deadline {
-            Some(deadline) => State::Armed(deadline),
-            None => State::Unbounded,
-        };
         Self {
             stream,
-            gate: Gate {
-                state,
-                timer: None,
-                registered: None,
-            },
+            gate: Gate::armed(deadline),
         }
     }
 }
@@ -207,8 +199,23 @@ impl Gate {
         }
     }
 
+    /// A gate for `deadline`, given rather than read at the first poll
+    /// (none: no gate at all).
+    #[cfg(feature = "client")]
+    const fn armed(deadline: Option<Deadline>) -> Self {
+        Self {
+            state: match deadline {
+                Some(deadline) => State::Armed(deadline),
+                None => State::Unbounded,
+            },
+            timer: None,
+            registered: None,
+        }
+    }
+
     /// Whether the inner future may be polled now. The first call reads the
-    /// current deadline, unless [`Gate::arm`] set one.
+    /// current deadline, unless it was given ([`Gate::armed`],
+    /// [`Gate::arm`]).
     pub(super) fn check(self: Pin<&mut Self>) -> Result<(), DeadlineExceeded> {
         let this = self.project();
         let deadline = match *this.state {
