@@ -183,12 +183,13 @@ pub(super) fn fallback(function: &syn::ItemFn) -> TokenStream {
 }
 
 /// The hidden companion struct: a braced struct lives only in the type
-/// namespace, so it sits beside the handler fn of the same name. It
-/// carries the handler name's span, so that a clash with another item of
-/// the type namespace (a module named like the handler) points at the
-/// handler's name.
+/// namespace, so it sits beside the handler fn of the same name. It is
+/// located at the handler's name, so that a clash with another item of the
+/// type namespace (a module named like the handler) points there; it stays
+/// the macro's code, which lints leave alone.
 fn companion(vis: &syn::Visibility, name: &syn::Ident) -> TokenStream {
-    quote_spanned! {name.span()=>
+    let span = Span::call_site().located_at(name.span());
+    quote_spanned! {span=>
         #[doc(hidden)]
         #[allow(
             dead_code,
