@@ -2,7 +2,7 @@
 
 use proc_macro2::Span;
 use syn::parse::ParseStream;
-use syn::{Expr, Token};
+use syn::{Expr, LitStr, Token};
 
 /// The `= value` after the key `name` (at `key_span`); a key with no `=` or
 /// no value is an error that names it and shows the form, `example`.
@@ -29,15 +29,51 @@ pub(crate) fn value_of(
 }
 
 /// The error for what stands where a key should: a value with no key
-/// before it (the form is `example`), or anything else; `keys` lists the
-/// keys in words.
-pub(crate) fn not_a_key(input: ParseStream<'_>, keys: &str, example: &str) -> syn::Error {
+/// before it (the form is `example`), or anything else; `keys` are the
+/// macro's keys.
+pub(crate) fn not_a_key(input: ParseStream<'_>, keys: &[&str], example: &str) -> syn::Error {
     let what = if input.peek(syn::Lit) {
         format!("a value needs its key before it, like `{example}`")
     } else {
         "expected a key".to_owned()
     };
-    syn::Error::new(input.span(), format!("{what}; the keys are {keys}"))
+    syn::Error::new(
+        input.span(),
+        format!("{what}; the keys are {}", in_words(keys, "and")),
+    )
+}
+
+/// `keys` as a sentence says them: `` `a`, `b` and `c` `` (or `or`).
+pub(crate) fn in_words(keys: &[&str], and: &str) -> String {
+    match keys {
+        [] => String::new(),
+        [only] => format!("`{only}`"),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(|key| format!("`{key}`")).collect();
+            format!("{} {and} `{last}`", init.join(", "))
+        }
+    }
+}
+
+/// The error for a number written as a string, `key = "5000"`: drop the
+/// quotes, when it holds one, else write one like `example`; `fix`, when
+/// given, is the key's own advice for this string instead.
+pub(crate) fn quoted_number(
+    key: &str,
+    example: &str,
+    text: &LitStr,
+    fix: Option<&str>,
+) -> syn::Error {
+    let value = text.value();
+    let value = value.trim();
+    let fix = match fix {
+        Some(fix) => fix.to_owned(),
+        None if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("write `{key} = {value}`, without the quotes")
+        }
+        None => format!("write a number, like `{example}`"),
+    };
+    syn::Error::new_spanned(text, format!("`{key}` takes a number, not a string; {fix}"))
 }
 
 /// `value` without the invisible groups a `macro_rules!` fragment wraps

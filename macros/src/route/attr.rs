@@ -7,7 +7,7 @@ use syn::parse::ParseStream;
 use syn::punctuated::Punctuated;
 use syn::{LitStr, Token};
 
-use crate::expr::{not_a_key, value_of};
+use crate::expr::{in_words, not_a_key, value_of};
 
 mod kw {
     syn::custom_keyword!(timeout_ms);
@@ -47,8 +47,15 @@ pub(super) enum Key {
     MinBudgetMs,
 }
 
+/// The keys' names, in the order errors list them.
+const KEYS: [&str; 3] = [
+    Key::TimeoutMs.name(),
+    Key::Timeout.name(),
+    Key::MinBudgetMs.name(),
+];
+
 impl Key {
-    pub(super) fn name(self) -> &'static str {
+    pub(super) const fn name(self) -> &'static str {
         match self {
             Key::TimeoutMs => "timeout_ms",
             Key::Timeout => "timeout",
@@ -99,26 +106,23 @@ fn parse_path(input: ParseStream<'_>) -> syn::Result<Path> {
 }
 
 fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
-    let (key, key_span) = if input.peek(kw::timeout_ms) {
+    let lookahead = input.lookahead1();
+    let (key, key_span) = if lookahead.peek(kw::timeout_ms) {
         (Key::TimeoutMs, input.parse::<kw::timeout_ms>()?.span)
-    } else if input.peek(kw::timeout) {
+    } else if lookahead.peek(kw::timeout) {
         (Key::Timeout, input.parse::<kw::timeout>()?.span)
-    } else if input.peek(kw::min_budget_ms) {
+    } else if lookahead.peek(kw::min_budget_ms) {
         (Key::MinBudgetMs, input.parse::<kw::min_budget_ms>()?.span)
     } else if input.peek(syn::Ident::peek_any) {
         let unknown = input.call(syn::Ident::parse_any)?;
         let message = if unknown == "path" || unknown == "uri" {
             "the route's path comes first, without a key, like `#[get(\"/users\")]`".to_owned()
         } else {
-            format!("unknown key `{unknown}`; use `timeout_ms`, `timeout` or `min_budget_ms`")
+            format!("unknown key `{unknown}`; use {}", in_words(&KEYS, "or"))
         };
         return Err(syn::Error::new_spanned(&unknown, message));
     } else {
-        return Err(not_a_key(
-            input,
-            "`timeout_ms`, `timeout` and `min_budget_ms`",
-            Key::TimeoutMs.example(),
-        ));
+        return Err(not_a_key(input, &KEYS, Key::TimeoutMs.example()));
     };
     let value = value_of(input, key.name(), key_span, key.example())?;
     Ok(Entry {

@@ -6,7 +6,7 @@ use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, Type, UnOp};
 use super::attr::{Attr, Entry, Key, Path};
 use super::Method;
 use crate::errors::{both, Errors};
-use crate::expr::ungroup;
+use crate::expr::{quoted_number, ungroup};
 
 /// A route attribute that passed every check.
 pub(super) struct Route {
@@ -101,15 +101,23 @@ fn validate_path(method: Method, path: &Path) -> syn::Result<LitStr> {
 /// any.
 fn braced_captures(path: &str) -> Option<String> {
     let mut changed = false;
+    let mut nameless = 0;
     let segments: Vec<String> = path
         .split('/')
         .map(|segment| {
-            // A capture with no name gets one: `{}` and `{*}` are no
-            // captures either.
+            // A capture with no name gets one, a different one each: `{}`
+            // and `{*}` are no captures either, and axum refuses a name
+            // twice.
             if let Some(name) = segment.strip_prefix(':') {
                 changed = true;
-                let name = if name.is_empty() { "param" } else { name };
-                format!("{{{name}}}")
+                if !name.is_empty() {
+                    return format!("{{{name}}}");
+                }
+                nameless += 1;
+                match nameless {
+                    1 => "{param}".to_owned(),
+                    n => format!("{{param{n}}}"),
+                }
             } else if let Some(name) = segment.strip_prefix('*') {
                 changed = true;
                 let name = if name.is_empty() { "rest" } else { name };
@@ -220,19 +228,9 @@ fn millis(key: Key, value: &Expr) -> syn::Result<(u64, Span)> {
             lit: Lit::Str(text),
             ..
         }) => {
-            let fix = match text.value().trim() {
-                "off" if key == Key::TimeoutMs.name() => {
-                    "for no deadline write `timeout = \"off\"` instead".to_owned()
-                }
-                digits if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
-                    format!("write `{key} = {digits}`, without the quotes")
-                }
-                _ => format!("write a number of milliseconds, like `{example}`"),
-            };
-            return Err(syn::Error::new_spanned(
-                value,
-                format!("`{key}` takes a number, not a string; {fix}"),
-            ));
+            let off = (key == Key::TimeoutMs.name() && text.value().trim() == "off")
+                .then_some("for no deadline write `timeout = \"off\"` instead");
+            return Err(quoted_number(key, example, text, off));
         }
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_), ..

@@ -4,7 +4,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{LitInt, Token};
 
-use crate::expr::{not_a_key, ungroup, value_of};
+use crate::expr::{in_words, not_a_key, quoted_number, ungroup, value_of};
 
 mod kw {
     syn::custom_keyword!(seed);
@@ -24,8 +24,11 @@ pub(super) enum Key {
     Seeds,
 }
 
+/// The keys' names, in the order errors list them.
+const KEYS: [&str; 2] = [Key::Seed.name(), Key::Seeds.name()];
+
 impl Key {
-    pub(super) fn name(self) -> &'static str {
+    pub(super) const fn name(self) -> &'static str {
         match self {
             Key::Seed => "seed",
             Key::Seeds => "seeds",
@@ -57,18 +60,19 @@ impl Attr {
 
 impl Parse for Entry {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let (key, key_span) = if input.peek(kw::seed) {
+        let lookahead = input.lookahead1();
+        let (key, key_span) = if lookahead.peek(kw::seed) {
             (Key::Seed, input.parse::<kw::seed>()?.span)
-        } else if input.peek(kw::seeds) {
+        } else if lookahead.peek(kw::seeds) {
             (Key::Seeds, input.parse::<kw::seeds>()?.span)
         } else if input.peek(syn::Ident) {
             let unknown: syn::Ident = input.parse()?;
             return Err(syn::Error::new_spanned(
                 &unknown,
-                format!("unknown key `{unknown}`; use `seed` or `seeds`"),
+                format!("unknown key `{unknown}`; use {}", in_words(&KEYS, "or")),
             ));
         } else {
-            return Err(not_a_key(input, "`seed` and `seeds`", Key::Seed.example()));
+            return Err(not_a_key(input, &KEYS, Key::Seed.example()));
         };
         let value = value_of(input, key.name(), key_span, key.example())?;
         Ok(Self {
@@ -90,15 +94,7 @@ pub(super) fn int_value(entry: &Entry) -> syn::Result<u64> {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Str(text),
             ..
-        }) if !text.value().is_empty() && text.value().bytes().all(|b| b.is_ascii_digit()) => {
-            return Err(syn::Error::new_spanned(
-                text,
-                format!(
-                    "`{name}` takes a number, not a string; write `{name} = {}`, without the quotes",
-                    text.value()
-                ),
-            ))
-        }
+        }) => return Err(quoted_number(name, example, text, None)),
         syn::Expr::Path(_) => {
             return Err(syn::Error::new_spanned(
                 &entry.value,
