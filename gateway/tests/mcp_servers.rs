@@ -283,6 +283,7 @@ async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_befo
 /// The answer's deadline passes within the grace and its 503 goes out at
 /// once (S4); the tool's cancellation notice is sent beside it, and the
 /// gateway exits only once the server has it.
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_waits_for_the_notice_of_an_answer_its_deadline_cut_short() {
     let HttpSetup {
@@ -328,6 +329,7 @@ async fn a_sigterm_waits_for_the_notice_of_an_answer_its_deadline_cut_short() {
     );
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_session() {
     let HttpSetup {

@@ -83,6 +83,7 @@ fn a_client_that_hangs_up_during_a_tool_call_gets_the_tool_cancelled() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn during_a_shutdown_the_openai_client_is_told_503_with_retry_after() {
     // Python and the client are ready before the clock of the shutdown runs.

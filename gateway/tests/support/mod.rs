@@ -163,11 +163,7 @@ impl Gateway {
     /// Sends the process SIGTERM.
     #[cfg(unix)]
     pub fn sigterm(&self) {
-        use nix::sys::signal::{kill, Signal};
-        use nix::unistd::Pid;
-
-        let pid = i32::try_from(self.child.id()).expect("a process id fits a pid_t");
-        kill(Pid::from_raw(pid), Signal::SIGTERM).expect("SIGTERM is sent");
+        child::sigterm(self.child.id());
     }
 
     /// The exit code, waiting at most `bound` for the process to exit.
@@ -214,6 +210,10 @@ fn first_stdout_line(child: &mut Child) -> std::sync::mpsc::Receiver<Option<Stri
 
 #[path = "../../../tests/support/venv.rs"]
 mod venv;
+
+#[cfg(unix)]
+#[path = "../../../tests/support/child.rs"]
+mod child;
 
 /// Fails, saying how to get it, unless `program` is on `PATH`: a real part
 /// that only Debian ships (`apt-get install <package>`), which `.ci/run`
