@@ -60,38 +60,6 @@ async fn a_free_connection_serves_the_request() {
     assert_eq!(text(response).await, "42");
 }
 
-/// S11: only the wait for a connection stops at the deadline; a query
-/// already running is the database's to bound, and runs to its end.
-#[tokio::test]
-async fn a_query_already_running_is_not_cut_at_the_deadline() {
-    let pool = pool_of_one().await;
-    // The connection, from the pool wait timebox bounds (with no deadline
-    // here: SQLite answers it on its own thread, in real time).
-    let mut conn = acquire(&pool).await.expect("a connection");
-    // SQLite runs the query on that thread too; on the paused clock the
-    // deadline (and the 200 ms beside the query) passes while it runs.
-    tokio::time::pause();
-    let start = Instant::now();
-    let (value, ()) = Deadline::after(Duration::from_millis(100))
-        .scope(async {
-            tokio::join!(
-                sqlx::query_as::<_, (i64,)>(
-                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c \
-                     WHERE x < 100000) SELECT count(*) FROM c"
-                )
-                .fetch_one(&mut *conn),
-                tokio::time::sleep(Duration::from_millis(200)),
-            )
-        })
-        .await;
-    assert!(
-        start.elapsed() >= Duration::from_millis(200),
-        "the deadline passed"
-    );
-    assert_eq!(value.expect("the query ran to its end").0, 100_000);
-    tokio::time::resume();
-}
-
 #[tokio::test]
 async fn a_request_waiting_for_a_held_connection_gets_503_at_its_deadline() {
     let pool = pool_of_one().await;
