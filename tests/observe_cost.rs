@@ -5,17 +5,16 @@
 //!
 //! One test in its own binary: the allocator's counts are the process's.
 
+mod support;
+
 use std::alloc::System;
 use std::num::NonZeroUsize;
 
-use axum::body::Body;
 use axum::routing::get;
 use axum::Router;
-use http::{Request, StatusCode};
-use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use timebox::config::{Concurrency, Config, DeadlineCheck};
 use timebox::server::TimeboxLayer;
-use tower::ServiceExt;
 
 // The workspace forbids `unsafe_code`, and a `GlobalAlloc` impl needs
 // `unsafe impl`: stats_alloc's counting wrapper around `System` is used.
@@ -49,24 +48,9 @@ fn app(admission: bool) -> Router {
         .layer(TimeboxLayer::new(&config))
 }
 
-async fn call(app: &Router) {
-    let request = Request::get("/items/7")
-        .body(Body::empty())
-        .expect("the request builds");
-    let response = app.clone().oneshot(request).await.expect("infallible");
-    assert_eq!(response.status(), StatusCode::OK);
-}
-
 /// Allocations of [`COUNTED`] requests through `app`, after the warm-up.
 async fn allocations(app: &Router) -> usize {
-    for _ in 0..WARM_UP {
-        call(app).await;
-    }
-    let region = Region::new(ALLOC);
-    for _ in 0..COUNTED {
-        call(app).await;
-    }
-    region.change().allocations
+    support::allocations::of_requests(ALLOC, app, "/items/7", WARM_UP, COUNTED).await
 }
 
 #[test]

@@ -382,15 +382,22 @@ async fn a_listed_mesh_header_goes_out_once_beside_the_grpc_timeout() {
         "x-timebox-deadline-ms".to_owned(),
         "x-envoy-upstream-rq-timeout-ms".to_owned(),
     ];
+    let seen = seen_of_a_call_under_1500_ms(&config).await;
+    assert_eq!(seen.envoy_timeout_ms, ["1500"], "{seen:?}");
+    assert_one_deadline_of(&seen, 1500);
+}
+
+/// What a peer saw of one call under a deadline of 1 500 ms, through a
+/// client layer built from `config`.
+async fn seen_of_a_call_under_1500_ms(config: &Config) -> Seen {
     let probe = Probe::default();
-    let mut relay = client(&config, serve(probe.clone(), None).await);
+    let mut relay = client(config, serve(probe.clone(), None).await);
     Deadline::after(MS(1500))
         .scope(relay.wait(wait(0)))
         .await
         .expect("the call succeeds");
-    let seen = &probe.seen.lock().unwrap()[0];
-    assert_eq!(seen.envoy_timeout_ms, ["1500"], "{seen:?}");
-    assert_one_deadline_of(seen, 1500);
+    let seen = probe.seen.lock().unwrap()[0].clone();
+    seen
 }
 
 /// I3: `x-timebox-deadline-ms` goes out only when `send_deadline_header`
@@ -399,13 +406,7 @@ async fn a_listed_mesh_header_goes_out_once_beside_the_grpc_timeout() {
 async fn without_send_deadline_header_only_the_grpc_timeout_goes_out() {
     let mut config = Config::default();
     config.http.client.send_deadline_header = false;
-    let probe = Probe::default();
-    let mut relay = client(&config, serve(probe.clone(), None).await);
-    Deadline::after(MS(1500))
-        .scope(relay.wait(wait(0)))
-        .await
-        .expect("the call succeeds");
-    let seen = &probe.seen.lock().unwrap()[0];
+    let seen = seen_of_a_call_under_1500_ms(&config).await;
     assert!(seen.deadline_ms.is_empty(), "{seen:?}");
     assert_eq!(seen.grpc_timeout, ["1500m"], "{seen:?}");
 }

@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)] // each test file uses a different part
 
+pub mod allocations;
 pub mod chain;
 pub mod child;
 pub mod http;
