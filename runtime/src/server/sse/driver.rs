@@ -164,9 +164,8 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
         };
         let mut drained = pin!(drained);
         // A heartbeat right away, then after every `interval` of silence,
-        // on one timer moved after each event.
-        let mut next_heartbeat = heartbeat.map(|_| Instant::now());
-        let mut beat = pin!(next_heartbeat.map(tokio::time::sleep_until));
+        // on one timer moved after each event (none without a heartbeat).
+        let mut beat = pin!(heartbeat.map(|_| tokio::time::sleep_until(Instant::now())));
         let cancelled = cancelled_elsewhere(guard.as_ref().map(RequestGuard::token));
         let mut cancelled = pin!(cancelled);
         let ending = loop {
@@ -199,15 +198,17 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
                 sent = tx.send(event) => if sent.is_err() { break Ending::Disconnect },
             }
             // An interval too long to add is no heartbeat at all.
-            next_heartbeat = heartbeat.and_then(|interval| Instant::now().checked_add(interval));
-            match (next_heartbeat, beat.as_mut().as_pin_mut()) {
-                (Some(at), Some(timer)) => timer.reset(at),
-                (None, _) => beat.set(None),
-                (Some(_), None) => {}
+            match heartbeat.and_then(|interval| Instant::now().checked_add(interval)) {
+                Some(next) => {
+                    if let Some(timer) = beat.as_mut().as_pin_mut() {
+                        timer.reset(next);
+                    }
+                }
+                None => beat.set(None),
             }
         };
         let beats = heartbeat
-            .zip(next_heartbeat)
+            .zip(beat.as_ref().as_pin_ref().map(|timer| timer.deadline()))
             .map(|(interval, next)| Beats { interval, next });
         end(ending, guard, hooks, &told, tx, drain.as_ref(), beats).await;
     }
