@@ -124,7 +124,6 @@ impl Response {
     pub fn bytes_stream(self) -> impl Stream<Item = Result<Bytes, ClientError>> + Send {
         BodyChunks {
             chunks: Some(BoundedStream::new(self.body.into_stream(), self.deadline)),
-            deadline: self.deadline,
             observers: self.observers,
         }
     }
@@ -136,7 +135,6 @@ impl Response {
 struct BodyChunks {
     /// `None` once the stream has ended.
     chunks: Option<BoundedStream<BodyStream>>,
-    deadline: Option<Deadline>,
     observers: Observers,
 }
 
@@ -144,13 +142,12 @@ impl Stream for BodyChunks {
     type Item = Result<Bytes, ClientError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let deadline = self.deadline;
         let Some(chunks) = self.chunks.as_mut() else {
             return Poll::Ready(None);
         };
         let mut chunks = Pin::new(chunks);
         // Read with the call's deadline current, as `Response::bytes` reads.
-        let polled = match deadline {
+        let polled = match chunks.deadline() {
             Some(deadline) => deadline.sync_scope(|| chunks.as_mut().poll_next(cx)),
             None => chunks.poll_next(cx),
         };

@@ -79,10 +79,7 @@ impl<F> Bounded<F> {
     /// The deadline this future enforces: `None` before its first poll, and
     /// when there was no current deadline then.
     pub fn deadline(&self) -> Option<Deadline> {
-        match self.gate.state {
-            State::Armed(deadline) => Some(deadline),
-            State::Unread | State::Unbounded => None,
-        }
+        self.gate.deadline()
     }
 
     /// A reference to the inner future.
@@ -137,6 +134,11 @@ impl<S> BoundedStream<S> {
             stream,
             gate: Gate::armed(deadline),
         }
+    }
+
+    /// The deadline the stream is read under, if any.
+    pub(crate) const fn deadline(&self) -> Option<Deadline> {
+        self.gate.deadline()
     }
 }
 
@@ -196,6 +198,15 @@ impl Gate {
             state: State::Unread,
             timer: None,
             registered: None,
+        }
+    }
+
+    /// The deadline the gate enforces: `None` before it was read or given,
+    /// and when there is none.
+    const fn deadline(&self) -> Option<Deadline> {
+        match self.state {
+            State::Armed(deadline) => Some(deadline),
+            State::Unread | State::Unbounded => None,
         }
     }
 
