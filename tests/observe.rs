@@ -115,10 +115,7 @@ async fn a_request_refused_in_phase_one_is_told_as_shed_for_shutting_down(sim: S
         .app(timebox::routes![work].into_router(&sim.config()))
         .with_shutdown(&shutdown);
     shutdown.trigger();
-    tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    support::drain::in_background(&shutdown);
     shutdown.token().cancelled().await;
     let response = app.request(request("GET", "/work")).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);

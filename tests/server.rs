@@ -691,10 +691,7 @@ mod shutdown {
     async fn a_request_after_the_trigger_gets_503_problem_json() {
         let sim = timebox::sim::Sim::new(1);
         let shutdown = Shutdown::new(&no_prestop());
-        tokio::spawn({
-            let shutdown = shutdown.clone();
-            async move { shutdown.wait_drained().await }
-        });
+        support::drain::in_background(&shutdown);
         let app = sim
             .app(routes![token].into_router(&Config::default()))
             .with_shutdown(&shutdown);

@@ -113,10 +113,7 @@ async fn a_second_trigger_skips_to_the_end_at_once() {
     let shutdown = Shutdown::new(&config(5, 30, 10));
     let _stuck = shutdown.in_flight().enter();
     shutdown.trigger();
-    let waiting = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let waiting = support::drain::in_background(&shutdown);
     sleep(SECS(2)).await;
     let start = Instant::now();
     shutdown.trigger();
@@ -238,10 +235,7 @@ async fn an_unvalidated_endless_prestop_grace_waits_until_forced() {
     config.server.prestop_grace_secs = u64::MAX;
     let shutdown = Shutdown::new(&config);
     shutdown.trigger();
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = support::drain::in_background(&shutdown);
     sleep(SECS(3600)).await;
     assert!(
         !shutdown.token().is_cancelled(),
@@ -308,10 +302,7 @@ async fn during_phase_one_new_requests_get_503_and_admitted_ones_finish() {
     });
     tokio::task::yield_now().await;
     assert_eq!(shutdown.in_flight().count(), 1);
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = support::drain::in_background(&shutdown);
     shutdown.trigger();
     tokio::task::yield_now().await;
     let refused = app.request(request("GET", "/work")).await;
@@ -348,10 +339,7 @@ async fn the_readiness_503_says_whether_the_server_still_serves() {
         during_grace.contains("still serves requests during its pre-stop grace"),
         "{during_grace}"
     );
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = support::drain::in_background(&shutdown);
     shutdown.token().cancelled().await;
     let in_phase_one = text(app.request(request("GET", "/ready")).await).await;
     assert!(
@@ -426,10 +414,7 @@ async fn each_phase_is_logged_with_what_it_waits_for_and_the_key_that_sets_it() 
     let shutdown = Shutdown::new(&config(5, 30, 10));
     let guard = shutdown.in_flight().enter();
     shutdown.trigger();
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = support::drain::in_background(&shutdown);
     shutdown.token().cancelled().await;
     drop(guard);
     drained.await.unwrap();

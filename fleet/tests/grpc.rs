@@ -3,6 +3,9 @@
 
 mod support;
 
+#[path = "../../tests/support/drain.rs"]
+mod drain;
+
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -777,10 +780,7 @@ async fn calls_count_in_flight_and_phase_one_refuses_new_ones() {
     assert_eq!(shutdown.in_flight().count(), 1, "the call counts");
 
     shutdown.trigger();
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = drain::in_background(&shutdown);
     shutdown.token().cancelled().await;
     let status = relay.wait(wait(0)).await.unwrap_err();
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
@@ -821,10 +821,7 @@ async fn a_unary_call_that_finishes_during_phase_two_gets_its_answer() {
     let call = tokio::spawn(async move { relay.wait(wait(1500)).await });
     tokio::time::sleep(MS(10)).await;
     shutdown.trigger();
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = drain::in_background(&shutdown);
     shutdown.drain_token().cancelled().await;
     call.await
         .unwrap()
@@ -922,10 +919,7 @@ async fn a_stream_open_at_phase_two_ends_and_tonics_shutdown_returns() {
 
     let start = Instant::now();
     shutdown.trigger();
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = drain::in_background(&shutdown);
     let ended = tokio::time::timeout(SECS(60), async {
         loop {
             match ticks.next().await {

@@ -24,6 +24,9 @@ use tokio::process::Command;
 #[path = "../../tests/support/venv.rs"]
 mod venv;
 
+#[path = "../../tests/support/drain.rs"]
+mod drain;
+
 /// Room for a Python process and a loopback round trip on a busy machine.
 const ROOM: Duration = Duration::from_millis(1500);
 
@@ -152,10 +155,7 @@ async fn a_grpcio_client_gets_unavailable_in_shutdown_phase_one() {
     let (addr, _relay) = serve(GrpcDeadlineLayer::server(&config).shutdown(&shutdown)).await;
     let in_flight = shutdown.in_flight().enter(); // holds phase 1 open
     shutdown.trigger();
-    let drained = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move { shutdown.wait_drained().await }
-    });
+    let drained = drain::in_background(&shutdown);
     tokio::time::timeout(ROOM, shutdown.token().cancelled())
         .await
         .expect("phase 1 begins at once");

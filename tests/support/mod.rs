@@ -5,6 +5,7 @@
 pub mod allocations;
 pub mod chain;
 pub mod child;
+pub mod drain;
 pub mod http;
 pub mod logs;
 pub mod observe;
