@@ -63,10 +63,22 @@ pub fn sigterm(pid: u32) {
     signal(pid, nix::sys::signal::Signal::SIGTERM);
 }
 
-/// Sends SIGINT to the process `pid`, as Ctrl-C in its terminal would.
+/// Sends SIGINT to the process `pid`, as `kill -INT` would.
 #[cfg(unix)]
 pub fn sigint(pid: u32) {
     signal(pid, nix::sys::signal::Signal::SIGINT);
+}
+
+/// Sends SIGINT to every process of the group `pgid`, as Ctrl-C does to
+/// the job a terminal runs.
+#[cfg(unix)]
+pub fn sigint_group(pgid: u32) {
+    let pgid = i32::try_from(pgid).expect("a process group id fits a pid_t");
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap_or_else(|err| panic!("SIGINT is sent to the group: {err}"));
 }
 
 #[cfg(unix)]

@@ -38,7 +38,21 @@ impl Gateway {
     /// As [`start`](Self::start), in the working directory `dir` when
     /// given, so that its `timebox.toml` is read.
     pub fn start_in(dir: Option<&Path>, env: &[(&str, &str)]) -> Self {
+        Self::launch(Command::new(env!("CARGO_BIN_EXE_chat-gateway")), dir, env)
+    }
+
+    /// As [`start_in`](Self::start_in), as the leader of a process group
+    /// of its own, as a shell starts a job: [`ctrl_c`](Self::ctrl_c)
+    /// signals the group.
+    #[cfg(unix)]
+    pub fn start_in_group(dir: &Path, env: &[(&str, &str)]) -> Self {
+        use std::os::unix::process::CommandExt;
         let mut command = Command::new(env!("CARGO_BIN_EXE_chat-gateway"));
+        command.process_group(0);
+        Self::launch(command, Some(dir), env)
+    }
+
+    fn launch(mut command: Command, dir: Option<&Path>, env: &[(&str, &str)]) -> Self {
         if let Some(dir) = dir {
             command.current_dir(dir);
         }
@@ -164,6 +178,14 @@ impl Gateway {
     #[cfg(unix)]
     pub fn sigterm(&self) {
         child::sigterm(self.child.id());
+    }
+
+    /// Sends SIGINT to the gateway's process group, as Ctrl-C in its
+    /// terminal does; for a gateway started with
+    /// [`start_in_group`](Self::start_in_group).
+    #[cfg(unix)]
+    pub fn ctrl_c(&self) {
+        child::sigint_group(self.child.id());
     }
 
     /// The exit code, waiting at most `bound` for the process to exit.
