@@ -29,19 +29,44 @@ const CLEANUP_BOUND: Duration = Duration::from_secs(5);
 /// Room for two processes on a busy machine.
 const ROOM: Duration = Duration::from_secs(3);
 
+/// The shutdown settings of the tests that stop a gateway: a stream is
+/// cut short 1 s after the signal, and forced 2 s later.
+const QUICK_SHUTDOWN: [(&str, &str); 3] = [
+    ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0"),
+    ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "1"),
+    ("TIMEBOX_SERVER__DRAIN_FORCE_SECS", "2"),
+];
+
 /// A gateway whose `timebox.toml` (in `dir`) names the MCP server `name`
 /// with `server` as its table's body, plus `env`.
 fn gateway_with(dir: &Path, name: &str, server: &str, env: &[(&str, &str)]) -> Gateway {
+    Gateway::start_in(Some(dir), &settings_in(dir, name, server, env))
+}
+
+/// Writes the `timebox.toml` of [`gateway_with`] in `dir`; the gateway's
+/// environment, `env` with the tests' heartbeat.
+fn settings_in<'a>(
+    dir: &Path,
+    name: &str,
+    server: &str,
+    env: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
     let toml = format!("[mcp.servers.{name}]\n{server}\ntools = [\"slow_task\"]\n");
     std::fs::write(dir.join("timebox.toml"), toml).expect("write timebox.toml");
     let mut env = env.to_vec();
     env.push(("TIMEBOX_STREAM__HEARTBEAT_SECS", "2"));
-    Gateway::start_in(Some(dir), &env)
+    env
 }
 
 /// A gateway whose server `local` is the SDK server over stdio, run with
 /// `extra` arguments and logging to `log`.
 fn stdio_gateway(dir: &Path, log: &Path, extra: &[&str]) -> Gateway {
+    gateway_with(dir, "local", &stdio_server(log, extra), &[])
+}
+
+/// The table of the SDK server over stdio, run with `extra` arguments and
+/// logging to `log`.
+fn stdio_server(log: &Path, extra: &[&str]) -> String {
     let mut command = mcp_stdio_command(log);
     command.extend(extra.iter().map(|arg| (*arg).to_owned()));
     let command = command
@@ -49,7 +74,7 @@ fn stdio_gateway(dir: &Path, log: &Path, extra: &[&str]) -> Gateway {
         .map(|part| format!("{part:?}"))
         .collect::<Vec<_>>()
         .join(", ");
-    gateway_with(dir, "local", &format!("command = [{command}]"), &[])
+    format!("command = [{command}]")
 }
 
 /// The SDK server over HTTP (run with `server_args`), and a gateway that
@@ -336,17 +361,7 @@ async fn a_sigterm_past_the_grace_sends_done_then_cancels_and_opens_no_new_sessi
         server: _server,
         mut gateway,
         log,
-    } = http_setup(
-        "mcp-sigterm",
-        "py",
-        &[],
-        "",
-        &[
-            ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0"),
-            ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "1"),
-            ("TIMEBOX_SERVER__DRAIN_FORCE_SECS", "2"),
-        ],
-    );
+    } = http_setup("mcp-sigterm", "py", &[], "", &QUICK_SHUTDOWN);
     let client = reqwest::Client::new();
 
     let (mut response, calls) =
@@ -492,13 +507,18 @@ async fn over_stdio_a_client_that_hangs_up_cancels_its_call_and_the_process_is_e
     );
 }
 
-/// Waits, at most 10 s, until the process of the stdio session `session`
-/// (`stdio-<pid>`) has exited: gone, or a zombie its parent has not reaped.
-async fn wait_until_gone(session: &str) {
-    let pid = session
+/// The process of the stdio session `session` (`stdio-<pid>`).
+fn process_of(session: &str) -> u64 {
+    session
         .strip_prefix("stdio-")
-        .expect("a stdio session is named after its process");
-    let stat = Path::new("/proc").join(pid).join("stat");
+        .and_then(|pid| pid.parse().ok())
+        .expect("a stdio session is named after its process")
+}
+
+/// Waits, at most 10 s, until the process `pid` has exited: gone, or a
+/// zombie its parent has not reaped.
+async fn wait_until_gone(pid: u64) {
+    let stat = Path::new("/proc").join(pid.to_string()).join("stat");
     let give_up = Instant::now() + Duration::from_secs(10);
     loop {
         // `pid (name) state …`; a name may hold spaces, not a `)`.
@@ -511,7 +531,7 @@ async fn wait_until_gone(session: &str) {
         }
         assert!(
             Instant::now() < give_up,
-            "the stdio server {pid} did not exit within 10 s"
+            "the process {pid} did not exit within 10 s"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -535,7 +555,7 @@ async fn an_idle_stdio_session_whose_process_exited_is_not_handed_out_again() {
         .next()
         .and_then(|event| event["session"].as_str())
         .expect("the exiting process names its session");
-    wait_until_gone(session).await;
+    wait_until_gone(process_of(session)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let body = complete(&client, &gateway.base, "scripted-tool-1s@local").await;
@@ -546,6 +566,86 @@ async fn an_idle_stdio_session_whose_process_exited_is_not_handed_out_again() {
         calls[1]["session"], calls[0]["session"],
         "the second call ran in a new process"
     );
+}
+
+/// Ctrl-C in the gateway's terminal signals its whole process group. A
+/// stdio server runs in a group of its own, so the signal reaches the
+/// gateway only, which ends the server's call in order (DESIGN R3): the
+/// stream ends with `[DONE]`, the server is told of the cancellation, and
+/// it never gets the SIGINT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_reaches_the_gateway_and_not_its_stdio_server() {
+    let dir = scratch_dir("mcp-stdio-ctrl-c");
+    let log = dir.join("server.jsonl");
+    let server = stdio_server(&log, &["--record-signals"]);
+    let env = settings_in(&dir, "local", &server, &QUICK_SHUTDOWN);
+    let mut gateway = Gateway::start_in_group(&dir, &env);
+    let client = reqwest::Client::new();
+
+    let (mut response, calls) =
+        open_tool_stream(&client, &gateway.base, "scripted-tool-60s@local", &log, 1).await;
+    gateway.ctrl_c();
+    let (body, done_at) = read_until_done(&mut response).await;
+    assert!(done_at.is_some(), "no [DONE] in {body}");
+    assert!(
+        !body.contains("event: error"),
+        "a shutdown is no error: {body}"
+    );
+    tokio::task::block_in_place(|| {
+        wait_cancelled(&log, &calls[0]["request_id"], CLEANUP_BOUND + ROOM)
+    });
+    assert_eq!(gateway.exit_within(Duration::from_secs(10)), Some(0));
+    let events = mcp_events(&log);
+    assert!(
+        !events_of(&events, "signal").any(|event| event["signal"] == "SIGINT"),
+        "the stdio server got the SIGINT: {events:#?}"
+    );
+}
+
+/// A stdio server that stays after its stdin closes and ignores SIGTERM
+/// is killed, with the process it started, when the gateway exits before
+/// the server's session is done closing: the gateway does not leave it
+/// behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_that_will_not_exit_is_killed_with_its_children_when_the_gateway_stops() {
+    let dir = scratch_dir("mcp-stdio-linger");
+    let log = dir.join("server.jsonl");
+    let server = stdio_server(&log, &["--linger"]);
+    let mut gateway = gateway_with(&dir, "local", &server, &QUICK_SHUTDOWN);
+    let events = wait_for_mcp_events(&log, Duration::from_secs(20), |events| {
+        events_of(events, "spawned").count() == 1
+    });
+    let spawned = events_of(&events, "spawned")
+        .next()
+        .expect("the server started its child");
+    let pids = ["pid", "child"].map(|key| spawned[key].as_u64().expect("a process id"));
+    let _cleanup = KillsGroup(pids[0]);
+
+    gateway.sigterm();
+    assert_eq!(gateway.exit_within(Duration::from_secs(15)), Some(0));
+    for pid in pids {
+        wait_until_gone(pid).await;
+    }
+    let log_text = gateway.log_text();
+    assert!(
+        log_text.contains("killed the process group of a stdio MCP server"),
+        "{log_text}"
+    );
+}
+
+/// Kills the process group `0` leads when dropped, so that a test that
+/// fails leaves none of its processes behind.
+struct KillsGroup(u64);
+
+impl Drop for KillsGroup {
+    fn drop(&mut self) {
+        if let Ok(leader) = i32::try_from(self.0) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(leader),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

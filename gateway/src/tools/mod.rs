@@ -21,6 +21,8 @@
 //! are not (the pools are closing). A call that was still being sent when
 //! the cleanup ran is cancelled by its sender.
 
+#[cfg(unix)]
+mod group;
 mod http;
 mod lease;
 mod pending;

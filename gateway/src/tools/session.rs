@@ -20,6 +20,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+#[cfg(unix)]
+use super::group::leading_a_group;
 use super::{PendingCalls, TimeboxHttp, ToolServer};
 use crate::settings::{Server, Transport};
 
@@ -171,6 +173,8 @@ impl Session {
                 Transport::Stdio { program, args } => {
                     let mut command = tokio::process::Command::new(program);
                     command.args(args);
+                    #[cfg(unix)]
+                    let command = leading_a_group(command);
                     let child = TokioChildProcess::new(command).map_err(|e| unreachable(&e))?;
                     (client.serve(child).await, None)
                 }

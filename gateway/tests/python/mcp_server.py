@@ -7,13 +7,20 @@ Usage:
         Streamable HTTP on 127.0.0.1, a port the OS picks; prints
         `listening on http://127.0.0.1:<port>/mcp` once it accepts.
     python mcp_server.py --log FILE stdio [--exit-after-calls N]
+                         [--record-signals] [--linger]
         Over stdin and stdout; with `--exit-after-calls`, the process
         exits 200 ms after its Nth `slow_task` has answered (a server that
-        crashes or is restarted between two requests).
+        crashes or is restarted between two requests). With
+        `--record-signals`, it records each SIGINT and SIGTERM it gets
+        before it acts on it as it would have. With `--linger`, it starts a
+        child process (`sleep 600`), ignores SIGTERM and stays after its
+        stdin closes (a server that will not exit).
 
 Every line of FILE is one JSON object: `event` (`started`, `cancelled`,
 `finished` for a `slow_task`, with `request_id`, `session` and `seconds`;
-`exiting` just before `--exit-after-calls` ends the process;
+`exiting` just before `--exit-after-calls` ends the process; `signal`,
+with `signal` (its name), for `--record-signals`; `spawned`, with `pid`
+and `child`, when `--linger` has started its child;
 over HTTP also `initialize` for each new session and `notice` with the
 `request_id` of each `notifications/cancelled`, when its request arrives,
 before the SDK answers it) and `t` (Unix seconds).
@@ -26,7 +33,9 @@ notices: a POST that carries `notifications/cancelled` is never answered.
 import argparse
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -42,6 +51,8 @@ def main() -> None:
     parser.add_argument("transport", choices=["http", "stdio"])
     parser.add_argument("--hang-on-cancel", action="store_true")
     parser.add_argument("--exit-after-calls", type=int)
+    parser.add_argument("--record-signals", action="store_true")
+    parser.add_argument("--linger", action="store_true")
     args = parser.parse_args()
     log = open(args.log, "a", buffering=1, encoding="utf-8")
 
@@ -85,8 +96,34 @@ def main() -> None:
 
     finished = []
 
+    def recording(previous):
+        """A signal handler that records the signal, then does what
+        `previous`, the handler it replaces, would have done."""
+
+        def handler(signum, frame):
+            line = {"event": "signal", "t": time.time(), "signal": signal.Signals(signum).name}
+            log.write(json.dumps(line) + "\n")
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        return handler
+
     if args.transport == "stdio":
+        if args.record_signals:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, recording(signal.getsignal(signum)))
+        if args.linger:
+            # Started before SIGTERM is ignored: a child inherits that.
+            child = subprocess.Popen(["sleep", "600"])
+            line = {"event": "spawned", "t": time.time(), "pid": os.getpid(), "child": child.pid}
+            log.write(json.dumps(line) + "\n")
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         server.run("stdio")
+        if args.linger:
+            time.sleep(600)
         return
 
     def record_message(body: bytes) -> None:
