@@ -274,6 +274,35 @@ fn env_key_names_are_case_insensitive() {
     assert_eq!(config.server.shutdown_timeout_secs, 12);
 }
 
+/// Two variables that name one key in different cases: which one won
+/// would depend on the order of the environment, so neither does.
+#[test]
+fn two_env_names_of_one_key_are_an_error_naming_both() {
+    let upper = ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "5");
+    let lower = ("TIMEBOX_server__shutdown_timeout_secs", "50");
+    for vars in [[upper, lower], [lower, upper]] {
+        let err = load_env(&vars).unwrap_err();
+        assert_eq!(keys(&err), ["server.shutdown_timeout_secs"]);
+        let message = err.to_string();
+        assert!(
+            message.contains(upper.0) && message.contains(lower.0),
+            "{message}"
+        );
+    }
+}
+
+/// One variable given twice (the environment, then `env_vars` over it) is
+/// one name: the later value wins.
+#[test]
+fn one_env_name_given_twice_takes_the_later_value() {
+    let config = load_env(&[
+        ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "5"),
+        ("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "50"),
+    ])
+    .unwrap();
+    assert_eq!(config.server.shutdown_timeout_secs, 50);
+}
+
 #[test]
 fn timebox_variables_without_a_double_underscore_are_not_keys() {
     let config = load_env(&[
@@ -422,6 +451,26 @@ fn a_wrong_type_for_an_optional_key_names_the_key_and_the_expected_type() {
     let err = load_env(&[("TIMEBOX_SERVER__TIMEOUTS__REQUEST_TIMEOUT_MS", "soon")]).unwrap_err();
     assert_eq!(keys(&err), ["server.timeouts.request_timeout_ms"]);
     assert!(err.to_string().contains("non-negative integer"), "{err}");
+}
+
+/// A gRPC method's name holds `.` and `/`: the key is quoted, as TOML
+/// writes it and as validation names it.
+#[test]
+fn a_grpc_methods_key_is_named_quoted() {
+    let key = "server.grpc.methods.\"/fleet.Relay/Forward\"";
+    let err = Config::from_toml_str("[server.grpc.methods]\n\"/fleet.Relay/Forward\" = \"never\"")
+        .unwrap_err();
+    assert_eq!(keys(&err), [key]);
+    assert!(err.to_string().contains("in TOML string"), "{err}");
+
+    let variable = "TIMEBOX_SERVER__GRPC__METHODS__/fleet.Relay/Forward";
+    let err = load_env(&[(variable, "never")]).unwrap_err();
+    assert_eq!(keys(&err), [key]);
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("environment variable `{variable}`")),
+        "{message}"
+    );
 }
 
 #[test]

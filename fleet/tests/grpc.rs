@@ -963,7 +963,11 @@ fn a_method_name_of_another_shape_is_an_error_that_names_the_key() {
             r#"server.grpc.methods."fleet.Relay.Wait""#
         ]
     );
-    assert!(err.to_string().contains("/package.Service/Method"), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("/package.Service/Method"), "{message}");
+    for key in keys {
+        assert!(message.contains(&format!("`{key}`")), "{message}");
+    }
 }
 
 #[test]

@@ -93,6 +93,28 @@ impl fmt::Display for ConfigError {
 
 impl Error for ConfigError {}
 
+/// `path` as a dotted key, as TOML writes it: a level that is not a bare
+/// key (a gRPC method's `/package.Service/Method`) is quoted.
+pub(crate) fn dotted_key<S: AsRef<str>>(path: &[S]) -> String {
+    let mut key = String::new();
+    for level in path {
+        let level = level.as_ref();
+        if !key.is_empty() {
+            key.push('.');
+        }
+        let bare = !level.is_empty()
+            && level
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if bare {
+            key.push_str(level);
+        } else {
+            key.push_str(&format!("{level:?}"));
+        }
+    }
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::ConfigError;

@@ -11,7 +11,7 @@ use figment::providers::{Format, Toml};
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Provider, Source};
 
-use super::{Config, ConfigError, Profile};
+use super::{dotted_key, Config, ConfigError, Profile};
 
 /// The prefix of every environment variable timebox reads.
 ///
@@ -155,7 +155,19 @@ impl Layer {
             // Parsed like figment's own `Env`: numbers, booleans, else a string.
             let value: Value = value.parse().unwrap_or_else(|never| match never {});
             insert(&mut dict, &path, value);
-            names.insert(path.join("."), name.clone());
+            let key = dotted_key(&path);
+            // Names differ in case only: which one would win depends on
+            // the order of the environment.
+            let other = names.insert(key.clone(), name.clone());
+            if let Some(other) = other.filter(|other| other != name) {
+                errors.push(
+                    &key,
+                    format!(
+                        "environment variables `{other}` and `{name}` both set `{key}`; \
+                         remove one"
+                    ),
+                );
+            }
         }
         // `TIMEBOX_A__B` and `TIMEBOX_A__B__C` make `a.b` a value and a
         // table at once: which one would win depends on the order of the
@@ -251,7 +263,7 @@ fn insert(dict: &mut Dict, path: &[String], value: Value) {
 
 /// The variable that set `keys` (or the first one under it, for a table).
 fn env_name(names: &BTreeMap<String, String>, keys: &[&str]) -> String {
-    let dotted = keys.join(".");
+    let dotted = dotted_key(keys);
     if let Some(name) = names.get(&dotted) {
         return name.clone();
     }
@@ -297,7 +309,7 @@ fn one_error(err: &figment::Error, figment: &Figment, section: Option<&str>) -> 
         .into_iter()
         .chain(inner.iter().cloned())
         .collect();
-    let key = path.join(".");
+    let key = dotted_key(&path);
     // The merged value at the key carries the tag of the layer that set it
     // last; figment's own metadata can point at an enclosing table's layer.
     let metadata = (!inner.is_empty())

@@ -86,6 +86,7 @@ pub use admission::{
 pub(crate) use breaker::MOST_WINDOW_BUCKETS;
 pub use breaker::{BreakerConfig, CancelledCallOutcome};
 pub use budget::BudgetConfig;
+pub(crate) use error::dotted_key;
 pub use error::ConfigError;
 pub use grpc::{GrpcConfig, MethodTimeout};
 pub use layers::ENV_PREFIX;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::breaker::MOST_WINDOW_BUCKETS;
 use super::grpc::is_method_name;
 use super::{
-    AdmissionConfig, BreakerConfig, BudgetConfig, ClientConfig, Config, ConfigError, GrpcConfig,
-    HedgeConfig, MethodTimeout, ServerConfig, StreamConfig,
+    dotted_key, AdmissionConfig, BreakerConfig, BudgetConfig, ClientConfig, Config, ConfigError,
+    GrpcConfig, HedgeConfig, MethodTimeout, ServerConfig, StreamConfig,
 };
 use crate::deadline::Format;
 
@@ -374,12 +374,13 @@ fn check_deadline_headers(
 
 fn check_grpc_methods(grpc: &GrpcConfig, errors: &mut ConfigError) {
     for (name, timeout) in &grpc.methods {
-        let key = format!("server.grpc.methods.\"{name}\"");
+        let key = dotted_key(&["server", "grpc", "methods", name]);
         if !is_method_name(name) {
             errors.push(
                 &key,
                 format!(
-                    "`{name}` is not a full gRPC method name; write it as the call's path says it, `/package.Service/Method`"
+                    "`{key}` does not name a gRPC method: `{name}` is not a full method name; \
+                     write it as the call's path says it, `/package.Service/Method`"
                 ),
             );
         } else if *timeout == MethodTimeout::Millis(0) {

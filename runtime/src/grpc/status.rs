@@ -8,6 +8,7 @@ use std::time::Duration;
 use tonic::metadata::MetadataValue;
 use tonic::Status;
 
+use crate::config::dotted_key;
 use crate::deadline::{DeadlineExceeded, Format};
 use crate::entropy::Entropy;
 use crate::observe::DeadlineSource;
@@ -46,7 +47,9 @@ impl fmt::Display for Origin {
         match self {
             Self::GrpcTimeout => f.write_str("the grpc-timeout header"),
             Self::Header(format) => write!(f, "the {format} header"),
-            Self::Method(method) => write!(f, "server.grpc.methods.\"{method}\""),
+            Self::Method(method) => {
+                f.write_str(&dotted_key(&["server", "grpc", "methods", &**method]))
+            }
             Self::Default => f.write_str("server.grpc.default_timeout_ms"),
             Self::Caller => f.write_str("the caller's deadline"),
         }
