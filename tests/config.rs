@@ -716,6 +716,38 @@ fn an_inactivity_window_shorter_than_a_tool_call_warns() {
     assert_eq!(config.validate().unwrap(), []);
 }
 
+/// A cost the bucket cannot hold turns that retry or hedge off for good:
+/// allowed, and said.
+#[test]
+fn a_cost_above_the_buckets_capacity_warns_naming_the_cost() {
+    let mut config = Config::default();
+    config.http.client.retry_budget.capacity = 10;
+    let warnings = config.validate().unwrap();
+    let warned: Vec<&str> = warnings.iter().map(Warning::key).collect();
+    assert_eq!(warned, ["http.client.retry_budget.transient_cost"]);
+    let message = warnings[0].to_string();
+    assert!(message.contains("is 14"), "{message}");
+    assert!(
+        message.contains("`http.client.retry_budget.capacity` = 10"),
+        "{message}"
+    );
+
+    config.http.client.retry_budget.capacity = 4;
+    let warnings = config.validate().unwrap();
+    let warned: Vec<&str> = warnings.iter().map(Warning::key).collect();
+    assert_eq!(
+        warned,
+        [
+            "http.client.retry_budget.transient_cost",
+            "http.client.retry_budget.throttling_cost",
+            "http.client.hedge.hedge_cost",
+        ]
+    );
+
+    config.http.client.retry_budget.enabled = false;
+    assert_eq!(config.validate().unwrap(), [], "no bucket, no cost");
+}
+
 #[test]
 fn an_empty_list_of_deadline_headers_to_read_or_send_warns() {
     let mut config = Config::default();

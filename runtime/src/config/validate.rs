@@ -82,6 +82,9 @@ impl Config {
     ///   `accept_deadline_header` is on, or `http.client.deadline_headers`
     ///   while `send_deadline_header` is on: no HTTP deadline header is
     ///   read, or sent (gRPC's `grpc-timeout` still is).
+    /// - With the retry budget on, a `transient_cost`, `throttling_cost` or
+    ///   `http.client.hedge.hedge_cost` above `capacity`: the bucket can
+    ///   never pay for that retry or hedge, so none is made.
     ///
     /// # Errors
     ///
@@ -143,7 +146,47 @@ impl Config {
         self.warn_shutdown(longest_route_override, &mut warnings);
         self.warn_inactivity(&mut warnings);
         self.warn_no_deadline_headers(&mut warnings);
+        self.warn_costs_beyond_capacity(&mut warnings);
         Ok(warnings)
+    }
+
+    /// With the retry budget on, a retry or a hedge that costs more tokens
+    /// than the bucket holds can never be paid for: that kind is off, which
+    /// a small `capacity` may mean to do, but should say.
+    fn warn_costs_beyond_capacity(&self, warnings: &mut Vec<Warning>) {
+        let budget = &self.http.client.retry_budget;
+        if !budget.enabled {
+            return;
+        }
+        for (key, cost, what) in [
+            (
+                "http.client.retry_budget.transient_cost",
+                budget.transient_cost,
+                "no retry after a 5xx, a failed connect or a timeout",
+            ),
+            (
+                "http.client.retry_budget.throttling_cost",
+                budget.throttling_cost,
+                "no retry after a 429 or a shed 503",
+            ),
+            (
+                "http.client.hedge.hedge_cost",
+                self.http.client.hedge.hedge_cost,
+                "no hedge",
+            ),
+        ] {
+            if cost > budget.capacity {
+                warnings.push(Warning {
+                    key,
+                    message: format!(
+                        "`{key}` is {cost}, more than the retry budget's bucket holds \
+                         (`http.client.retry_budget.capacity` = {}), so {what} can ever be \
+                         paid for; lower the cost or raise the capacity",
+                        budget.capacity
+                    ),
+                });
+            }
+        }
     }
 
     /// A side that is told to read or write deadline headers and lists
