@@ -191,8 +191,18 @@ impl McpSettings {
 
 impl ServerSettings {
     fn server(&self, name: &str) -> Result<Server, McpSettingsError> {
+        // The table's key as TOML writes it: quoted unless it is a bare key.
+        let bare = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        let table = if bare {
+            format!("mcp.servers.{name}")
+        } else {
+            format!("mcp.servers.{name:?}")
+        };
         let error = |key: &str, message: String| McpSettingsError {
-            key: format!("mcp.servers.{name}{key}"),
+            key: format!("{table}{key}"),
             message,
         };
         if name == BUILTIN {
@@ -356,8 +366,13 @@ mod tests {
             ),
             (
                 "[mcp.servers.\"\"]\nurl = \"http://x\"",
-                "mcp.servers.",
+                "mcp.servers.\"\"",
                 "one or more",
+            ),
+            (
+                "[mcp.servers.\"a.b\"]\nurl = \"http://x\"",
+                "mcp.servers.\"a.b\"",
+                "lowercase",
             ),
             (
                 "[mcp.servers.a]\nurl = \"http://x\"\nconnect_timeout_ms = 0",
