@@ -164,28 +164,36 @@ where
         // A shorter deadline the caller set on the request, as a
         // `grpc-timeout` or in a format the client writes, is kept as it was
         // set, and the other headers say the same time; either way exactly
-        // one value of each goes out.
+        // one value of each goes out. It is the call's deadline from then
+        // on (C3): it gates the call and its response, and a status names
+        // it.
         let read = self.settings.written.with(Format::GrpcTimeout);
-        let (sent, kept) = match read
+        let (sent, kept, deadline, budget) = match read
             .set_by_caller(headers)
             .filter(|&(callers, _, _)| callers <= remaining)
         {
-            Some((callers, format, value)) => (callers, Some((format, value))),
-            None => (timeout::parse(&ours).unwrap_or(remaining), None),
+            Some((callers, format, value)) => (
+                callers,
+                Some((format, value)),
+                Deadline::at(now + callers),
+                Budget {
+                    length: callers,
+                    origin: Origin::Header(format),
+                },
+            ),
+            None => (
+                timeout::parse(&ours).unwrap_or(remaining),
+                None,
+                deadline,
+                budget,
+            ),
         };
         if sent.is_zero() {
             // The deadline the caller set on the request has passed:
             // nothing is sent either, and the status names that header.
             self.settings.told.exceeded(Stage::Outbound);
-            let exceeded = match &kept {
-                Some((format, _)) => Budget {
-                    length: sent,
-                    origin: Origin::Header(*format),
-                },
-                None => budget,
-            };
             return GrpcClientFuture {
-                state: CallState::Failed(Some(exceeded.exceeded())),
+                state: CallState::Failed(Some(budget.exceeded())),
             };
         }
         read.write(sent, headers);

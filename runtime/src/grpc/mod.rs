@@ -21,7 +21,8 @@
 //! - **Client** ([`GrpcDeadlineLayer::client`]): around a tonic `Channel`,
 //!   under the generated clients unchanged. Under a current deadline each
 //!   call carries `grpc-timeout` with what is left (rounded down; a shorter
-//!   timeout set on the request is kept, and one value goes out) and
+//!   timeout set on the request is kept, one value goes out, and it is the
+//!   call's deadline from then on, its stream's included) and
 //!   the HTTP client's other deadline headers (`http.client.deadline_headers`,
 //!   `x-timebox-deadline-ms` by default) when `send_deadline_header` is on.
 //!   A caller's own deadline header that does not parse (or comes twice)
