@@ -784,6 +784,28 @@ async fn through_the_middleware_a_redirect_to_another_origin_is_the_answer() {
     the_redirect_was_the_answer(response.status(), &other_seen);
 }
 
+/// C7: a layer inside `ClientLayer` adds its headers to every request,
+/// where a hop cannot take them off: a redirect to another origin is the
+/// answer, so the `Authorization` it adds never reaches that origin.
+#[tokio::test]
+async fn through_the_layer_a_redirect_to_another_origin_is_the_answer() {
+    let other_seen = Recorder::new();
+    let first = redirecting_to_another_origin(&other_seen).await;
+    let credentials = a_default_authorization();
+    let inner = tower::ServiceBuilder::new()
+        .map_request(move |mut request: http::Request<Full<Bytes>>| {
+            request.headers_mut().extend(credentials.clone());
+            request
+        })
+        .service(hyper());
+    let client = ClientLayer::new(&Config::default()).layer(inner);
+    let request = http::Request::get(format!("http://{first}/go"))
+        .body(Full::default())
+        .unwrap();
+    let response = ends(client.oneshot(request)).await.expect("an answer");
+    the_redirect_was_the_answer(response.status(), &other_seen);
+}
+
 #[tokio::test]
 async fn a_reqwest_client_with_redirects_on_is_refused_by_the_middleware() {
     let recorder = Recorder::new();

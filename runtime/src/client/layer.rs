@@ -48,6 +48,13 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// `Buffer` or a concurrency limit inside) is bounded by the deadline but
 /// counts neither against the host's breaker nor in the attempt's timeout.
 ///
+/// A redirect to another origin (scheme, host and port) is the answer, not
+/// followed, as through the reqwest middleware: a layer inside this one
+/// (tower-http's `AddAuthorization` or `SetRequestHeader`, a request
+/// signer) adds its headers to every request it passes on, and a hop to
+/// another origin must not carry an `Authorization` or a `Cookie` (C7).
+/// Redirects within the origin are followed, hop by hop.
+///
 /// A request asks for more retries, a retry of a POST or a hedge with a
 /// [`CallOptions`] in its extensions.
 ///
@@ -81,7 +88,7 @@ impl ClientLayer {
     #[must_use]
     pub fn new(config: &Config) -> Self {
         Self {
-            rules: Arc::new(Rules::new(config, Entropy::from_os())),
+            rules: Arc::new(Rules::new(config, Entropy::from_os()).within_origin()),
         }
     }
 

@@ -54,7 +54,10 @@
 //! - **Redirects** are followed by the client itself (never inside the HTTP
 //!   stack): up to 10 hops, `303` (and `301`/`302` after a POST) becomes a
 //!   GET, credentials are dropped across origins, and each hop is budgeted to
-//!   its own host.
+//!   its own host. (Through a reqwest client of the caller's, the reqwest
+//!   middleware or [`ClientLayer`], whatever sends the request may add
+//!   credentials timebox cannot take off: there a redirect to another
+//!   origin is the answer.)
 //!
 //! # Examples
 //!

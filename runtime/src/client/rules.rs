@@ -31,9 +31,10 @@ pub(crate) struct Rules {
     pub(crate) labels: Arc<BoundedLabels>,
     pub(crate) hedging: Arc<Hedging>,
     /// Whether a redirect to another origin is followed. Not through a
-    /// caller's own reqwest client: it adds its default headers (an
-    /// `Authorization`, a `Cookie`) to every request it sends, where a
-    /// hop cannot take them off.
+    /// caller's own reqwest client, the reqwest middleware or `ClientLayer`:
+    /// what sends the request there (the client's default headers, a
+    /// layer inside) can add an `Authorization` or a `Cookie` to every
+    /// request, where a hop cannot take them off.
     pub(crate) follows_other_origins: bool,
     breaker_config: BreakerConfig,
     breakers: Arc<BoundedMap<CircuitBreaker>>,
