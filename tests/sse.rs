@@ -243,6 +243,32 @@ async fn a_disconnect_recorded_in_the_registry_ends_the_stream_silently() {
     drop(tx);
 }
 
+/// R1, R3: a stream that completed while its client stopped reading waits
+/// to hand over its last events; a cancel recorded in the registry
+/// meanwhile ends it for that reason, at once, as before it completed.
+#[tokio::test(start_paused = true)]
+async fn a_registry_cancel_ends_a_completed_stream_waiting_on_a_stalled_client() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let (tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().total(SECS(900)), &log)
+        .guard(registry.register("req-1").unwrap())
+        .final_event(Event::default().data("final"));
+    let body = served(stream).await; // never read
+                                     // Fills the response's buffer, then the stream completes.
+    tx.send(Event::default().data("token")).await.unwrap();
+    drop(tx);
+    sleep(SECS(1)).await;
+    assert!(registry.cancel("req-1", CancelReason::Disconnect));
+    sleep(SECS(1)).await;
+    assert_eq!(registry.len(), 0, "the cancelled request left the registry");
+    assert_eq!(
+        log.entries(),
+        ["cancel", "remote_cleanup", "evicted", "evict"]
+    );
+    drop(body);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_remote_cleanup_that_never_returns_delays_done_by_its_total_bound() {
     let log = Log::default();

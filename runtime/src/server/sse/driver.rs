@@ -380,19 +380,30 @@ async fn end(
                     () = bounded => {}
                 }
             };
-            let mut cut = pin!(cut);
-            // Once cut off (or disconnected), nothing more is sent: `cut`
-            // has ended and is not polled again.
-            let mut open = true;
-            if let Some(event) = final_event {
-                open = send_unless(&tx, event, cut.as_mut()).await;
-                observe(Step::Final);
+            let finishing = async {
+                let mut cut = pin!(cut);
+                // Once cut off (or disconnected), nothing more is sent:
+                // `cut` has ended and is not polled again.
+                let mut open = true;
+                if let Some(event) = final_event {
+                    open = send_unless(&tx, event, cut.as_mut()).await;
+                    observe(Step::Final);
+                }
+                if open {
+                    send_unless(&tx, done(), cut.as_mut()).await;
+                }
+                observe(Step::Done);
+            };
+            // Cancelled elsewhere while its last events wait on a slow
+            // client, the request ends for the reason recorded, in that
+            // reason's order (R1, R3), as it would have before the stream
+            // completed.
+            let cancelled = cancelled_elsewhere(guard.as_ref().map(RequestGuard::token));
+            tokio::select! {
+                biased;
+                () = finishing => return,
+                () = cancelled => (recorded(guard.as_ref()), None),
             }
-            if open {
-                send_unless(&tx, done(), cut.as_mut()).await;
-            }
-            observe(Step::Done);
-            return;
         }
         Ending::Timeout(timeout) => (CancelReason::Timeout(timeout.kind()), Some(timeout)),
         Ending::Disconnect => (CancelReason::Disconnect, None),
