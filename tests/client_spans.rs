@@ -122,6 +122,39 @@ async fn a_4xx_answer_is_an_error_of_a_client_span(sim: Sim) {
     assert!(matches!(spans[0].status, Status::Error { .. }));
 }
 
+/// A redirect past the hop limit fails the call, though its attempt got
+/// an answer: that attempt's span is an error (OpenTelemetry's HTTP
+/// conventions), keeping the status it got.
+#[sim_test]
+async fn the_answer_past_the_redirect_limit_ends_an_error_span(sim: Sim) {
+    sim.net().host(
+        "up",
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async { (StatusCode::FOUND, [(http::header::LOCATION, "/")]) }),
+        ),
+    );
+    let client = sim.client();
+    let spans = attempt_spans(async {
+        let err = client.get("http://up/").send().await.unwrap_err();
+        assert!(
+            matches!(err, timebox::client::ClientError::TooManyRedirects),
+            "{err:?}"
+        );
+    })
+    .await;
+    let (last, hops) = spans.split_last().expect("spans");
+    assert_eq!(text(last, "error.type").as_deref(), Some("_OTHER"));
+    assert!(matches!(last.status, Status::Error { .. }), "{last:#?}");
+    assert_eq!(
+        text(last, "http.response.status_code").as_deref(),
+        Some("302")
+    );
+    for hop in hops {
+        assert_eq!(text(hop, "error.type"), None, "{hop:#?}");
+    }
+}
+
 /// A client that hedges every first attempt still under way at 20 ms.
 fn hedging_at_20ms() -> timebox::config::Config {
     let mut config = timebox::config::Config::default();

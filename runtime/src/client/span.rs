@@ -18,7 +18,8 @@
 //! `circuit_open` (the breaker refused the attempt, which was not sent),
 //! `retry_budget_exhausted` (the attempt failed and the budget could not pay
 //! for a retry), the status code of a 4xx or 5xx answer (both are errors
-//! for a client span, where a server's leaves 4xx alone), or `_OTHER`. An
+//! for a client span, where a server's leaves 4xx alone), or `_OTHER` (one
+//! is the redirect answered past the hop limit, which fails the call). An
 //! attempt with an `error.type` has the span status `Error`, except one
 //! the client cancelled itself (the loser of a hedge race, an attempt of a
 //! call dropped before its deadline): it did not fail, it was no longer
@@ -75,5 +76,14 @@ pub(super) fn record_outcome(span: &Span, outcome: CallOutcome, budget_refused: 
         if outcome != CallOutcome::Cancelled {
             span.record("otel.status_code", "ERROR");
         }
+    }
+}
+
+/// Marks the attempt's span as the call's error, `outcome`, whatever the
+/// attempt itself got (a redirect past the hop limit).
+pub(super) fn record_error(span: &Span, outcome: CallOutcome) {
+    if let Some(error_type) = outcome.error_type() {
+        span.record("error.type", error_type);
+        span.record("otel.status_code", "ERROR");
     }
 }

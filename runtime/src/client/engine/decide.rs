@@ -62,6 +62,12 @@ impl<B: Body> Call<B> {
         let span = pending.span.clone();
         let next = self.settle(pending, outcome, observed);
         span::record_outcome(&span, observed, self.budget_refused);
+        // A redirect past the hop limit is the call's error, though the
+        // attempt got an answer: its span ends as one (OpenTelemetry's HTTP
+        // conventions say so of a 3xx past the limit).
+        if let Next::Return(Err(ClientError::TooManyRedirects)) = &next {
+            span::record_error(&span, CallOutcome::Error);
+        }
         // The attempt is over: its span must not cover the wait before the
         // next one.
         self.span = Span::none();
