@@ -155,6 +155,37 @@ async fn the_answer_past_the_redirect_limit_ends_an_error_span(sim: Sim) {
     }
 }
 
+/// A method the HTTP RFCs do not define is `_OTHER`, kept as sent in
+/// `http.request.method_original`, in a span named `HTTP`
+/// (OpenTelemetry's HTTP conventions); a known one is itself.
+#[sim_test]
+async fn a_method_of_the_callers_own_is_other_in_a_span_named_http(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| async { StatusCode::OK }),
+    );
+    let client = sim.client();
+    let purge = http::Method::from_bytes(b"PURGE").unwrap();
+    let spans = attempt_spans(async {
+        for method in [purge.clone(), http::Method::PATCH] {
+            let response = client.request(method, "http://up/").send().await.unwrap();
+            assert_eq!(response.status(), 200);
+        }
+    })
+    .await;
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let (own, known) = (&spans[0], &spans[1]);
+    assert_eq!(own.name, "HTTP");
+    assert_eq!(text(own, "http.request.method").as_deref(), Some("_OTHER"));
+    assert_eq!(
+        text(own, "http.request.method_original").as_deref(),
+        Some("PURGE")
+    );
+    assert_eq!(known.name, "PATCH");
+    assert_eq!(text(known, "http.request.method").as_deref(), Some("PATCH"));
+    assert_eq!(attribute(known, "http.request.method_original"), None);
+}
+
 /// A client that hedges every first attempt still under way at 20 ms.
 fn hedging_at_20ms() -> timebox::config::Config {
     let mut config = timebox::config::Config::default();

@@ -4,7 +4,8 @@
 //!
 //! | field | value |
 //! |---|---|
-//! | `otel.name`, `http.request.method` | the method |
+//! | `otel.name`, `http.request.method` | the method; `HTTP` and `_OTHER` for one the HTTP RFCs do not define |
+//! | `http.request.method_original` | such a method, as sent |
 //! | `otel.kind` | `client` |
 //! | `server.address`, `server.port` | the host and port |
 //! | `timebox.attempt.kind` | `first`, `retry`, `redirect` or `hedge` |
@@ -35,12 +36,18 @@ use crate::observe::CallOutcome;
 
 /// A new span for `attempt` of a `method` call to `uri`, not yet entered.
 pub(super) fn attempt_span(method: &Method, uri: &Uri, attempt: Attempt) -> Span {
+    // A method the HTTP RFCs do not define is `_OTHER`, as sent in
+    // `http.request.method_original`, and the span is named `HTTP`: a
+    // caller's own methods must not become span names and attribute values
+    // without bound.
+    let known = is_known(method);
     let span = tracing::info_span!(
         target: "timebox::client",
         "timebox.client.attempt",
-        otel.name = method.as_str(),
+        otel.name = if known { method.as_str() } else { "HTTP" },
         otel.kind = "client",
-        http.request.method = method.as_str(),
+        http.request.method = if known { method.as_str() } else { "_OTHER" },
+        http.request.method_original = Empty,
         server.address = uri.host().unwrap_or(""),
         server.port = uri
             .port_u16()
@@ -51,10 +58,31 @@ pub(super) fn attempt_span(method: &Method, uri: &Uri, attempt: Attempt) -> Span
         "error.type" = Empty,
         otel.status_code = Empty,
     );
-    if attempt.number > 1 && !span.is_disabled() {
-        span.record("http.request.resend_count", attempt.number - 1);
+    if !span.is_disabled() {
+        if attempt.number > 1 {
+            span.record("http.request.resend_count", attempt.number - 1);
+        }
+        if !known {
+            span.record("http.request.method_original", method.as_str());
+        }
     }
     span
+}
+
+/// Whether `method` is one the HTTP RFCs define (9110's, and `PATCH`).
+fn is_known(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET
+            | Method::HEAD
+            | Method::POST
+            | Method::PUT
+            | Method::DELETE
+            | Method::CONNECT
+            | Method::OPTIONS
+            | Method::TRACE
+            | Method::PATCH
+    )
 }
 
 /// Writes what came of the attempt into its span, once: `budget_refused`
