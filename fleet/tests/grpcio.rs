@@ -121,7 +121,9 @@ async fn a_grpcio_client_with_a_short_timeout_gets_deadline_exceeded_and_the_han
         .collect();
     assert_eq!(set.len(), 1, "{set:?}");
     assert_eq!(set[0].0, "grpc-timeout", "{set:?}");
-    assert!(set[0].1 <= Duration::from_millis(300), "{set:?}");
+    // gRPC core's encoding of what is left of the 300 ms "may round up
+    // arbitrarily" (its own header says so): `301m` happens.
+    assert!(set[0].1 <= Duration::from_millis(310), "{set:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
