@@ -211,10 +211,8 @@ impl ServerSettings {
                 format!("`{BUILTIN}` is the in-process server; give yours another name"),
             ));
         }
-        let name_ok = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        // A bare key with no capitals.
+        let name_ok = bare && !name.bytes().any(|b| b.is_ascii_uppercase());
         if !name_ok {
             return Err(error(
                 "",
