@@ -330,6 +330,21 @@ async fn a_second_later_head_on_a_keep_alive_connection_is_bounded_too() {
     closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_begun_in_the_same_write_as_the_one_before_is_bounded_too() {
+    // hyper reads both at once, before it parses the first; only the header
+    // bound can close it in time.
+    let server = start(&config(300, 60)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(&[FULL_HEAD, HALF_HEAD].concat())
+        .await
+        .unwrap();
+    let first = read_response(&mut stream).await.expect("a whole response");
+    assert_eq!(first.status, 200);
+    closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
+}
+
 /// S13: a body that trickles in is bounded by the route's deadline, which
 /// counts from before extraction: the client is told 503 at it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,8 @@ use tokio::time::Instant;
 
 use crate::shutdown::ConnectionBounds;
 
+use super::heads::Heads;
+
 /// The state of one connection, shared by its socket (which reports bytes
 /// read, and writes that go out after a stall), its service (which reports
 /// requests starting and ending) and the task that drives it (which closes
@@ -50,6 +52,9 @@ struct State {
     preface: Option<usize>,
     /// Set at the first HTTP/2 request.
     http2_request: bool,
+    /// On HTTP/1, where the heads read so far end: whether the next one has
+    /// begun when a request ends.
+    heads: Heads,
     /// Whether [`idle`](ConnectionClock::idle) waits for the end of the
     /// requests.
     idle_wanted: bool,
@@ -91,12 +96,8 @@ enum Activity {
     Idle { since: Instant },
     /// Serving `requests` (one at a time on HTTP/1). On HTTP/1, when the
     /// request has no body, bytes read meanwhile are the next head
-    /// (pipelining) and `next_head` is when they began.
-    Busy {
-        requests: usize,
-        bodiless: bool,
-        next_head: Option<Instant>,
-    },
+    /// (pipelining).
+    Busy { requests: usize, bodiless: bool },
 }
 
 /// Which bound passed.
@@ -121,6 +122,7 @@ impl ConnectionClock {
                 http2: false,
                 preface: Some(0),
                 http2_request: false,
+                heads: Heads::default(),
                 idle_wanted: false,
             }),
             bounds,
@@ -146,22 +148,21 @@ impl ConnectionClock {
             // A permit is kept if the driver is not waiting yet.
             self.http2_seen.notify_one();
         }
-        let activity = &mut state.activity;
-        match activity {
-            Activity::Idle { .. } => {
+        let now = Instant::now();
+        match &mut state.activity {
+            activity @ Activity::Idle { .. } => {
                 *activity = Activity::Head {
-                    since: Instant::now(),
+                    since: now,
                     started: true,
                 };
             }
             Activity::Head { started, .. } => *started = true,
             Activity::Busy {
-                bodiless: true,
-                next_head: next_head @ None,
-                ..
-            } => *next_head = Some(Instant::now()),
-            Activity::Busy { .. } => {}
+                bodiless: false, ..
+            } => return,
+            Activity::Busy { bodiless: true, .. } => {}
         }
+        state.heads.read(bytes, now);
     }
 
     /// Bytes went out: the socket took them after it had stopped taking
@@ -188,20 +189,18 @@ impl ConnectionClock {
             // A permit is kept if the driver is not waiting yet.
             self.http2_seen.notify_one();
         }
+        state.heads.requested(bodiless);
         state.activity = match state.activity {
             Activity::Busy {
                 requests,
                 bodiless: busy_bodiless,
-                next_head,
             } => Activity::Busy {
                 requests: requests + 1,
                 bodiless: busy_bodiless,
-                next_head,
             },
             Activity::Head { .. } | Activity::Idle { .. } => Activity::Busy {
                 requests: 1,
                 bodiless,
-                next_head: None,
             },
         };
         drop(state);
@@ -213,15 +212,12 @@ impl ConnectionClock {
 
     fn on_request_end(&self) {
         let mut state = self.lock();
-        let http2 = state.http2;
-        if let Activity::Busy {
-            requests,
-            bodiless,
-            next_head,
-        } = state.activity
-        {
+        let next_head = (!state.http2)
+            .then(|| state.heads.begun(Instant::now()))
+            .flatten();
+        if let Activity::Busy { requests, bodiless } = state.activity {
             state.activity = match (requests, next_head) {
-                (0 | 1, Some(since)) if !http2 => Activity::Head {
+                (0 | 1, Some(since)) => Activity::Head {
                     since,
                     started: true,
                 },
@@ -237,7 +233,6 @@ impl ConnectionClock {
                 (more, _) => Activity::Busy {
                     requests: more - 1,
                     bodiless,
-                    next_head,
                 },
             };
         }
@@ -465,14 +460,28 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_pipelined_head_after_a_bodiless_request_is_on_the_header_bound() {
+        // Part of the next head arrives while the first request is served,
+        // or in the same read as the first head (hyper reads ahead).
+        let first = b"GET /a HTTP/1.1\r\n\r\n";
+        for (with_first, while_served) in [(&b""[..], &b"GET /"[..]), (b"GET /b HT", b"")] {
+            let clock = ConnectionClock::new(BOUNDS);
+            clock.on_read(&[&first[..], with_first].concat());
+            let request = clock.on_request(Version::HTTP_11, true);
+            clock.on_read(while_served);
+            tokio::time::advance(Duration::from_secs(1)).await;
+            drop(request);
+            let start = Instant::now();
+            assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
+            assert_eq!(start.elapsed(), Duration::from_secs(1));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_whole_head_read_alone_leaves_the_connection_idle_after_its_request() {
         let clock = ConnectionClock::new(BOUNDS);
-        let request = clock.on_request(Version::HTTP_11, true);
-        clock.on_read(b"GET /"); // part of the next head arrives with the first
-        tokio::time::advance(Duration::from_secs(1)).await;
-        drop(request);
-        let start = Instant::now();
-        assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
-        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        clock.on_read(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+        drop(clock.on_request(Version::HTTP_11, true));
+        assert!(clock.is_idle());
     }
 
     #[tokio::test(start_paused = true)]

@@ -3,6 +3,7 @@
 mod accept;
 mod clock;
 mod connection;
+mod heads;
 mod io;
 mod service;
 
@@ -43,10 +44,17 @@ use connection::Connections;
 /// | what the client does | what bounds it | config key (default) |
 /// |---|---|---|
 /// | connects and sends nothing, or half a request head | the header bound, from the accept | `server.header_read_timeout_ms` (30000) |
-/// | starts a later head on a keep-alive connection and stalls | the header bound, from its first byte | `server.header_read_timeout_ms` |
+/// | starts a later head on a keep-alive connection and stalls (also one sent with the head before it, or while that request is served) | the header bound, from its first byte | `server.header_read_timeout_ms` |
 /// | keeps a connection open between requests | the idle bound, from the last bytes of its last response | `server.keep_alive_timeout_secs` (75) |
 /// | trickles a request body | the route's deadline (extractors run under it); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
 /// | reads the response slowly, or stops reading it (over HTTP/2, also by granting no flow-control window, which holds even a short body) | the route's deadline up to the response head; once hyper has queued the whole body, the idle bound from the last bytes that went out; while the body still streams, nothing in `serve` (there is no write bound; an [`SseStream`](crate::server::sse::SseStream) has its own watchdog) | `server.keep_alive_timeout_secs` |
+///
+/// Over HTTP/1, `serve` finds where each head ends in the bytes it reads
+/// (hyper reads ahead), so a head sent with the one before it is bounded
+/// from its first byte too. The bytes that follow a head with a body are
+/// the body's: a head sent with a body, or while that request is served,
+/// is bounded from the first byte read after its response, or by the idle
+/// bound if none comes.
 ///
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
