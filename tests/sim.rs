@@ -3,6 +3,8 @@
 mod support;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use timebox::deadline::Deadline;
@@ -225,6 +227,36 @@ async fn advance_moves_virtual_time_by_exactly_the_duration(sim: Sim) {
     let start = Instant::now();
     sim.advance(Duration::from_millis(1500)).await;
     assert_eq!(start.elapsed(), Duration::from_millis(1500));
+}
+
+#[sim_test]
+async fn advance_moves_by_exactly_the_duration_from_within_a_millisecond_too(sim: Sim) {
+    for (within, duration) in [(400, 1_500_000), (400, 2_800), (900, 1_100), (0, 700)] {
+        tokio::time::advance(Duration::from_micros(within)).await;
+        let start = Instant::now();
+        sim.advance(Duration::from_micros(duration)).await;
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_micros(duration),
+            "{within} µs in"
+        );
+    }
+}
+
+#[sim_test]
+async fn advance_fires_each_timer_on_the_way_and_lets_its_task_run(sim: Sim) {
+    let ticks = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&ticks);
+    let ticker = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    tokio::task::yield_now().await; // it arms its first timer
+    sim.advance(Duration::from_secs(10)).await;
+    assert_eq!(ticks.load(Ordering::SeqCst), 10);
+    ticker.abort();
 }
 
 #[sim_test]

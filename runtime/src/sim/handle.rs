@@ -1,8 +1,9 @@
 //! [`Sim`]: what a simulation test is handed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
+use tokio::time::Instant;
 
 use crate::entropy::Entropy;
 use crate::observe::{Event, Observers, Recording};
@@ -49,14 +50,45 @@ impl Sim {
     }
 
     /// Moves virtual time forward by `duration`, firing every timer due on
-    /// the way, then lets woken tasks run.
+    /// the way at its own time (to within the last 2 ms, whose timers fire
+    /// at the end) and letting the tasks it wakes run before the next, then
+    /// lets the tasks woken at the end run.
+    ///
+    /// `tokio::time::advance` instead jumps at once: a timer that a task
+    /// re-arms on the way (a heartbeat, a retry's backoff) fires once, and
+    /// the tasks are woken at the end of the jump.
+    ///
+    /// The clock steps from timer to timer when every task waits, as a
+    /// paused clock does in a `sleep`: a task that never waits (a loop of
+    /// `yield_now`) keeps it from moving, and while a `spawn_blocking` task
+    /// runs the runtime waits in real time.
+    ///
+    /// # Panics
+    ///
+    /// When the clock is not paused (`#[sim_test]` pauses it).
     ///
     /// # Cancellation safety
     ///
-    /// The clock moves at the first poll; dropping the future afterwards only
-    /// skips the final yield.
+    /// Dropped on the way, the clock stays where it had got to.
     pub async fn advance(&self, duration: Duration) {
-        tokio::time::advance(duration).await;
+        // Says at once, not after a sleep in real time, when the clock is
+        // not paused.
+        tokio::time::advance(Duration::ZERO).await;
+        let until = Instant::now() + duration;
+        // The paused clock moves in whole milliseconds from the one it is
+        // in, keeping its fraction of one, and a timer fires at the
+        // millisecond after its deadline: a sleep to `until` could end past
+        // it, and one to 2 ms short of it ends before it. The rest of the
+        // way is one step.
+        if let Some(short) = until.checked_sub(Duration::from_millis(2)) {
+            if short > Instant::now() {
+                tokio::time::sleep_until(short).await;
+            }
+        }
+        // This yields once, for the timers due now to fire; the second yield
+        // lets the tasks they woke run.
+        tokio::time::advance(until.saturating_duration_since(Instant::now())).await;
+        tokio::task::yield_now().await;
     }
 
     /// `router` served in-process on the simulation's clock, with the
