@@ -508,6 +508,26 @@ async fn a_partition_fails_at_once_and_heal_delivers(sim: Sim) {
 }
 
 #[sim_test]
+async fn a_partition_cuts_a_request_on_its_way(sim: Sim) {
+    let recorder = Recorder::new();
+    let net = sim.net();
+    net.host("up", echo(&recorder)).latency(MS(100), MS(100));
+    let client = sim.client();
+    let call = tokio::spawn(async move { client.get("http://up/").retries(0).send().await });
+    sleep(MS(50)).await;
+    net.partition("up");
+    let err = call.await.unwrap().unwrap_err();
+    assert!(matches!(err, ClientError::Connect(_)), "{err}");
+    assert_eq!(recorder.count(), 0, "the host never saw it");
+    let outcomes: Vec<_> = net
+        .events()
+        .into_iter()
+        .map(|event| (event.at, event.outcome))
+        .collect();
+    assert_eq!(outcomes, [(MS(100), "partitioned".to_owned())]);
+}
+
+#[sim_test]
 async fn a_simulated_host_runs_without_the_callers_deadline(sim: Sim) {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
     let inner = seen.clone();

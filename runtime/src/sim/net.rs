@@ -106,7 +106,9 @@ impl SimNet {
         self
     }
 
-    /// Cuts `host` off: requests to it fail at once with a connection error.
+    /// Cuts `host` off: requests to it fail at once with a connection error,
+    /// and those on their way fail when they would have arrived (an answer
+    /// the host is already making still gets back).
     pub fn partition(&self, host: &str) -> &Self {
         self.state().partitioned.insert(host.to_ascii_lowercase());
         self
@@ -177,6 +179,11 @@ impl SimNet {
             settled: false,
         };
         tokio::time::sleep(latency).await;
+        if self.state().partitioned.contains(&pending.host) {
+            pending.settle("partitioned");
+            let host = &pending.host;
+            return Err(connect_error(format!("{host} was partitioned")));
+        }
         if dropped {
             pending.settle("dropped");
             let host = &pending.host;
