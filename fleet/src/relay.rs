@@ -35,10 +35,27 @@ impl Relay {
     }
 
     /// How many handlers were dropped before they finished: what the
-    /// server layer does to a call whose deadline passed.
+    /// server layer does to a call whose deadline passed. A handler that
+    /// answers, with an error too, is not counted.
     #[must_use]
     pub fn dropped(&self) -> usize {
         self.dropped.load(Ordering::SeqCst)
+    }
+
+    /// Calls the leaf and reports the deadlines both hops were given.
+    async fn call_leaf(&self) -> Result<ForwardReply, Status> {
+        let relay_deadline_ms = remaining_ms();
+        // The client sends what is left in `x-timebox-deadline-ms`; a
+        // `ClientError` becomes a `Status` with `?`.
+        let response = self.client.get(&self.leaf).send().await?;
+        let leaf_status = u32::from(response.status().as_u16());
+        let text = response.text().await?;
+        let leaf_deadline_ms = text.trim().parse().unwrap_or(-1);
+        Ok(ForwardReply {
+            relay_deadline_ms,
+            leaf_deadline_ms,
+            leaf_status,
+        })
     }
 }
 
@@ -49,19 +66,9 @@ impl relay_server::Relay for Relay {
         _request: Request<ForwardRequest>,
     ) -> Result<Response<ForwardReply>, Status> {
         let unfinished = Unfinished::new(&self.dropped);
-        let relay_deadline_ms = remaining_ms();
-        // The client sends what is left in `x-timebox-deadline-ms`; a
-        // `ClientError` becomes a `Status` with `?`.
-        let response = self.client.get(&self.leaf).send().await?;
-        let leaf_status = u32::from(response.status().as_u16());
-        let text = response.text().await?;
-        let leaf_deadline_ms = text.trim().parse().unwrap_or(-1);
+        let reply = self.call_leaf().await;
         unfinished.finish();
-        Ok(Response::new(ForwardReply {
-            relay_deadline_ms,
-            leaf_deadline_ms,
-            leaf_status,
-        }))
+        reply.map(Response::new)
     }
 
     async fn wait(&self, request: Request<WaitRequest>) -> Result<Response<WaitReply>, Status> {
