@@ -27,7 +27,7 @@ use timebox::config::Config;
 use timebox::grpc::GrpcDeadlineLayer;
 use timebox::shutdown::Shutdown;
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 
 /// The time a deadline has left, in whole milliseconds; `-1` for none.
 #[must_use]
@@ -50,7 +50,8 @@ pub struct Fleet {
     pub leaf_state: leaf::Leaf,
     /// The relay's record of handlers dropped before they finished.
     pub relay_state: relay::Relay,
-    tasks: Vec<JoinHandle<()>>,
+    /// The servers' tasks, aborted when the fleet is dropped.
+    _tasks: JoinSet<()>,
 }
 
 impl Fleet {
@@ -61,8 +62,10 @@ impl Fleet {
     ///
     /// When a port cannot be bound or the front cannot reach the relay.
     pub async fn start(config: &Config) -> Result<Self, Box<dyn std::error::Error>> {
+        // Dropped on an error below, the set stops the servers started.
+        let mut tasks = JoinSet::new();
         let leaf_state = leaf::Leaf::default();
-        let (leaf, leaf_task) = serve_http(leaf_state.router()).await?;
+        let leaf = serve_http(&mut tasks, leaf_state.router()).await?;
 
         let relay_state = relay::Relay::new(config, format!("http://{leaf}/leaf"));
         let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -71,7 +74,7 @@ impl Fleet {
         let server = tonic::transport::Server::builder()
             .layer(GrpcDeadlineLayer::server(config).shutdown(&shutdown))
             .add_service(pb::relay_server::RelayServer::new(relay_state.clone()));
-        let relay_task = tokio::spawn(async move {
+        tasks.spawn(async move {
             let incoming = tonic::transport::server::TcpIncoming::from(listener);
             if let Err(err) = server.serve_with_incoming(incoming).await {
                 tracing::error!(%err, "the relay stopped");
@@ -79,33 +82,25 @@ impl Fleet {
         });
 
         let client = front::relay_client(config, relay).await?;
-        let (front, front_task) = serve_http(front::router(config, client)).await?;
+        let front = serve_http(&mut tasks, front::router(config, client)).await?;
         Ok(Self {
             front,
             relay,
             leaf,
             leaf_state,
             relay_state,
-            tasks: vec![leaf_task, relay_task, front_task],
+            _tasks: tasks,
         })
     }
 }
 
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
-async fn serve_http(app: axum::Router) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
+async fn serve_http(tasks: &mut JoinSet<()>, app: axum::Router) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let task = tokio::spawn(async move {
+    tasks.spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
             tracing::error!(%err, "a fleet server stopped");
         }
     });
-    Ok((addr, task))
+    Ok(addr)
 }
