@@ -59,13 +59,15 @@ async fn scope_rows() -> Vec<Row> {
         seen,
     ));
 
-    // The deadline is read when the work runs, not when its future is made.
-    let made_under_five = Deadline::after(secs(5)).sync_scope(|| async { remaining_ms() });
-    let seen = Deadline::after(secs(1)).scope(made_under_five).await;
+    // `bounded` reads the deadline when its work first runs, not when its
+    // future is made.
+    let made_under_five =
+        Deadline::after(secs(5)).sync_scope(|| bounded(tokio::time::sleep(secs(3))));
+    let result = Deadline::after(secs(1)).scope(made_under_five).await;
     rows.push(Row::new(
-        "future made while a 5 s deadline was current, polled in a 1 s scope",
-        "1000 ms",
-        seen,
+        "bounded(sleep 3 s) made under a 5 s deadline, run under a 1 s one",
+        "deadline exceeded",
+        outcome(&result),
     ));
 
     let start = Instant::now();
