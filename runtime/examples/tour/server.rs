@@ -16,7 +16,7 @@ use timebox::{get, routes};
 use tokio::time::{sleep, Instant};
 use tower_service::Service;
 
-use crate::table::{Row, Section};
+use crate::table::{Row, Section, STILL_OPEN_AFTER};
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
@@ -214,12 +214,13 @@ async fn half_a_head() -> String {
                 .write_all(b"GET /upload HTTP/1.1\r\nHost: x\r\n")
                 .await;
             let mut buf = [0u8; 64];
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => format!(
+            match tokio::time::timeout(STILL_OPEN_AFTER, stream.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) => format!(
                     "closed at {} s (server.header_read_timeout_ms)",
                     start.elapsed().as_secs_f64()
                 ),
-                Ok(_) => "answered".to_owned(),
+                Ok(Ok(_)) => "answered".to_owned(),
+                Err(_) => format!("still open at {} s", STILL_OPEN_AFTER.as_secs()),
             }
         }
         Err(err) => err.to_string(),

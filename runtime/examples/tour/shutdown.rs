@@ -10,7 +10,7 @@ use timebox::{get, routes};
 use tokio::time::{sleep, Instant};
 
 use crate::streams::{ending, fed};
-use crate::table::{Row, Section};
+use crate::table::{Row, Section, STILL_OPEN_AFTER};
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
@@ -94,9 +94,10 @@ async fn serve_and_stop(config: &Config) -> String {
     let server = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
     let start = Instant::now();
     shutdown.trigger();
-    match server.await {
-        Ok(Ok(())) => format!("returned at {} ms", start.elapsed().as_millis()),
+    match tokio::time::timeout(STILL_OPEN_AFTER, server).await {
+        Ok(Ok(Ok(()))) => format!("returned at {} ms", start.elapsed().as_millis()),
+        Ok(Ok(Err(err))) => err.to_string(),
         Ok(Err(err)) => err.to_string(),
-        Err(err) => err.to_string(),
+        Err(_) => format!("still serving at {} s", STILL_OPEN_AFTER.as_secs()),
     }
 }

@@ -12,7 +12,7 @@ use timebox::watchdog::Watchdog;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep, Instant};
 
-use crate::table::{Row, Section};
+use crate::table::{Row, Section, STILL_OPEN_AFTER};
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
@@ -27,10 +27,6 @@ pub(crate) fn fed() -> (
     });
     (tx, stream)
 }
-
-/// How long a scenario's client waits for a stream to end before it says
-/// the stream is still open (a row that is not ok, not a tour that hangs).
-const STILL_OPEN_AFTER: Duration = Duration::from_secs(600);
 
 /// How the stream ended, as the client saw it: its last two frames and
 /// when the last arrived.

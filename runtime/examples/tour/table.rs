@@ -2,6 +2,13 @@
 //! promises beside what was observed, grouped in sections that each say
 //! first what they show.
 
+use std::time::Duration;
+
+/// How long a scenario waits for a connection, a stream or a server to end
+/// before it says it is still open: a row that is not ok, not a tour that
+/// hangs.
+pub(crate) const STILL_OPEN_AFTER: Duration = Duration::from_secs(600);
+
 /// One line of the table.
 pub(crate) struct Row {
     scenario: String,
