@@ -569,6 +569,33 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
     assert_whole_big(&read);
 }
 
+/// G2: a second trigger while the connections still open at the end get
+/// their last second to write ends the wait at once.
+#[tokio::test(start_paused = true)]
+async fn a_second_trigger_while_connections_finish_writing_closes_them_at_once() {
+    let server = start(&config(30_000, 75)).await;
+    let mut stream = get_big(server.addr).await;
+    let mut read = vec![0u8; 64 * 1024];
+    stream
+        .read_exact(&mut read)
+        .await
+        .expect("the answer starts");
+    // Read no more: the rest cannot be written out. Nothing is in flight
+    // (hyper holds the whole body), so the sequence ends at once, and the
+    // connection gets its last second to write.
+    server.shutdown.trigger();
+    server.shutdown.wait_drained().await;
+    let start = tokio::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.shutdown.force();
+    server
+        .served
+        .await
+        .expect("serve did not panic")
+        .expect("serve ends well");
+    assert_eq!(start.elapsed(), Duration::from_millis(300));
+}
+
 /// The idle bound counts from the last bytes written, not from when hyper
 /// let the response go (once its body was queued): a client that reads a
 /// large answer slowly, for longer than the bound, gets all of it.

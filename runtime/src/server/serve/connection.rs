@@ -81,12 +81,15 @@ impl Connections {
         self.tracker.spawn(connection.run(stream, service));
     }
 
-    /// Closes the connections still open: at once when the shutdown was
-    /// forced, else after they finished writing or [`CLOSE_GRACE`] passed.
-    pub(super) async fn close(self, forced: bool) {
+    /// Closes the connections still open once they finished writing or
+    /// [`CLOSE_GRACE`] passed, or at once when `shutdown` is (or gets)
+    /// forced.
+    pub(super) async fn close(self, shutdown: &Shutdown) {
         self.tracker.close();
-        if !forced {
-            let _ = tokio::time::timeout(CLOSE_GRACE, self.tracker.wait()).await;
+        tokio::select! {
+            biased;
+            () = shutdown.forced() => {}
+            _ = tokio::time::timeout(CLOSE_GRACE, self.tracker.wait()) => {}
         }
         self.stop.cancel();
     }

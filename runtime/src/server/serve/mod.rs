@@ -30,8 +30,8 @@ use connection::Connections;
 /// closes (phase 2), and it returns when nothing is in flight or the drain
 /// bound passed, whichever is first, closing the connections still open:
 /// each gets up to one more second to write out what its last response
-/// left in its buffers (none after a second trigger). It never waits
-/// without a bound.
+/// left in its buffers (cut short by a second trigger, also one that comes
+/// during that second). It never waits without a bound.
 ///
 /// # Connections
 ///
@@ -135,6 +135,6 @@ pub async fn serve(
     if !over {
         drained.await;
     }
-    connections.close(shutdown.is_forced()).await;
+    connections.close(&shutdown).await;
     Ok(())
 }
