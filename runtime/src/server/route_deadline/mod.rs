@@ -41,6 +41,13 @@ pub(crate) use handler::{DeadlineHandler, RouteSettings};
 ///
 /// A route with no deadline passes straight through: no clock is read.
 ///
+/// A layer sees the inner service's response, not the error it was made
+/// from: timebox's own deadline errors that are responses
+/// (`ClientError::DeadlineExceeded`, `PgError::DeadlineExceeded`) answer
+/// 504 by themselves, but an error type of your own that carries one in its
+/// `source()` chain answers what its `IntoResponse` says. The route macros,
+/// which see the handler's output, answer it 504 too (S6).
+///
 /// Under a `TimeboxLayer` this route's rule replaces the global deadline
 /// (a longer override and [`RouteTimeout::Off`] included), counted from
 /// when the request reached the `TimeboxLayer`. Used without one, the
