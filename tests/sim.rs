@@ -3,7 +3,7 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -257,6 +257,29 @@ async fn advance_fires_each_timer_on_the_way_and_lets_its_task_run(sim: Sim) {
     sim.advance(Duration::from_secs(10)).await;
     assert_eq!(ticks.load(Ordering::SeqCst), 10);
     ticker.abort();
+}
+
+/// A mesh of hosts whose handlers call each other through the sim's
+/// clients does not keep its network, and what its handlers hold, alive.
+#[tokio::test(start_paused = true)]
+async fn a_net_whose_hosts_hold_its_clients_is_freed_with_the_sim() {
+    struct Freed(Arc<AtomicBool>);
+    impl Drop for Freed {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let freed = Arc::new(AtomicBool::new(false));
+    let sim = Sim::new(1);
+    let held = Arc::new(Freed(Arc::clone(&freed)));
+    let client = sim.client();
+    let calls_back = axum::Router::new().fallback(move || {
+        let (_held, client) = (Arc::clone(&held), client.clone());
+        async move { client.get("http://up/").send().await.map(|_| "called") }
+    });
+    sim.net().host("up", calls_back);
+    drop(sim);
+    assert!(freed.load(Ordering::SeqCst), "the host's handler was kept");
 }
 
 #[sim_test]

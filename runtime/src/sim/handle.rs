@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use crate::entropy::Entropy;
 use crate::observe::{Event, Observers, Recording};
 
+use super::net::SimLink;
 use super::{SimApp, SimNet};
 use crate::client::Client;
 use crate::config::Config;
@@ -119,7 +120,7 @@ impl Sim {
         let config = self.observe(config.clone());
         Client::builder()
             .config(&config)
-            .transport(Arc::new(self.net()))
+            .transport(Arc::new(SimLink::to(&self.net)))
             .entropy(self.entropy())
             .build()
     }

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -236,6 +236,42 @@ fn connect_error(message: String) -> TransportError {
 impl Transport for SimNet {
     fn send(&self, request: http::Request<Bytes>) -> TransportFuture {
         Box::pin(self.clone().deliver(request))
+    }
+}
+
+/// A [`SimNet`] as the transport of the clients [`Sim`](super::Sim) makes:
+/// it does not keep the network alive, so a host whose handlers hold such a
+/// client (a mesh of hosts calling each other) does not keep its own
+/// network, and everything its handlers hold, alive for good.
+#[derive(Debug)]
+pub(super) struct SimLink {
+    shared: Weak<Mutex<State>>,
+    entropy: Entropy,
+    start: Instant,
+}
+
+impl SimLink {
+    pub(super) fn to(net: &SimNet) -> Self {
+        Self {
+            shared: Arc::downgrade(&net.shared),
+            entropy: net.entropy.clone(),
+            start: net.start,
+        }
+    }
+}
+
+impl Transport for SimLink {
+    fn send(&self, request: http::Request<Bytes>) -> TransportFuture {
+        let Some(shared) = self.shared.upgrade() else {
+            let gone = connect_error("the simulation this client was made by has ended".to_owned());
+            return Box::pin(std::future::ready(Err(gone)));
+        };
+        let net = SimNet {
+            shared,
+            entropy: self.entropy.clone(),
+            start: self.start,
+        };
+        Box::pin(net.deliver(request))
     }
 }
 
