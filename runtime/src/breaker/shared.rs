@@ -76,19 +76,14 @@ impl Shared {
         let mut locked = self.lock();
         let (result, call) = step(&mut locked.machine);
         let transition = locked.machine.take_transition();
-        // Told at once when nothing is waiting to be told before it: no
-        // change of state, no one telling, nothing left (by an observer
-        // that panicked).
-        if transition.is_none() && !locked.telling && locked.untold.is_empty() {
-            drop(locked);
-            if let Some(call) = call {
-                self.told(call);
-            }
+        // A call no one hears of is not told; a change of state is logged.
+        let call = call.filter(|_| self.observers.is_listening());
+        if call.is_none() && transition.is_none() {
             return result;
         }
-        if call.is_some() || transition.is_some() {
-            locked.untold.push_back(Untold { call, transition });
-        }
+        // Told in turn, also a call alone: told without the turn, it could
+        // be overtaken by a later call's change of state.
+        locked.untold.push_back(Untold { call, transition });
         let turn = !std::mem::replace(&mut locked.telling, true);
         drop(locked);
         if turn {
@@ -167,7 +162,7 @@ mod tests {
     use std::sync::{Arc, Mutex, OnceLock};
     use std::time::Duration;
 
-    use crate::breaker::{BreakerState, CircuitBreaker};
+    use crate::breaker::{BreakerState, CircuitBreaker, Permit};
     use crate::config::BreakerConfig;
     use crate::observe::{Event, Observer, Observers, Recording};
 
@@ -239,15 +234,16 @@ mod tests {
         assert_eq!(breaker.state(), BreakerState::HalfOpen);
     }
 
-    /// Holds the opening it is told until the test lets it go.
+    /// Holds the first event `held` picks until the test lets it go.
     struct HoldsTheFirst {
+        held: fn(&Event) -> bool,
         telling: Mutex<Option<Sender<()>>>,
         go: Mutex<Receiver<()>>,
     }
 
     impl Observer for HoldsTheFirst {
         fn on_event(&self, event: &Event) {
-            if !is_opened(event) {
+            if !(self.held)(event) {
                 return;
             }
             let Some(telling) = self.telling.lock().unwrap().take() else {
@@ -269,9 +265,23 @@ mod tests {
         config: &BreakerConfig,
         meanwhile: impl FnOnce(&CircuitBreaker),
     ) -> Recording {
+        while_told(is_opened, config, Permit::failure, meanwhile)
+    }
+
+    /// Settles a call of a breaker of `config` with `settle` on another
+    /// thread, runs `meanwhile` on this one while that thread is telling
+    /// the first event `held` picks, then lets it go on; what the observer
+    /// after the held one heard.
+    fn while_told(
+        held: fn(&Event) -> bool,
+        config: &BreakerConfig,
+        settle: fn(Permit),
+        meanwhile: impl FnOnce(&CircuitBreaker),
+    ) -> Recording {
         let (telling_tx, telling) = mpsc::channel();
         let (go, go_rx) = mpsc::channel();
         let holds = HoldsTheFirst {
+            held,
             telling: Mutex::new(Some(telling_tx)),
             go: Mutex::new(go_rx),
         };
@@ -284,11 +294,11 @@ mod tests {
         );
         let opening = std::thread::spawn({
             let breaker = breaker.clone();
-            move || breaker.try_acquire().expect("closed").failure()
+            move || settle(breaker.try_acquire().expect("closed"))
         });
         telling
             .recv_timeout(Duration::from_secs(10))
-            .expect("the opening is being told");
+            .expect("the held event is being told");
         meanwhile(&breaker);
         go.send(()).unwrap();
         opening.join().expect("the opening thread ends");
@@ -330,6 +340,24 @@ mod tests {
         assert_eq!(
             told(&recording),
             ["call Failure", "Closed -> Open", "call Rejected"]
+        );
+    }
+
+    #[test]
+    fn a_call_is_told_before_the_opening_a_later_call_made() {
+        let config = BreakerConfig {
+            minimum_sample_count: 2,
+            ..BreakerConfig::default()
+        };
+        let is_call = |event: &Event| matches!(event, Event::BreakerCall { .. });
+        // While the success is told on the other thread, a failure here
+        // makes one in two calls failed: the breaker opens.
+        let recording = while_told(is_call, &config, Permit::success, |breaker| {
+            breaker.try_acquire().expect("closed").failure();
+        });
+        assert_eq!(
+            told(&recording),
+            ["call Success", "call Failure", "Closed -> Open"]
         );
     }
 

@@ -130,9 +130,9 @@ impl Observers {
         }
     }
 
-    /// Whether anyone but the `tracing` sink listens: the parts that must
-    /// prepare something for their events (a bounded label) ask first.
-    #[cfg(any(feature = "client", feature = "grpc"))]
+    /// Whether anyone listens, an observer or the `tracing` sink: the parts
+    /// that must prepare something for their events (a bounded label) or
+    /// keep them in order (the breaker) ask first.
     #[inline]
     pub(crate) fn is_listening(&self) -> bool {
         self.list.is_some() || trace::enabled()
