@@ -59,8 +59,10 @@ SUMMARY = [
 
 
 def percentile(values, p):
+    """The `p` quantile by the nearest rank, a half rounded up as the
+    benches' own report does (`f64::round`), not to even as `round` does."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round((len(ordered) - 1) * p))]
+    return ordered[min(len(ordered) - 1, int((len(ordered) - 1) * p + 0.5))]
 
 
 def rounds(group: str):

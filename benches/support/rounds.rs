@@ -6,8 +6,9 @@
 //! (a neighbour's job, a frequency change) can fall on one variant only and
 //! move a ratio by several percent between runs of the same code. Here each
 //! round runs every variant for the same number of operations, in an order
-//! that rotates from round to round and runs backwards every other round
-//! (so no variant always follows the same one, inheriting its caches, its
+//! that rotates every two rounds and runs backwards every other round (so
+//! each variant runs first, and after each other one, about as often as
+//! any: none always follows the same one, inheriting its caches, its
 //! allocator's state or its closing connections); each round gives one
 //! ratio per variant to the baseline, and the report is the median of those
 //! ratios with the
@@ -54,7 +55,9 @@ pub(crate) fn run(
     let mut per_op: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); count];
     for round in 0..rounds {
         for step in 0..count {
-            let position = (round + step) % count;
+            // Rotating every round would undo the reversal for two
+            // variants (`01`, `01`, ...): rotate every two.
+            let position = (round / 2 + step) % count;
             let index = if round % 2 == 0 {
                 position
             } else {
@@ -112,8 +115,13 @@ fn write(group: &str, variants: &[Variant<'_>], per_op: &[Vec<f64>], iters: u64)
     }
 }
 
-/// Whether the bench binary was started to run benchmarks (not by
-/// `cargo test --benches`, to list them, or to profile one).
+/// Whether the bench binary was started to run benchmarks: by
+/// `cargo bench`, which passes `--bench` (`cargo test --benches` passes
+/// nothing, or `--test`), not to list them or to profile one.
 pub(crate) fn wanted() -> bool {
-    !std::env::args().any(|arg| matches!(arg.as_str(), "--test" | "--list" | "--profile-time"))
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|arg| arg == "--bench")
+        && !args
+            .iter()
+            .any(|arg| matches!(arg.as_str(), "--test" | "--list" | "--profile-time"))
 }
