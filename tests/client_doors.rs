@@ -1008,6 +1008,77 @@ async fn an_error_of_the_chain_comes_back_from_the_middleware_as_it_was() {
     }
 }
 
+/// C3: a caller's header that gives more time than a deadline can hold
+/// (timebox caps one at 30 years) still goes out exactly as set.
+#[tokio::test(start_paused = true)]
+async fn through_the_layer_a_header_past_the_deadlines_cap_goes_out_as_set() {
+    let (seen, inner) = header_seen();
+    let client = ClientLayer::new(&config()).layer(inner);
+    let request = http::Request::get("http://in-memory/")
+        .header("x-timebox-deadline-ms", "999999999999999")
+        .body(Full::default())
+        .unwrap();
+
+    client.oneshot(request).await.unwrap();
+
+    let sent = seen.lock().unwrap().clone();
+    assert_eq!(
+        sent,
+        [Some(http::HeaderValue::from_static("999999999999999"))]
+    );
+}
+
+/// The deadline header of each request a [`header_seen`] service was sent.
+type Seen = Arc<Mutex<Vec<Option<http::HeaderValue>>>>;
+
+/// An in-process service that answers 200 and keeps the deadline header of
+/// each request it is sent.
+fn header_seen() -> (
+    Seen,
+    impl Service<
+            http::Request<Full<Bytes>>,
+            Response = http::Response<Full<Bytes>>,
+            Error = std::convert::Infallible,
+            Future: Send,
+        > + Clone
+        + Send
+        + 'static,
+) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let inner = tower::service_fn({
+        let seen = Arc::clone(&seen);
+        move |request: http::Request<Full<Bytes>>| {
+            let header = request.headers().get("x-timebox-deadline-ms").cloned();
+            seen.lock().unwrap().push(header);
+            async { Ok(http::Response::new(Full::<Bytes>::default())) }
+        }
+    });
+    (seen, inner)
+}
+
+/// C3: a call the layer was given can start later (behind a
+/// `tower::Buffer`, or held by its caller): a caller's deadline header then
+/// goes out as what is left of it, never as more.
+#[tokio::test(start_paused = true)]
+async fn through_the_layer_a_header_set_before_the_call_started_goes_out_as_what_is_left() {
+    let (seen, inner) = header_seen();
+    let mut client = ClientLayer::new(&config()).layer(inner);
+    let request = http::Request::get("http://in-memory/")
+        .header("x-timebox-deadline-ms", "200")
+        .body(Full::default())
+        .unwrap();
+
+    let call = client.ready().await.unwrap().call(request);
+    tokio::time::advance(MS(150)).await;
+    let response = call.await.unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [Some(http::HeaderValue::from_static("50"))]
+    );
+}
+
 #[tokio::test]
 async fn the_layer_retries_a_refused_connection_and_says_connect() {
     let addr = closed_port();

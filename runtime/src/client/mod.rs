@@ -19,7 +19,9 @@
 //!   timebox's format or a listed one, becomes the call's deadline when it
 //!   is shorter: the first attempt sends it exactly as set, retries and
 //!   hops what is left of it, and the other listed formats say the same
-//!   time. A caller's `x-timebox-deadline-ms` that the list leaves out
+//!   time. (A first attempt that starts a millisecond or more after the
+//!   header was read, as a `ClientLayer` call behind a `tower::Buffer` may,
+//!   sends what is left of it too.) A caller's `x-timebox-deadline-ms` that the list leaves out
 //!   shortens the deadline but is not sent. One of those headers that does
 //!   not parse, or is set more than once, grants nothing, as on a request a
 //!   server receives: the call goes under the task's deadline alone (if it

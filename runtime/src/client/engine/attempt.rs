@@ -127,15 +127,12 @@ impl<B: Body> Call<B> {
         let mut headers = self.headers.clone();
         if let Some(deadline) = self.deadline {
             let written = self.rules.deadline_headers;
-            written.write(
-                deadline.instant().saturating_duration_since(now),
-                &mut headers,
-            );
+            let remaining = deadline.instant().saturating_duration_since(now);
+            written.write(remaining, &mut headers);
             // The first attempt sends a caller's shorter value as it was set.
-            if let Some((format, value)) = self
-                .as_set
-                .take()
-                .filter(|(format, _)| written.contains(*format))
+            let as_set = self.as_set.take();
+            if let Some((format, value)) =
+                as_set.and_then(|as_set| as_set.for_first_attempt(written, now))
             {
                 headers.insert(format.name(), value);
             }

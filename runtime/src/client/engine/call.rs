@@ -10,13 +10,13 @@ use url::Url;
 
 use crate::client::rules::Rules;
 use crate::client::{span, Attempt, AttemptKind, CallOptions, ClientError};
-use crate::deadline::{Deadline, Format};
+use crate::deadline::Deadline;
 use crate::observe::{tell_outbound_deadline, CallOutcome, Event, Label};
 use crate::retry::{is_idempotent, RetryBudget};
 
 use super::attempt::UnderWay;
 use super::charge::Charge;
-use super::pinned::{pinned_deadline, Pinned};
+use super::pinned::{pinned_deadline, AsSet, Pinned};
 use super::request::{Answer, Body, Request};
 use super::target::Target;
 
@@ -35,7 +35,7 @@ pub(crate) struct Call<B> {
     pub(super) replayable: bool,
     pub(super) deadline: Option<Deadline>,
     /// A caller's shorter deadline header, sent as set on the first attempt.
-    pub(super) as_set: Option<(Format, HeaderValue)>,
+    pub(super) as_set: Option<AsSet>,
     pub(super) may_retry: bool,
     /// Whether the caller let a method that is not idempotent retry: read
     /// again when a redirect changes the method.
