@@ -90,9 +90,11 @@ impl Hedging {
     }
 
     /// Whether the hedge may go now, with `left` of the call's deadline:
-    /// the time left still covers the host's median, the host's share of
-    /// hedged requests is not used up, and its retry bucket (when it has
-    /// one) is at least half full and pays `hedge_cost`.
+    /// the time left still covers the host's median (when it has one: with
+    /// a fixed `delay_ms`, a host with fewer than 100 answers has none),
+    /// the host's share of hedged requests is not used up, and its retry
+    /// bucket (when it has one) is at least half full and pays
+    /// `hedge_cost`.
     pub(crate) fn admit(
         &self,
         stats: &HostStats,

@@ -220,6 +220,9 @@ pub struct HedgeConfig {
     /// A fixed delay before the hedge, in milliseconds. Default unset: the
     /// host's p95 latency over 30 s, once 100 answers were seen (no hedge
     /// before that). The estimates come from the calls that may hedge.
+    /// With a fixed delay a host is hedged from its first call, and the
+    /// check that the time left covers its median applies once it has one
+    /// (after 100 answers): until then a hedge may go with little time left.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
     /// Tokens of the host's retry budget a hedge costs. Default 5.
