@@ -208,10 +208,6 @@ impl<B: http_body::Body + Clone + Default> engine::Body for Replay<B> {
     fn empty() -> Self {
         Self(B::default())
     }
-
-    fn is_empty(&self) -> bool {
-        self.0.size_hint().exact() == Some(0)
-    }
 }
 
 /// The layer's door to the engine: each request through the inner service.

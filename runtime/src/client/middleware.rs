@@ -170,7 +170,7 @@ impl Answer for reqwest::Response {
 enum Payload {
     /// The caller's body: `replayable` when reqwest can copy it (bytes in
     /// memory), not when it is a stream.
-    Callers { replayable: bool, empty: bool },
+    Callers { replayable: bool },
     /// No body: a redirect that became a GET.
     None,
 }
@@ -181,7 +181,6 @@ impl Payload {
             None => Self::None,
             Some(body) => Self::Callers {
                 replayable: body.as_bytes().is_some(),
-                empty: body.as_bytes().is_some_and(<[u8]>::is_empty),
             },
         }
     }
@@ -189,13 +188,7 @@ impl Payload {
 
 impl engine::Body for Payload {
     fn replayable(&self) -> bool {
-        !matches!(
-            self,
-            Self::Callers {
-                replayable: false,
-                ..
-            }
-        )
+        !matches!(self, Self::Callers { replayable: false })
     }
 
     fn try_clone(&self) -> Option<Self> {
@@ -204,13 +197,6 @@ impl engine::Body for Payload {
 
     fn empty() -> Self {
         Self::None
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            Self::Callers { empty, .. } => *empty,
-            Self::None => true,
-        }
     }
 }
 

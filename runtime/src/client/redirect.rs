@@ -86,14 +86,16 @@ pub(super) fn next_hop(
 }
 
 /// Adjusts the headers for `hop`: credentials never cross to another
-/// origin, and a body that was dropped takes its headers with it.
-pub(super) fn carry_headers(headers: &mut HeaderMap, hop: &Hop, had_body: bool) {
+/// origin, and a hop that sends no body (its method became `GET` or
+/// `HEAD`) sends none of the headers that describe one, also when the
+/// request had none (RFC 9110, section 15.4).
+pub(super) fn carry_headers(headers: &mut HeaderMap, hop: &Hop) {
     if hop.from.origin() != hop.url.origin() {
         for name in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {
             headers.remove(name);
         }
     }
-    if had_body && !hop.keeps_body {
+    if !hop.keeps_body {
         for name in [
             CONTENT_TYPE,
             CONTENT_LENGTH,
@@ -130,11 +132,25 @@ mod tests {
             headers.insert(name, HeaderValue::from_static(value));
         }
 
-        carry_headers(&mut headers, &hop, true);
+        carry_headers(&mut headers, &hop);
 
         assert_eq!(hop.method, Method::GET);
         let left: Vec<&str> = headers.keys().map(http::HeaderName::as_str).collect();
         assert_eq!(left, ["accept"]);
+    }
+
+    #[test]
+    fn a_hop_that_becomes_a_get_drops_a_content_type_set_without_a_body() {
+        let url = Url::parse("http://a.test/upload").unwrap();
+        let mut answer = HeaderMap::new();
+        answer.insert(http::header::LOCATION, HeaderValue::from_static("/done"));
+        let hop = next_hop(StatusCode::SEE_OTHER, &answer, url, &Method::POST).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+
+        carry_headers(&mut headers, &hop);
+
+        assert!(headers.is_empty(), "{headers:?}");
     }
 
     #[test]

@@ -184,8 +184,7 @@ impl<B: Body> Call<B> {
         if self.hops > MAX_HOPS {
             return Some(Next::Return(Err(ClientError::TooManyRedirects)));
         }
-        let had_body = self.body.as_ref().is_none_or(|body| !body.is_empty());
-        redirect::carry_headers(&mut self.headers, &hop, had_body);
+        redirect::carry_headers(&mut self.headers, &hop);
         if !hop.keeps_body {
             let empty = B::empty();
             self.replayable = empty.replayable();

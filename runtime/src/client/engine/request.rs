@@ -15,8 +15,6 @@ pub(crate) trait Body: Sized {
     fn try_clone(&self) -> Option<Self>;
     /// No body: what a redirect to a GET sends.
     fn empty() -> Self;
-    /// Whether the body is known to be empty.
-    fn is_empty(&self) -> bool;
 }
 
 impl Body for Bytes {
@@ -30,10 +28,6 @@ impl Body for Bytes {
 
     fn empty() -> Self {
         Bytes::new()
-    }
-
-    fn is_empty(&self) -> bool {
-        Bytes::is_empty(self)
     }
 }
 
