@@ -280,6 +280,17 @@ async fn get_big(addr: SocketAddr) -> TcpStream {
     stream
 }
 
+/// Asks `addr` for `/big` and reads the first 64 KiB of the answer.
+async fn big_begun(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
+    let mut stream = get_big(addr).await;
+    let mut read = vec![0u8; 64 * 1024];
+    stream
+        .read_exact(&mut read)
+        .await
+        .expect("the answer starts");
+    (stream, read)
+}
+
 /// Asserts that `read` holds a response head and the whole of `/big`.
 fn assert_whole_big(read: &[u8]) {
     let head_end = read
@@ -554,12 +565,7 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_phase_one_a_response_still_being_written_is_written_whole() {
     let server = start(&config(30_000, 75)).await;
-    let mut stream = get_big(server.addr).await;
-    let mut read = vec![0u8; 64 * 1024];
-    stream
-        .read_exact(&mut read)
-        .await
-        .expect("the answer starts");
+    let (mut stream, mut read) = big_begun(server.addr).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.begin_phase_one().await;
     tokio::time::timeout(ROOM, stream.read_to_end(&mut read))
@@ -574,12 +580,7 @@ async fn at_phase_one_a_response_still_being_written_is_written_whole() {
 #[tokio::test(start_paused = true)]
 async fn a_second_trigger_while_connections_finish_writing_closes_them_at_once() {
     let server = start(&config(30_000, 75)).await;
-    let mut stream = get_big(server.addr).await;
-    let mut read = vec![0u8; 64 * 1024];
-    stream
-        .read_exact(&mut read)
-        .await
-        .expect("the answer starts");
+    let (_stream, _) = big_begun(server.addr).await;
     // Read no more: the rest cannot be written out. Nothing is in flight
     // (hyper holds the whole body), so the sequence ends at once, and the
     // connection gets its last second to write.
@@ -632,12 +633,7 @@ async fn a_response_read_slowly_is_not_cut_off_by_the_idle_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_closed_one_idle_bound_after_the_last_bytes() {
     let server = start(&config(30_000, 1)).await;
-    let mut stream = get_big(server.addr).await;
-    let mut read = vec![0u8; 64 * 1024];
-    stream
-        .read_exact(&mut read)
-        .await
-        .expect("the answer starts");
+    let (mut stream, mut read) = big_begun(server.addr).await;
     tokio::time::sleep(Duration::from_secs(1) + 2 * ROOM).await;
     // What the kernel's buffers held still arrives, then the end.
     let rest = tokio::time::timeout(ROOM, stream.read_to_end(&mut read)).await;
