@@ -152,25 +152,14 @@ impl SimNet {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_owned();
-        let (router, partitioned, (min, max), drop_rate) = {
+        let (router, (min, max), drop_rate) = {
             let state = self.state();
             (
                 state.hosts.get(&host).cloned(),
-                state.partitioned.contains(&host),
                 state.latency,
                 state.drop_rate,
             )
         };
-        if partitioned {
-            self.log(&host, &method, &path, "partitioned");
-            return Err(connect_error(format!("{host} is partitioned")));
-        }
-        let Some(mut router) = router else {
-            self.log(&host, &method, &path, "unknown host");
-            return Err(connect_error(format!("no simulated host {host}")));
-        };
-        let latency = min + self.entropy.jitter(max - min);
-        let dropped = self.entropy.chance(drop_rate);
         let mut pending = Pending {
             net: self.clone(),
             host,
@@ -178,12 +167,17 @@ impl SimNet {
             path,
             settled: false,
         };
-        tokio::time::sleep(latency).await;
-        if self.state().partitioned.contains(&pending.host) {
-            pending.settle("partitioned");
+        pending.not_partitioned()?;
+        let Some(mut router) = router else {
+            pending.settle("unknown host");
             let host = &pending.host;
-            return Err(connect_error(format!("{host} was partitioned")));
-        }
+            return Err(connect_error(format!("no simulated host {host}")));
+        };
+        let latency = min + self.entropy.jitter(max - min);
+        let dropped = self.entropy.chance(drop_rate);
+        tokio::time::sleep(latency).await;
+        // Cut off on its way: it does not arrive.
+        pending.not_partitioned()?;
         if dropped {
             pending.settle("dropped");
             let host = &pending.host;
@@ -217,6 +211,17 @@ impl Pending {
     fn settle(&mut self, outcome: &str) {
         self.settled = true;
         self.net.log(&self.host, &self.method, &self.path, outcome);
+    }
+
+    /// Fails the delivery, logged as `"partitioned"`, when its host is cut
+    /// off now.
+    fn not_partitioned(&mut self) -> Result<(), TransportError> {
+        if !self.net.state().partitioned.contains(&self.host) {
+            return Ok(());
+        }
+        self.settle("partitioned");
+        let host = &self.host;
+        Err(connect_error(format!("{host} is partitioned")))
     }
 }
 
