@@ -21,8 +21,8 @@
 //!   hops what is left of it, and the other listed formats say the same
 //!   time. (A first attempt that starts a millisecond or more after the
 //!   header was read, as a `ClientLayer` call behind a `tower::Buffer` may,
-//!   sends what is left of it too.) A caller's `x-timebox-deadline-ms` that the list leaves out
-//!   shortens the deadline but is not sent. One of those headers that does
+//!   sends what is left of it too.) A caller's `x-timebox-deadline-ms` that
+//!   the list leaves out shortens the deadline but is not sent. One of those headers that does
 //!   not parse, or is set more than once, grants nothing, as on a request a
 //!   server receives: the call goes under the task's deadline alone (if it
 //!   has one), and a `warn!` line names the header. A service that copies

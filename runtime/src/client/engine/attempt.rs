@@ -132,7 +132,7 @@ impl<B: Body> Call<B> {
             // The first attempt sends a caller's shorter value as it was set.
             let as_set = self.as_set.take();
             if let Some((format, value)) =
-                as_set.and_then(|as_set| as_set.for_first_attempt(written, now))
+                as_set.and_then(|set| set.for_first_attempt(written, now))
             {
                 headers.insert(format.name(), value);
             }

@@ -66,14 +66,13 @@ pub(super) fn pinned_deadline(
     }
     let read = written.with(Format::Timebox);
     let caller = read.set_by_caller(headers).map(|(left, format, value)| {
-        (
-            Deadline::after(left),
-            AsSet {
-                format,
-                value,
-                read_at: Instant::now(),
-            },
-        )
+        let read_at = Instant::now();
+        let as_set = AsSet {
+            format,
+            value,
+            read_at,
+        };
+        (Deadline::after_start(read_at, left), as_set)
     });
     // Timebox's own header is the client's to write. The others are
     // replaced on each attempt when there is a deadline; with none, a value
