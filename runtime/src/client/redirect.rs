@@ -113,14 +113,19 @@ mod tests {
     use http::{HeaderMap, HeaderValue, Method, StatusCode};
     use url::Url;
 
-    use super::{carry_headers, next_hop};
+    use super::{carry_headers, next_hop, Hop};
 
-    #[test]
-    fn a_hop_without_the_body_drops_every_header_that_described_it() {
+    /// The hop a `303` to `/done` makes of a `POST` to `/upload`.
+    fn post_seen_other() -> Hop {
         let url = Url::parse("http://a.test/upload").unwrap();
         let mut answer = HeaderMap::new();
         answer.insert(http::header::LOCATION, HeaderValue::from_static("/done"));
-        let hop = next_hop(StatusCode::SEE_OTHER, &answer, url, &Method::POST).unwrap();
+        next_hop(StatusCode::SEE_OTHER, &answer, url, &Method::POST).unwrap()
+    }
+
+    #[test]
+    fn a_hop_without_the_body_drops_every_header_that_described_it() {
+        let hop = post_seen_other();
         let mut headers = HeaderMap::new();
         for (name, value) in [
             (CONTENT_TYPE, "application/json"),
@@ -141,10 +146,7 @@ mod tests {
 
     #[test]
     fn a_hop_that_becomes_a_get_drops_a_content_type_set_without_a_body() {
-        let url = Url::parse("http://a.test/upload").unwrap();
-        let mut answer = HeaderMap::new();
-        answer.insert(http::header::LOCATION, HeaderValue::from_static("/done"));
-        let hop = next_hop(StatusCode::SEE_OTHER, &answer, url, &Method::POST).unwrap();
+        let hop = post_seen_other();
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
 
