@@ -25,6 +25,7 @@ use support::{client, connect, raw_call, serve, serve_io, Probe, Seen, HOP};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const SECS: fn(u64) -> Duration = Duration::from_secs;
+const US: fn(u64) -> Duration = Duration::from_micros;
 
 /// The `DeadlineExceeded` events `recording` heard.
 fn exceeded_events(recording: &Recording) -> Vec<Event> {
@@ -60,7 +61,7 @@ fn with_method(method: &str, timeout: MethodTimeout) -> Config {
 }
 
 /// The `grpc-status` and `grpc-message` of a Trailers-Only answer.
-fn trailers_only(response: &http::Response<hyper::body::Incoming>) -> (&str, &str) {
+fn trailers_only<B>(response: &http::Response<B>) -> (&str, &str) {
     let header = |name| {
         response
             .headers()
@@ -571,39 +572,127 @@ async fn readiness_a_passed_deadline_gave_is_not_kept_for_a_later_caller() {
     assert!(later.is_err(), "still waiting for the full channel");
 }
 
-/// I3: a `CANCELLED` that comes once the `grpc-timeout` sent has run out
-/// is the deadline's. Sent to a peer that is not tonic (tonic's channel
-/// would end the call itself at the timeout), so the peer's own answer is
-/// what the layer reads.
-#[tokio::test(start_paused = true)]
-async fn a_cancelled_that_comes_after_the_deadline_is_reported_as_deadline_exceeded() {
+/// A call through the client layer, under a deadline of 1000.5 ms, to a
+/// peer that answers with `answer` at `at`. The header says whole
+/// milliseconds, rounded down, so `1000m` goes out and the time sent runs
+/// out half a millisecond before the caller's deadline: an answer at
+/// 1000.2 ms comes between the two. The peer is not tonic (tonic's channel
+/// would end the call itself at the timeout), so its own answer is what
+/// the layer reads.
+async fn answered_at<B>(
+    at: Duration,
+    answer: impl FnOnce() -> Result<http::Response<B>, std::io::Error> + Send + 'static,
+) -> Result<http::Response<timebox::grpc::GrpcBody<B>>, timebox::grpc::BoxError>
+where
+    B: hyper::body::Body + Send + 'static,
+{
     use tower::ServiceExt;
 
+    let (go, told_to_answer) = tokio::sync::oneshot::channel::<()>();
+    let mut pending = Some((told_to_answer, answer));
     let peer = tower::service_fn(
-        |_: http::Request<http_body_util::Empty<bytes::Bytes>>| async {
-            tokio::time::sleep(MS(400)).await;
-            Ok::<_, std::convert::Infallible>(
-                Status::cancelled("the peer gave up")
-                    .into_http::<http_body_util::Empty<bytes::Bytes>>(),
-            )
+        move |request: http::Request<http_body_util::Empty<bytes::Bytes>>| {
+            assert_eq!(request.headers()["grpc-timeout"], "1000m");
+            let (told_to_answer, answer) = pending.take().expect("one call");
+            async move {
+                told_to_answer.await.expect("the test says when");
+                answer()
+            }
         },
     );
     let layered = tower::ServiceBuilder::new()
         .layer(GrpcDeadlineLayer::client(&Config::default()))
         .service(peer);
     let request = http::Request::post("http://peer/fleet.Relay/Wait")
-        .header("grpc-timeout", "300m")
         .body(http_body_util::Empty::new())
         .unwrap();
-    let err = Deadline::after(MS(1000))
-        .scope(layered.oneshot(request))
+    let call = Deadline::after(MS(1000) + US(500)).scope(layered.oneshot(request));
+    let (result, ()) = tokio::join!(call, async {
+        tokio::time::advance(at).await;
+        go.send(()).expect("the call waits for its answer");
+    });
+    result
+}
+
+/// After the time sent ran out, before the caller's deadline.
+const BETWEEN: Duration = Duration::from_micros(1_000_200);
+
+/// A peer's own `CANCELLED`, as a Trailers-Only answer.
+fn peer_gave_up() -> Result<http::Response<http_body_util::Empty<bytes::Bytes>>, std::io::Error> {
+    Ok(Status::cancelled("the peer gave up").into_http())
+}
+
+/// What a stream the peer reset, or a dropped connection, fails with.
+fn stream_reset() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        "stream reset by the peer",
+    )
+}
+
+/// Asserts that a call failed with timebox's own deadline status.
+fn assert_deadline_status(err: timebox::grpc::BoxError) {
+    let status = *err
+        .downcast::<Status>()
+        .unwrap_or_else(|err| panic!("the layer fails with a status, not {err:?}"));
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(is_deadline_exceeded(&status));
+}
+
+/// I3: a `CANCELLED` that comes once the `grpc-timeout` sent has run out
+/// is the deadline's.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_that_comes_after_the_time_sent_is_reported_as_deadline_exceeded() {
+    let err = answered_at(BETWEEN, peer_gave_up)
         .await
         .expect_err("the call fails");
-    let status = err
-        .downcast::<Status>()
-        .expect("the layer fails with a status");
-    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
-    assert!(is_deadline_exceeded(&*status));
+    assert_deadline_status(err);
+}
+
+/// I3: so is a reset stream (or a dropped connection): the call's error,
+/// once the time sent has run out, is the deadline.
+#[tokio::test(start_paused = true)]
+async fn a_reset_stream_after_the_time_sent_is_reported_as_deadline_exceeded() {
+    let err = answered_at(BETWEEN, || {
+        Err::<http::Response<http_body_util::Empty<bytes::Bytes>>, _>(stream_reset())
+    })
+    .await
+    .expect_err("the call fails");
+    assert_deadline_status(err);
+}
+
+/// I3: and so is a stream reset while the response's body is read.
+#[tokio::test(start_paused = true)]
+async fn a_body_reset_after_the_time_sent_is_reported_as_deadline_exceeded() {
+    use http_body_util::BodyExt;
+
+    let (reset, told_to_reset) = tokio::sync::oneshot::channel::<()>();
+    let response = answered_at(BETWEEN, move || {
+        let frames = futures_util::stream::once(async move {
+            told_to_reset.await.expect("the test says when");
+            Err::<hyper::body::Frame<bytes::Bytes>, _>(stream_reset())
+        });
+        Ok(http::Response::new(http_body_util::StreamBody::new(frames)))
+    })
+    .await
+    .expect("the response's head came in time");
+    reset.send(()).expect("the body waits for its frame");
+    let err = std::pin::pin!(response.into_body())
+        .frame()
+        .await
+        .expect("a frame or an error")
+        .expect_err("the body fails");
+    assert_deadline_status(err);
+}
+
+/// I3: a `CANCELLED` before the time sent has run out is the peer's own,
+/// kept as it said it.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_before_the_time_sent_is_the_peers_own() {
+    let response = answered_at(MS(999), peer_gave_up)
+        .await
+        .expect("the peer's answer, as it came");
+    assert_eq!(trailers_only(&response), ("1", "the%20peer%20gave%20up"));
 }
 
 #[tokio::test(start_paused = true)]
