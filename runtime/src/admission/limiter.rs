@@ -54,9 +54,11 @@ struct State {
     /// When the queue was last empty, for CoDel: since then it has been
     /// congested once `interval` has passed.
     last_empty: Instant,
-    /// Whether the queue is empty only because its waiters left unserved
-    /// (shed, or out of time): the congestion goes on, so `last_empty`
-    /// stays. Only a queue emptied by serving it, or a free slot, ends it.
+    /// Whether the queue is empty only because the waiters of a queue that
+    /// had stood for the interval left it unserved (shed, out of time, or
+    /// gone): the congestion goes on, so `last_empty` stays. Only a queue
+    /// emptied by serving it, or a free slot, ends it. A younger queue that
+    /// empties unserved was never congested: its next waiter starts anew.
     emptied_unserved: bool,
 }
 
@@ -209,13 +211,13 @@ impl State {
 
     /// Takes waiter `id` out of the queue; `false` when it was handed a
     /// slot already.
-    fn leave(&mut self, id: u64) -> bool {
+    fn leave(&mut self, id: u64, interval: Duration) -> bool {
         let Some(index) = self.queue.iter().position(|waiter| waiter.id == id) else {
             return false;
         };
         self.queue.remove(index);
         if self.queue.is_empty() {
-            self.emptied_unserved = true;
+            self.emptied_unserved = Instant::now().duration_since(self.last_empty) >= interval;
         }
         true
     }
@@ -324,7 +326,7 @@ impl Queued {
 
     /// Leaves the queue: the slot handed over before, if one was.
     fn leave(&mut self) -> Option<Permit> {
-        if self.shared.lock().leave(self.id) {
+        if self.shared.lock().leave(self.id, self.shared.interval) {
             return None;
         }
         // Closed first: a slot sent after this comes back to `release`,
@@ -431,6 +433,24 @@ mod tests {
             assert_eq!(Instant::now() - queued_at, 5 * MS);
             advance(100 * MS).await;
         }
+    }
+
+    /// A2: a client gone from a queue younger than the interval leaves an
+    /// empty queue, not a standing one: a request that queues later may
+    /// wait the whole interval again.
+    #[tokio::test(start_paused = true)]
+    async fn a_young_queue_its_waiter_left_is_not_congested() {
+        let limiter = limiter(1);
+        let _holder = limiter.acquire(None).await.unwrap();
+        let mut gone = tokio_test::task::spawn(limiter.acquire(None));
+        assert!(gone.poll().is_pending(), "queued");
+        advance(10 * MS).await;
+        drop(gone);
+        advance(940 * MS).await;
+        let queued_at = Instant::now();
+        let later = limiter.acquire(None).await;
+        assert_eq!(later.unwrap_err(), Refusal::Overloaded);
+        assert_eq!(Instant::now() - queued_at, 100 * MS);
     }
 
     #[tokio::test(start_paused = true)]
