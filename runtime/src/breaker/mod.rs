@@ -23,7 +23,10 @@
 //!   have succeeded (and none was slow) the breaker closes with an empty
 //!   window; the first failed or slow trial opens it again for a full
 //!   `open_secs`. A trial that ends without an outcome frees its slot for
-//!   another call.
+//!   another call. No timer runs for the move from open: the breaker makes
+//!   it, logs it and tells it when it is next asked (a call, or
+//!   [`CircuitBreaker::state`]), as resilience4j does by default, so the
+//!   `timebox.breaker.state` gauge of a host nobody calls stays at open.
 //!
 //! # What a call counts as
 //!

@@ -109,7 +109,13 @@ pub enum Event {
         /// From the stream's start to its first item.
         after: Duration,
     },
-    /// A registered request was cancelled.
+    /// A request was cancelled: told by the parts that end a request for
+    /// a reason, an [`SseStream`](crate::server::sse::SseStream) given
+    /// `observed` (the reason it ended for) and the gRPC server layer (a
+    /// call that phase 2 of a shutdown ends). [`Registry::cancel`] alone
+    /// tells nothing: a registry belongs to no app.
+    ///
+    /// [`Registry::cancel`]: crate::registry::Registry::cancel
     RequestCancelled {
         /// Why.
         reason: CancelReason,
