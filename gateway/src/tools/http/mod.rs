@@ -44,7 +44,9 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use http::header::{ACCEPT, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, JsonRpcMessage, NumberOrString, RequestId, ServerJsonRpcMessage,
+};
 use rmcp::transport::common::http_header::{
     EVENT_STREAM_MIME_TYPE, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID, JSON_MIME_TYPE,
 };
@@ -174,7 +176,16 @@ impl StreamableHttpClient for TimeboxHttp {
             BodyKind::Json => {
                 let body = bounded_body(response, limits.max_json_response_size).await?;
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-                    Ok(message) => Ok(StreamableHttpPostResponse::Json(message, new_session)),
+                    // A request's one JSON answer is its response or its
+                    // error. Anything else (an error with no id, another
+                    // request's answer) rmcp would not route to it, and the
+                    // call would wait until the request's own bound.
+                    Ok(answer) if !answers(&answer, &message) => {
+                        Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                            format!("HTTP {status}: the JSON body does not answer the request"),
+                        )))
+                    }
+                    Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, new_session)),
                     Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
                     Err(err) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                         format!("the answer is not JSON-RPC: {err}"),
@@ -297,6 +308,34 @@ impl BodyKind {
             Self::Other(Some(value))
         }
     }
+}
+
+/// Whether `answer`, the JSON body of a success, answers `message`: for a
+/// request, its response or an error that names its id; for anything else
+/// (which awaits nothing), any message.
+fn answers(answer: &ServerJsonRpcMessage, message: &ClientJsonRpcMessage) -> bool {
+    let JsonRpcMessage::Request(request) = message else {
+        return true;
+    };
+    match answer {
+        JsonRpcMessage::Response(response) => same_id(&request.id, &response.id),
+        JsonRpcMessage::Error(error) => {
+            error.id.as_ref().is_some_and(|id| same_id(&request.id, id))
+        }
+        JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => false,
+    }
+}
+
+/// Whether an answer's id names the request `ours`: the same id, or our
+/// number written as a string (`"1"` for `1`), which the SDK routes to the
+/// request too.
+fn same_id(ours: &RequestId, theirs: &RequestId) -> bool {
+    ours == theirs
+        || matches!(
+            (ours, theirs),
+            (NumberOrString::Number(number), NumberOrString::String(text))
+                if text.parse::<i64>().ok() == Some(*number)
+        )
 }
 
 fn header_text(response: &Response, name: &str) -> Option<String> {
@@ -489,6 +528,37 @@ mod tests {
             matches!(answer(&answered), Some(JsonRpcMessage::Error(_))),
             "{answered:?}"
         );
+    }
+
+    /// A success whose JSON body answers no request (an error with no id,
+    /// another request's answer, a notification) fails the call at once:
+    /// rmcp would route it nowhere, and the call would wait until its
+    /// request's own bound.
+    #[tokio::test]
+    async fn a_json_success_that_does_not_answer_the_request_fails_it() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+        ] {
+            let failed = post(json(StatusCode::OK, body), None, Default::default()).await;
+            match failed {
+                Err(StreamableHttpError::UnexpectedServerResponse(said)) => assert_eq!(
+                    said, "HTTP 200 OK: the JSON body does not answer the request",
+                    "{body}"
+                ),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        // Its own id, also as a string, as the SDK takes it.
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"1","error":{"code":-32601,"message":"no"}}"#,
+        ] {
+            let answered = post(json(StatusCode::OK, body), None, Default::default()).await;
+            assert!(answer(&answered).is_some(), "{body}: {answered:?}");
+        }
     }
 
     #[tokio::test]
