@@ -166,23 +166,34 @@ async fn tonics_own_timer_does_not_answer_before_the_layer() {
     assert_eq!(probe.dropped(), 1, "the handler was dropped");
 }
 
+/// A `grpc-timeout` of zero, or one no longer than the millisecond the
+/// layer counts it ahead of tonic's own timer, is spent on arrival.
 #[tokio::test(start_paused = true)]
-async fn a_grpc_timeout_of_zero_is_answered_without_running_the_handler() {
-    let recording = Recording::new();
-    let config = Config::default().observed_by(recording.clone());
-    let probe = Probe::default();
-    let io = serve_io(probe.clone(), Some(GrpcDeadlineLayer::server(&config)));
-    let response = raw_call(io, "/fleet.Relay/Wait", &[("grpc-timeout", "0n")], wait(0)).await;
-    assert_eq!(trailers_only(&response).0, "4");
-    assert_eq!(probe.calls(), 0);
-    // Spent on arrival: told at admission, as the handler never ran.
-    assert_eq!(
-        exceeded_events(&recording),
-        [Event::DeadlineExceeded {
-            stage: timebox::observe::Stage::Admission,
-            route: Some("other".into()),
-        }]
-    );
+async fn a_grpc_timeout_spent_on_arrival_is_answered_without_running_the_handler() {
+    for timeout in ["0n", "1m", "500u"] {
+        let recording = Recording::new();
+        let config = Config::default().observed_by(recording.clone());
+        let probe = Probe::default();
+        let io = serve_io(probe.clone(), Some(GrpcDeadlineLayer::server(&config)));
+        let response = raw_call(
+            io,
+            "/fleet.Relay/Wait",
+            &[("grpc-timeout", timeout)],
+            wait(0),
+        )
+        .await;
+        assert_eq!(trailers_only(&response).0, "4", "{timeout}");
+        assert_eq!(probe.calls(), 0, "{timeout}");
+        // Spent on arrival: told at admission, as the handler never ran.
+        assert_eq!(
+            exceeded_events(&recording),
+            [Event::DeadlineExceeded {
+                stage: timebox::observe::Stage::Admission,
+                route: Some("other".into()),
+            }],
+            "{timeout}"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

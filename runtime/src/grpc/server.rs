@@ -223,8 +223,10 @@ where
             observers: settings.observers.clone(),
             route,
         };
-        if budget.length.is_zero() {
-            // Out of time on arrival: the handler never runs.
+        let deadline = deadline_of(start, &budget, grpc_timeout);
+        if deadline.instant() <= start {
+            // Out of time on arrival (no time, or a `grpc-timeout` no longer
+            // than tonic's lead): the handler never runs.
             let status = expired(req.uri(), &budget, &told, Stage::Admission);
             return GrpcServerFuture::answered(status, counted);
         }
@@ -243,7 +245,6 @@ where
                 return GrpcServerFuture::answered(status::deadline_too_short(&refused), counted);
             }
         }
-        let deadline = deadline_of(start, &budget, grpc_timeout);
         let uri = req.uri().clone();
         let future = deadline.sync_scope(|| self.inner.call(req));
         GrpcServerFuture {
