@@ -854,31 +854,49 @@ async fn collect(axum::extract::State(mut relay): axum::extract::State<support::
 /// `outbound` stage, as one that passes while it waits for an answer.
 #[tokio::test(start_paused = true)]
 async fn a_deadline_that_passes_while_a_stream_is_read_is_told_at_the_outbound_stage() {
-    use tower::ServiceExt;
-
     let recording = Recording::new();
     let config = Config::default().observed_by(recording.clone());
     let relay = client(&config, serve(Probe::default(), None).await);
     let router = timebox::routes![collect]
         .into_router(&config)
         .with_state(relay);
-    let response = router
-        .oneshot(
-            http::Request::get("/collect")
-                .body(axum::body::Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
+    answered_503_told_outbound(router, &recording, "/collect").await;
+}
+
+/// Asserts that a GET of `path` from `router` ends with the route's 503,
+/// and that the deadline was told once, at the `outbound` stage.
+async fn answered_503_told_outbound(router: axum::Router, recording: &Recording, path: &str) {
+    use tower::ServiceExt;
+
+    let request = http::Request::get(path).body(axum::body::Body::empty());
+    let response = router.oneshot(request.unwrap()).await.unwrap();
     assert_eq!(response.status(), http::StatusCode::SERVICE_UNAVAILABLE);
-    let exceeded: Vec<Event> = exceeded_events(&recording);
     assert_eq!(
-        exceeded,
+        exceeded_events(recording),
         [Event::DeadlineExceeded {
             stage: timebox::observe::Stage::Outbound,
-            route: Some("/collect".into()),
+            route: Some(path.into()),
         }]
     );
+}
+
+/// Calls the relay, for as long as its route's 300 ms allow.
+#[timebox::get("/relay", timeout_ms = 300)]
+async fn call_relay(axum::extract::State(mut relay): axum::extract::State<support::Client>) {
+    let _ = relay.wait(wait(0)).await;
+}
+
+/// O1: so is one that passes while the handler waits for room in a full
+/// channel.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_that_passes_while_the_channel_is_full_is_told_at_the_outbound_stage() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let relay = client(&config, full_channel().await);
+    let router = timebox::routes![call_relay]
+        .into_router(&config)
+        .with_state(relay);
+    answered_503_told_outbound(router, &recording, "/relay").await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -111,6 +111,9 @@ where
             self.waiting = None;
             return Poll::Ready(ready.map_err(Into::into));
         }
+        // The request waits on the channel: a request deadline that passes
+        // meanwhile is told at the `outbound` stage.
+        waiting_now(Stage::Outbound);
         let Some(deadline) = Deadline::current() else {
             self.waiting = None;
             return Poll::Pending;
