@@ -26,6 +26,7 @@ struct Seen {
     query: Option<String>,
     content_type: Option<String>,
     authorization: Option<String>,
+    deadline: Option<String>,
     body: String,
 }
 
@@ -40,6 +41,7 @@ async fn echo(RawQuery(query): RawQuery, headers: HeaderMap, body: Bytes) -> Jso
         query,
         content_type: header("content-type"),
         authorization: header("authorization"),
+        deadline: header("x-timebox-deadline-ms"),
         body: String::from_utf8_lossy(&body).into_owned(),
     })
 }
@@ -104,6 +106,7 @@ async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim
             query: Some("source=app&page=2&q=a+b".to_owned()),
             content_type: Some("application/json".to_owned()),
             authorization: Some("Bearer s3cret".to_owned()),
+            deadline: None,
             body: r#"{"item":"tea","count":2}"#.to_owned(),
         }
     );
@@ -257,16 +260,57 @@ async fn a_timeout_longer_than_timeout_secs_is_each_attempts_timeout_too(sim: Si
     hosts(&sim);
     // `http.client.timeout_secs` is 30: an attempt of the 45 s endpoint
     // would be cut there, and its retries too.
+    answered_in_one_attempt(sim.client().get("http://other/slow").timeout(SECS(120))).await;
+}
+
+/// Sends `request` for the 45 s endpoint, which must answer within one
+/// attempt, run to its end.
+async fn answered_in_one_attempt(request: RequestBuilder) {
     let start = Instant::now();
-    let response = sim
-        .client()
-        .get("http://other/slow")
-        .timeout(SECS(120))
-        .send()
-        .await
-        .unwrap();
+    let response = request.send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(start.elapsed(), SECS(45), "one attempt, to the end");
+}
+
+#[sim_test]
+async fn an_attempt_timeout_replaces_timeout_secs_and_sets_no_deadline(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    // Longer than `http.client.timeout_secs` (30).
+    answered_in_one_attempt(client.get("http://other/slow").attempt_timeout(SECS(60))).await;
+    // Shorter: the attempt ends at it.
+    let start = Instant::now();
+    let err = client
+        .get("http://other/hang")
+        .attempt_timeout(SECS(1))
+        .retries(0)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Timeout), "{err:?}");
+    assert_eq!(start.elapsed(), SECS(1));
+    // No deadline: none goes out.
+    let seen = seen_by_echo(client.get("http://echo/").attempt_timeout(SECS(60))).await;
+    assert_eq!(seen.deadline, None);
+    // Zero is refused, naming the option; a zero `timeout` is a deadline
+    // that has passed.
+    let refused = client
+        .get("http://echo/")
+        .attempt_timeout(MS(0))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, ClientError::InvalidRequest(said) if said.contains("`attempt_timeout`")),
+        "{refused:?}"
+    );
+    let expired = client
+        .get("http://echo/")
+        .timeout(MS(0))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(expired.is_deadline_exceeded(), "{expired:?}");
 }
 
 #[sim_test]

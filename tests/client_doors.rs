@@ -451,13 +451,18 @@ async fn a_callers_shorter_header_goes_out_as_set<D: Door>() {
     assert_eq!(hits[0].deadline_header.as_deref(), Some("250"));
 }
 
+/// A host that never answers, recording what it gets; its address.
+async fn hanging(recorder: &Recorder) -> std::net::SocketAddr {
+    serve(recording(recorder, |_| {
+        std::future::pending::<StatusCode>()
+    }))
+    .await
+}
+
 /// C1, C2: a hanging host ends the call at the deadline, after one hit.
 async fn a_hanging_host_ends_the_call_at_the_deadline<D: Door>() {
     let recorder = Recorder::new();
-    let addr = serve(recording(&recorder, |_| {
-        std::future::pending::<StatusCode>()
-    }))
-    .await;
+    let addr = hanging(&recorder).await;
     let door = D::new(&config());
 
     let start = Instant::now();
@@ -467,6 +472,26 @@ async fn a_hanging_host_ends_the_call_at_the_deadline<D: Door>() {
     assert_eq!(outcome, Err(Failure::Deadline));
     assert!(start.elapsed() < SECS(2), "{:?}", start.elapsed());
     assert_eq!(recorder.count(), 1);
+}
+
+/// `CallOptions::attempt_timeout` bounds each attempt instead of
+/// `http.client.timeout_secs` (30 s here), with no deadline of its own.
+async fn a_calls_own_attempt_timeout_ends_its_attempt<D: Door>() {
+    let recorder = Recorder::new();
+    let addr = hanging(&recorder).await;
+    let door = D::new(&config());
+
+    let start = Instant::now();
+    let options = CallOptions::new().attempt_timeout(MS(100)).retries(0);
+    let outcome = ends(door.post(format!("http://{addr}/"), "order", options)).await;
+
+    let Err(Failure::Other(said)) = outcome else {
+        panic!("the attempt times out: {outcome:?}");
+    };
+    assert!(said.contains("timed out"), "{said}");
+    assert!(start.elapsed() < SECS(2), "{:?}", start.elapsed());
+    assert_eq!(recorder.count(), 1);
+    assert_eq!(recorder.hits()[0].deadline_header, None, "no deadline");
 }
 
 /// A3: a first attempt that has not answered after the delay gets a hedge,
@@ -533,6 +558,7 @@ doors!(
     each_redirect_hop_carries_less_time_left,
     a_callers_shorter_header_goes_out_as_set,
     a_hanging_host_ends_the_call_at_the_deadline,
+    a_calls_own_attempt_timeout_ends_its_attempt,
     a_slow_first_attempt_is_hedged_and_the_hedge_wins,
 );
 

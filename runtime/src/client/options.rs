@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 /// What one call asks of the client's rules beyond the configuration: more
-/// or fewer retries, a retry of a method that is not idempotent, a hedge.
+/// or fewer retries, a retry of a method that is not idempotent, a hedge,
+/// an attempt timeout of its own.
 ///
 /// [`RequestBuilder`](super::RequestBuilder) sets them with its methods of
 /// the same names. The doors that take a request someone else built read
@@ -31,7 +32,8 @@ pub struct CallOptions {
     pub(crate) retry_non_idempotent: bool,
     pub(crate) hedge: bool,
     /// Each attempt's timeout instead of `http.client.timeout_secs`: what
-    /// `RequestBuilder::timeout` asks, as reqwest's per-request timeout
+    /// [`CallOptions::attempt_timeout`] asks, else what
+    /// `RequestBuilder::timeout` does, as reqwest's per-request timeout
     /// replaces its client's.
     pub(crate) attempt_timeout: Option<Duration>,
 }
@@ -74,6 +76,16 @@ impl CallOptions {
     /// see [`RequestBuilder::hedge`](super::RequestBuilder::hedge).
     pub const fn hedge(mut self) -> Self {
         self.hedge = true;
+        self
+    }
+
+    /// Bounds each attempt of this call, until its response's head, by
+    /// `timeout` instead of `http.client.timeout_secs`: see
+    /// [`RequestBuilder::attempt_timeout`](super::RequestBuilder::attempt_timeout).
+    /// A call given zero fails with
+    /// [`ClientError::InvalidRequest`](super::ClientError::InvalidRequest).
+    pub const fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
         self
     }
 }

@@ -181,6 +181,19 @@ impl RequestBuilder {
         self
     }
 
+    /// Bounds each attempt, until its response's head, by `timeout`
+    /// instead of `http.client.timeout_secs`, and nothing else: unlike
+    /// [`timeout`](Self::timeout) it sets no deadline, so no deadline
+    /// header goes out and the body is not bounded by it. For an endpoint
+    /// that answers only once its work is done (a long job that replies in
+    /// one piece), whose call a deadline of the caller's bounds, if any.
+    /// With both, this one bounds the attempts and `timeout` the call. Zero
+    /// is refused when the request is sent ([`ClientError::InvalidRequest`]).
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.options = self.options.attempt_timeout(timeout);
+        self
+    }
+
     fn set_content_type(&mut self, content_type: &'static str) {
         if !self.headers.contains_key(CONTENT_TYPE) {
             self.headers
@@ -227,8 +240,9 @@ impl RequestBuilder {
 
     /// Takes `options` as a whole, as the other doors of the client take
     /// them (see [`CallOptions`]): they replace what
-    /// [`retries`](Self::retries), [`retry_non_idempotent`](Self::retry_non_idempotent)
-    /// and [`hedge`](Self::hedge) set before.
+    /// [`retries`](Self::retries), [`retry_non_idempotent`](Self::retry_non_idempotent),
+    /// [`hedge`](Self::hedge) and [`attempt_timeout`](Self::attempt_timeout)
+    /// set before.
     pub fn call_options(mut self, options: CallOptions) -> Self {
         self.options = options;
         self
@@ -271,8 +285,12 @@ impl RequestBuilder {
         if let Some(error) = error {
             return Err(error);
         }
+        // A zero `timeout` is a deadline already passed, not an attempt
+        // timeout of zero.
         let options = CallOptions {
-            attempt_timeout: timeout,
+            attempt_timeout: options
+                .attempt_timeout
+                .or(timeout.filter(|timeout| !timeout.is_zero())),
             ..options
         };
         let mut url = Url::parse(&url)?;

@@ -120,6 +120,12 @@ impl<B: Body> Call<B> {
                 HeaderValue::from_str(&key).expect("hex is a valid header value"),
             );
         }
+        if options.attempt_timeout == Some(Duration::ZERO) {
+            return Err(ClientError::InvalidRequest(
+                "`attempt_timeout` is zero: every attempt would time out before it began"
+                    .to_owned(),
+            ));
+        }
         let attempt_timeout = options
             .attempt_timeout
             .unwrap_or_else(|| Duration::from_secs(config.timeout_secs));
