@@ -224,6 +224,36 @@ async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_i
     assert_ne!(last["session"], pooled, "the evicted session is not reused");
 }
 
+/// A server in the SDK's JSON response mode sends the head of a call's
+/// answer only once the tool is done: a call that takes longer than
+/// `http.client.timeout_secs` (1 s here) still gets its answer, on the
+/// session it came on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_answers_in_json_when_done_is_not_cut_at_the_attempt_timeout() {
+    let HttpSetup {
+        server: _server,
+        gateway,
+        log,
+    } = http_setup(
+        "mcp-json-response",
+        "py",
+        &["--json-response"],
+        "",
+        &[("TIMEBOX_HTTP__CLIENT__TIMEOUT_SECS", "1")],
+    );
+    let client = reqwest::Client::new();
+    for _ in 0..2 {
+        let body = complete(&client, &gateway.base, "scripted-tool-2s@py").await;
+        assert!(answer_of(&body).contains("worked for 2 s"), "{body}");
+    }
+    let calls = started(&log);
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[0]["session"], calls[1]["session"],
+        "the session was not evicted"
+    );
+}
+
 /// A quiet `slow_task` of 30 s on the server `name` (run with
 /// `server_args`), whose stream is not suspended and so times out after 2 s
 /// of inactivity, read to its end.
@@ -302,6 +332,21 @@ async fn an_inactivity_timeout_during_a_quiet_call_cancels_it_at_the_server_befo
     );
     // The server acts on it soon after; room for a busy machine.
     wait_cancelled(&log, request_id, Duration::from_secs(2) + ROOM);
+}
+
+/// In JSON response mode too, where the POST waits for its head with no
+/// bound of its own, a call its request's bound cut short is cancelled at
+/// the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_response_servers_call_cut_short_is_cancelled_at_the_server() {
+    let QuietTimeout {
+        _server,
+        gateway: _gateway,
+        log,
+        calls,
+        ..
+    } = a_quiet_call_timed_out("mcp-json-inactivity", "py", &["--json-response"]).await;
+    wait_cancelled(&log, &calls[0]["request_id"], Duration::from_secs(2) + ROOM);
 }
 
 /// G1, R3: a SIGTERM while an answer that is not streamed waits on a tool.

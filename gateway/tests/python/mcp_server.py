@@ -3,9 +3,11 @@ tests: one tool, `slow_task`, that works a second at a time, reports
 progress after each second and records what happens to it.
 
 Usage:
-    python mcp_server.py --log FILE http [--hang-on-cancel]
+    python mcp_server.py --log FILE http [--hang-on-cancel] [--json-response]
         Streamable HTTP on 127.0.0.1, a port the OS picks; prints
-        `listening on http://127.0.0.1:<port>/mcp` once it accepts.
+        `listening on http://127.0.0.1:<port>/mcp` once it accepts. With
+        `--json-response`, a request is answered with one JSON body once
+        it is done (the SDK's JSON response mode), not an event stream.
     python mcp_server.py --log FILE stdio [--exit-after-calls N]
                          [--record-signals] [--linger]
         Over stdin and stdout; with `--exit-after-calls`, the process
@@ -50,6 +52,7 @@ def main() -> None:
     parser.add_argument("--log", required=True)
     parser.add_argument("transport", choices=["http", "stdio"])
     parser.add_argument("--hang-on-cancel", action="store_true")
+    parser.add_argument("--json-response", action="store_true")
     parser.add_argument("--exit-after-calls", type=int)
     parser.add_argument("--record-signals", action="store_true")
     parser.add_argument("--linger", action="store_true")
@@ -143,7 +146,11 @@ def main() -> None:
             return
         log.write(json.dumps(line) + "\n")
 
-    app = watch(server.streamable_http_app(), record_message, args.hang_on_cancel)
+    app = watch(
+        server.streamable_http_app(json_response=args.json_response),
+        record_message,
+        args.hang_on_cancel,
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

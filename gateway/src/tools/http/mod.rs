@@ -13,13 +13,17 @@
 //!   once, never retried (the skipped retry is counted, reason
 //!   `not_idempotent`). The GET of the server's event stream and the DELETE
 //!   of a session are retried within the budget.
-//! - `http.client.timeout_secs` bounds each attempt until the response's
-//!   head arrives. A tool call's answer is an event stream that lasts as
-//!   long as the tool runs; it is read without a bound of its own. The
-//!   request's own bound (the stream's watchdog, or the deadline of an
-//!   answer that is not streamed) ends the call on the gateway's side, and
-//!   the request's cleanup then tells the server to stop
-//!   (`notifications/cancelled`).
+//! - `http.client.timeout_secs` bounds each attempt of a notification, a
+//!   reply, the GET and the DELETE until the response's head arrives. A
+//!   request's answer takes as long as its work: an event stream that
+//!   lasts as long as the tool runs, or, from a server in JSON response
+//!   mode, one JSON body whose head comes only once the tool is done. So
+//!   neither its head nor its body has a bound of its own. The request's
+//!   own bound (the stream's watchdog, or the deadline of an answer that
+//!   is not streamed) ends the call on the gateway's side, and the
+//!   request's cleanup then tells the server to stop
+//!   (`notifications/cancelled`); the SDK drops the POST when its request
+//!   is cancelled, and every POST of a session when the session closes.
 //! - The POSTs carry no deadline header. The SDK sends them from a worker
 //!   task of the session's, where no request's deadline is current, and a
 //!   deadline the `Client` knew of would also bound the answer's event
@@ -39,6 +43,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
@@ -137,7 +142,7 @@ impl StreamableHttpClient for TimeboxHttp {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, Error> {
         let had_session = session_id.is_some();
-        let response = self
+        let request = self
             .request(
                 Method::POST,
                 &uri,
@@ -146,10 +151,12 @@ impl StreamableHttpClient for TimeboxHttp {
                 custom_headers,
             )
             .header(ACCEPT, ACCEPTS)
-            .json(&message)
-            .send()
-            .await
-            .map_err(StreamableHttpError::Client)?;
+            .json(&message);
+        let request = match &message {
+            JsonRpcMessage::Request(_) => request.attempt_timeout(AS_LONG_AS_THE_WORK),
+            _ => request,
+        };
+        let response = request.send().await.map_err(StreamableHttpError::Client)?;
         let status = response.status();
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
@@ -309,6 +316,10 @@ impl BodyKind {
         }
     }
 }
+
+/// The bound of the head of a request's answer: none short of the
+/// client's longest (30 years). See the module's docs.
+const AS_LONG_AS_THE_WORK: Duration = Duration::MAX;
 
 /// Whether `answer`, the JSON body of a success, answers `message`: for a
 /// request, its response or an error that names its id; for anything else
