@@ -236,9 +236,19 @@ async fn run_tool_call(
         }
         Err(err) => Err(err),
     };
-    if let Err(err @ ToolError::Server { .. }) = &result {
-        tracing::error!(server, call_id = id, %err, "an MCP server failed a tool call");
-        leases.evict_broken(&server, "its connection failed");
+    match &result {
+        Err(err @ ToolError::Server { .. }) => {
+            tracing::error!(server, call_id = id, %err, "an MCP server failed a tool call");
+            leases.evict_broken(&server, "its connection failed");
+        }
+        // R3's eviction, which the request's cleanup could not know to do.
+        Err(ToolError::CancelledLate) => {
+            leases.evict_broken(
+                &server,
+                "its request ended while a tool call was sent on it",
+            );
+        }
+        _ => {}
     }
     result
 }
@@ -249,4 +259,60 @@ fn arguments(work: Duration, progress: bool) -> JsonObject {
         ("seconds".to_owned(), json!(work.as_secs())),
         ("progress".to_owned(), json!(progress)),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use timebox::client::Client;
+    use timebox::config::Config;
+    use timebox::registry::{CancellationToken, ToolCalls};
+    use tokio::sync::mpsc;
+
+    use super::{arguments, run_tool_call};
+    use crate::settings::Server;
+    use crate::tools::{Leases, PendingCalls, ToolError, Tools};
+
+    /// R3: a call that reaches the server after its request's cleanup ran
+    /// (which found no call to cancel, so evicted nothing) cancels itself
+    /// there, and the session it went out on is not given back for the
+    /// next request: the next one opens a session of its own.
+    #[tokio::test(start_paused = true)]
+    async fn a_call_sent_after_its_requests_cleanup_ran_loses_its_session() {
+        let server = Server::builtin_for_tests(1);
+        let tools = Tools::start(vec![server], Client::new(&Config::default()))
+            .await
+            .expect("the built-in server starts");
+        let leases = Leases::new(tools.clone());
+        let calls = ToolCalls::new(&CancellationToken::new());
+        calls.register(Some("call-1"));
+        let pending = PendingCalls::default();
+        let cleanup = pending.take_cancel_notices("the request ended");
+        assert!(cleanup.is_empty(), "no call was waiting yet");
+        let (out, _output) = mpsc::channel(8);
+
+        let result = run_tool_call(
+            "call-1".to_owned(),
+            leases.clone(),
+            "here".to_owned(),
+            calls,
+            pending,
+            arguments(Duration::from_secs(1), false),
+            out,
+        )
+        .await;
+        assert!(
+            matches!(result, Err(ToolError::CancelledLate)),
+            "{result:?}"
+        );
+        drop(leases);
+
+        let next = Leases::new(tools);
+        let session = next.session("here").await.expect("a session");
+        assert!(
+            session.linger().is_zero(),
+            "a new session, not the one the cancelled call went out on"
+        );
+    }
 }

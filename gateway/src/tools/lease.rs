@@ -109,7 +109,8 @@ impl Leases {
         }
     }
 
-    /// Ends the request's session with `server`, which broke.
+    /// Ends the request's session with `server`, which broke or carried a
+    /// call that had to cancel itself.
     pub(crate) fn evict_broken(&self, server: &str, why: &str) {
         let held = self.lock().remove(server);
         if let Some(Held { pool, session }) = held {

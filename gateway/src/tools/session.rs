@@ -101,6 +101,11 @@ pub(crate) enum ToolError {
     /// the server.
     #[error("tool call cancelled")]
     Cancelled,
+    /// The request ended while the call was being sent, after its cleanup
+    /// had run (and found no call to cancel): the call cancelled itself at
+    /// the server, and the session it went out on is not to be given back.
+    #[error("tool call cancelled")]
+    CancelledLate,
     /// The tool answered with an error.
     #[error("tool call failed: {0}")]
     Failed(String),
@@ -270,7 +275,9 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// [`ToolError::Cancelled`] when the token is cancelled first;
+    /// [`ToolError::Cancelled`] when the token is cancelled first, and
+    /// [`ToolError::CancelledLate`] when the request's cleanup ran while
+    /// the call was being sent;
     /// [`ToolError::Failed`] when the tool fails; [`ToolError::Server`]
     /// when the session does.
     pub(crate) async fn call(
@@ -309,7 +316,7 @@ impl Session {
             let reason = Some("the request ended".to_owned());
             let cancelled = handle.cancel(reason);
             let _ = tokio::time::timeout(RemoteCleanup::DEFAULT_PER_NOTICE, cancelled).await;
-            return Err(ToolError::Cancelled);
+            return Err(ToolError::CancelledLate);
         }
         let mut updates = self
             .service
