@@ -21,7 +21,7 @@ use timebox_fleet::pb::{ForwardRequest, WaitRequest};
 use tokio::time::Instant;
 use tonic::{Code, Request, Status};
 
-use support::{client, connect, raw_call, serve, serve_io, Probe, Seen, HOP};
+use support::{client, connect, raw_call, serve, serve_io, silent, Probe, Seen, HOP};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const SECS: fn(u64) -> Duration = Duration::from_secs;
@@ -367,7 +367,9 @@ async fn a_shorter_timeout_the_caller_set_is_kept_and_sent_once() {
         .scope(relay.wait(request))
         .await
         .expect("the call succeeds");
-    assert_one_deadline_of(&probe.seen.lock().unwrap()[0], 200);
+    let seen = &probe.seen.lock().unwrap()[0];
+    assert_one_deadline_of(seen, 200);
+    assert_eq!(seen.grpc_timeout, ["200000u"], "as tonic wrote it");
 }
 
 /// I3 with C3: a shorter `x-timebox-deadline-ms` the caller put in the
@@ -380,12 +382,14 @@ async fn a_shorter_deadline_header_the_caller_set_is_kept_and_sent_once() {
     let mut request = Request::new(wait(0));
     request
         .metadata_mut()
-        .insert("x-timebox-deadline-ms", "200".parse().unwrap());
+        .insert("x-timebox-deadline-ms", "0200".parse().unwrap());
     Deadline::after(MS(1500))
         .scope(relay.wait(request))
         .await
         .expect("the call succeeds");
-    assert_one_deadline_of(&probe.seen.lock().unwrap()[0], 200);
+    let seen = &probe.seen.lock().unwrap()[0];
+    assert_eq!(seen.deadline_ms, ["0200"], "as the caller wrote it");
+    assert_eq!(seen.grpc_timeout, ["200m"]);
 }
 
 /// I3 with I5: each header in `http.client.deadline_headers` goes out once,
@@ -506,18 +510,44 @@ async fn a_callers_own_deadline_that_does_not_parse_is_replaced() {
     assert_eq!(probe.calls(), 2);
 }
 
+/// I3: the layer ends the call at the caller's deadline itself, whatever
+/// lies under it (here a service with no timer, that never answers), and
+/// drops the call.
 #[tokio::test(start_paused = true)]
 async fn the_client_ends_the_call_at_the_callers_deadline() {
+    use tower::ServiceExt;
+
     let probe = Probe::default();
-    let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
+    let peer = {
+        let probe = probe.clone();
+        tower::service_fn(
+            move |_: http::Request<http_body_util::Empty<bytes::Bytes>>| {
+                let unfinished = probe.begun();
+                async move {
+                    let _unfinished = unfinished;
+                    std::future::pending::<
+                        Result<http::Response<http_body_util::Empty<bytes::Bytes>>, std::io::Error>,
+                    >()
+                    .await
+                }
+            },
+        )
+    };
+    let layered = tower::ServiceBuilder::new()
+        .layer(GrpcDeadlineLayer::client(&Config::default()))
+        .service(peer);
+    let request = http::Request::post("http://peer/fleet.Relay/Wait")
+        .body(http_body_util::Empty::new())
+        .unwrap();
     let start = Instant::now();
-    let status = Deadline::after(MS(700))
-        .scope(relay.wait(wait(5000)))
+    let call = Deadline::after(MS(700)).scope(layered.oneshot(request));
+    let err = tokio::time::timeout(SECS(5), call)
         .await
-        .unwrap_err();
+        .expect("the layer ends the call")
+        .expect_err("the call fails");
     assert_eq!(start.elapsed(), MS(700));
-    assert_eq!(status.code(), Code::DeadlineExceeded);
-    assert!(is_deadline_exceeded(&status), "{status:?}");
+    assert_deadline_status(err);
+    assert_eq!(probe.dropped(), 1, "the call was dropped");
 }
 
 /// A channel with room for one request, whose connection never opens,
@@ -706,10 +736,28 @@ async fn a_cancelled_before_the_time_sent_is_the_peers_own() {
     assert_eq!(trailers_only(&response), ("1", "the%20peer%20gave%20up"));
 }
 
+/// I3: tonic's channel ends a call at the `grpc-timeout` it sends, with
+/// an error of its own (its client says CANCELLED "Timeout expired"); that
+/// is the caller's deadline too. The time sent is whole milliseconds, so
+/// tonic's timer (300 ms) fires before the layer's own gate (300.5 ms);
+/// the server has no timer that could answer first.
 #[tokio::test(start_paused = true)]
-async fn tonics_own_cancelled_at_the_timeout_sent_is_reported_as_deadline_exceeded() {
-    // tonic's channel ends a call at the `grpc-timeout` it sends, with
-    // CANCELLED "Timeout expired"; that is the caller's deadline too.
+async fn tonics_own_timeout_at_the_time_sent_is_reported_as_deadline_exceeded() {
+    let mut relay = client(&Config::default(), silent().await);
+    let start = Instant::now();
+    let status = Deadline::after(MS(300) + US(500))
+        .scope(relay.wait(wait(5000)))
+        .await
+        .unwrap_err();
+    assert_eq!(start.elapsed(), MS(300), "tonic's timer, not the gate");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(is_deadline_exceeded(&status));
+}
+
+/// The same with a shorter `grpc-timeout` the caller set: the status
+/// names it.
+#[tokio::test(start_paused = true)]
+async fn a_shorter_timeout_the_caller_set_is_named_when_it_passes() {
     let mut relay = client(&Config::default(), serve(Probe::default(), None).await);
     let mut request = Request::new(wait(5000));
     request.set_timeout(MS(300));
@@ -720,7 +768,6 @@ async fn tonics_own_cancelled_at_the_timeout_sent_is_reported_as_deadline_exceed
         .unwrap_err();
     assert_eq!(start.elapsed(), MS(300));
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
-    assert!(is_deadline_exceeded(&status));
     assert_eq!(
         status.message(),
         "deadline of 300 ms from the grpc-timeout header exceeded"

@@ -42,6 +42,24 @@ pub async fn connect(client_io: DuplexStream) -> Channel {
         .expect("the in-memory connection opens")
 }
 
+/// A channel to an HTTP/2 server that takes every call and never answers
+/// it: it has no timer of its own, as tonic's server has for a
+/// `grpc-timeout`.
+pub async fn silent() -> Channel {
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let never = hyper::service::service_fn(|_: http::Request<hyper::body::Incoming>| {
+        std::future::pending::<Result<http::Response<http_body_util::Empty<bytes::Bytes>>, io::Error>>(
+        )
+    });
+    tokio::spawn(async move {
+        let serving = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+            .serve_connection(TokioIo::new(server_io), never);
+        // It ends when the client's end of the connection goes.
+        let _ = serving.await;
+    });
+    connect(client_io).await
+}
+
 /// Serves `relay` as [`serve`] does; the client's end of the connection.
 pub fn serve_io<R: Relay>(relay: R, layer: Option<GrpcDeadlineLayer>) -> DuplexStream {
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
@@ -146,8 +164,14 @@ impl Probe {
         self.dropped.load(Ordering::SeqCst)
     }
 
-    fn record<T>(&self, request: &Request<T>) -> Unfinished {
+    /// Counts a call begun; its mark counts it as dropped if it is
+    /// dropped before it finishes.
+    pub fn begun(&self) -> Unfinished {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        Unfinished(Some(Arc::clone(&self.dropped)))
+    }
+
+    fn record<T>(&self, request: &Request<T>) -> Unfinished {
         let values = |name| {
             request
                 .metadata()
@@ -161,7 +185,7 @@ impl Probe {
             deadline_ms: values("x-timebox-deadline-ms"),
             envoy_timeout_ms: values("x-envoy-upstream-rq-timeout-ms"),
         });
-        Unfinished(Some(Arc::clone(&self.dropped)))
+        self.begun()
     }
 }
 
