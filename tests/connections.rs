@@ -337,8 +337,13 @@ async fn a_second_later_head_on_a_keep_alive_connection_is_bounded_too() {
     // Idle longer than the header bound: the wait between requests is not
     // the head's.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let written = Instant::now();
     stream.write_all(HALF_HEAD).await.unwrap();
     closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
+    // Counted from the head's first byte, not from the end of the request
+    // before it.
+    let took = written.elapsed();
+    assert!(took >= Duration::from_millis(300), "{took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
