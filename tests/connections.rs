@@ -756,6 +756,39 @@ async fn an_http2_connection_opened_during_phase_one_gets_503_and_goaway() {
     drop(in_flight);
 }
 
+/// The listener stays open through phase 1 (a new connection is answered
+/// `503`) and closes when phase 2 begins, though a request is still in
+/// flight then: phase 2 begins here at the end of a 1 s grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_closes_when_phase_two_begins() {
+    let mut config = config(30_000, 75);
+    config.server.shutdown_timeout_secs = 1;
+    let server = start(&config).await;
+    let in_flight = server.shutdown.in_flight().enter();
+    server.begin_phase_one().await;
+    let mut during_phase_one = connect(server.addr).await;
+    assert_eq!(get_hello(&mut during_phase_one).await.status, 503);
+
+    tokio::time::timeout(
+        Duration::from_secs(1) + ROOM,
+        server.shutdown.drain_token().cancelled(),
+    )
+    .await
+    .expect("phase 2 begins at the end of the grace");
+    // A connection made as the listener closes may be reset instead.
+    tokio::time::timeout(ROOM, async {
+        loop {
+            match TcpStream::connect(server.addr).await {
+                Err(err) if err.kind() == io::ErrorKind::ConnectionRefused => break,
+                _ => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    })
+    .await
+    .expect("the listener closes: connections are refused");
+    drop(in_flight);
+}
+
 /// A connection accepted before phase 1 whose request the server had not
 /// read yet when phase 1 began is answered (503, `connection: close`), not
 /// closed as idle: its client would not resend what a fresh connection

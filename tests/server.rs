@@ -650,7 +650,7 @@ mod shutdown {
     }
 
     #[tokio::test]
-    async fn serve_stops_accepting_on_trigger_and_lets_open_requests_finish() {
+    async fn serve_lets_open_requests_finish_and_then_closes_its_listener() {
         let shutdown = Shutdown::new(&no_prestop());
         let app = routes![token, wait_for_shutdown].into_router(&Config::default());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
