@@ -243,6 +243,34 @@ async fn a_disconnect_recorded_in_the_registry_ends_the_stream_silently() {
     drop(tx);
 }
 
+/// R3: nor while its remote cleanup runs, heartbeats on: the heartbeats
+/// that keep a timeout's client waiting for its error event are not sent
+/// when nothing is to come.
+#[tokio::test(start_paused = true)]
+async fn a_disconnect_recorded_in_the_registry_sends_no_heartbeat_during_its_cleanup() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let (tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().inactivity(SECS(30)), &log)
+        .heartbeat(SECS(1))
+        .guard(registry.register("req-1").unwrap())
+        .remote_cleanup(|_| RemoteCleanup::new().notice("slow tool", sleep(SECS(3))));
+    let reader = tokio::spawn(frames(served(stream).await));
+    let cancelled_at = SECS(1) + SECS(1) / 2;
+    sleep(cancelled_at).await;
+    assert!(registry.cancel("req-1", CancelReason::Disconnect));
+    let frames = ended(reader).await;
+    assert!(
+        frames.iter().all(|(at, _)| *at <= cancelled_at),
+        "nothing after the cancel: {frames:?}"
+    );
+    assert_eq!(
+        log.entries(),
+        ["cancel", "remote_cleanup", "evicted", "evict"]
+    );
+    drop(tx);
+}
+
 /// R1, R3: a stream that completed while its client stopped reading waits
 /// to hand over its last events; a cancel recorded in the registry
 /// meanwhile ends it for that reason, at once, as before it completed.
@@ -425,7 +453,10 @@ async fn heartbeats_never_keep_a_silent_stream_alive() {
     tx.send(Event::default().data("one")).await.unwrap();
     let stream = guarded(events, Watchdog::new().inactivity(SECS(20)), &log).heartbeat(SECS(5));
     let frames = ended(tokio::spawn(frames(served(stream).await))).await;
-    let beats = frames.iter().filter(|(_, frame)| frame.starts_with(':')).count();
+    let beats = frames
+        .iter()
+        .filter(|(_, frame)| frame.starts_with(':'))
+        .count();
     assert!(beats >= 3, "heartbeats went out: {frames:?}");
     let (error_at, error) = &frames[frames.len() - 2];
     assert_eq!(*error_at, SECS(20));

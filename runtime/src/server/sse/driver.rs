@@ -429,11 +429,19 @@ async fn end(
     // when the sender is dropped after `[DONE]`.
     let mut tx = Some(tx);
     // The one table of R3's order, step by step.
-    for &step in reason.end_steps() {
+    let steps = reason.end_steps();
+    for (index, &step) in steps.iter().enumerate() {
         match step {
             EndStep::RemoteCleanup => {
                 if let Some(cleanup) = cleanup.take() {
-                    let report = beating(cleanup(reason).run(), tx.as_deref(), beats).await;
+                    // Heartbeats keep a client waiting for what is still to
+                    // be written; with nothing to come (a disconnect),
+                    // nothing is written.
+                    let to_come = steps[index + 1..]
+                        .iter()
+                        .any(|step| matches!(step, EndStep::ErrorEvent | EndStep::Done));
+                    let beating_on = tx.as_deref().filter(|_| to_come);
+                    let report = beating(cleanup(reason).run(), beating_on, beats).await;
                     if !report.is_complete() {
                         tracing::warn!(
                             timed_out = ?report.timed_out(),
@@ -474,7 +482,7 @@ async fn end(
             EndStep::Done => {
                 if let Some(tx) = tx.take() {
                     let queued = send_bounded(&tx, done()).await;
-                    if queued && !matches!(reason.end_steps().last(), Some(EndStep::Done)) {
+                    if queued && !matches!(steps.last(), Some(EndStep::Done)) {
                         // Steps follow `[DONE]` (a shutdown's remote
                         // cleanup): let the response take it first, so the
                         // client has it before any remote notice goes
