@@ -271,6 +271,47 @@ async fn a_disconnect_recorded_in_the_registry_sends_no_heartbeat_during_its_cle
     drop(tx);
 }
 
+/// A stream that ends before its first item, on a client that reads
+/// nothing (a heartbeat fills the response's buffer), has until its first
+/// item's bound to hand over `[DONE]`, as that item had: the request does
+/// not stay registered for good.
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_ends_before_its_first_item_on_a_stalled_client_ends_by_its_bound() {
+    let log = Log::default();
+    let registry = Registry::new();
+    let (tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().first_item(SECS(90)), &log)
+        .heartbeat(SECS(15))
+        .guard(registry.register("req-1").unwrap());
+    let body = served(stream).await; // never read
+    sleep(SECS(1)).await;
+    drop(tx);
+    sleep(SECS(89)).await;
+    assert_eq!(registry.len(), 1, "still within the bound");
+    sleep(SECS(1)).await;
+    assert!(registry.is_empty(), "{:?}", log.entries());
+    drop(body);
+}
+
+/// A stream that ends with no item while its watchdog is suspended (a
+/// tool call longer than the first-item bound) still hands over its final
+/// event and `[DONE]`: the suspended first-item window has not run.
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_ends_with_no_item_while_suspended_still_sends_its_end() {
+    let log = Log::default();
+    let (tx, events) = fed();
+    let stream = guarded(events, Watchdog::new().first_item(SECS(5)), &log)
+        .final_event(Event::default().data("final"));
+    let suspension = stream.watchdog_handle().suspend();
+    let reader = tokio::spawn(frames(served(stream).await));
+    sleep(SECS(10)).await;
+    drop(tx);
+    let frames = ended(reader).await;
+    let text: String = frames.iter().map(|(_, frame)| frame.as_str()).collect();
+    assert_eq!(text, "data: final\n\ndata: [DONE]\n\n", "{frames:?}");
+    drop(suspension);
+}
+
 /// R1, R3: a stream that completed while its client stopped reading waits
 /// to hand over its last events; a cancel recorded in the registry
 /// meanwhile ends it for that reason, at once, as before it completed.

@@ -99,8 +99,9 @@ impl Timers {
     }
 
     /// When what a stream sends after its clean end must have gone, as its
-    /// items had to: within one inactivity window from now, and not past
-    /// the total bound; `None` when the watchdog has neither.
+    /// items had to: within one inactivity window from now, by the first
+    /// item's bound if none came, and not past the total bound; `None` when
+    /// the watchdog has none of them.
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
     pub(super) fn after_end_deadline(&self) -> Option<Instant> {
         let window = self
@@ -111,7 +112,8 @@ impl Timers {
             .watchdog
             .total_timeout()
             .and_then(|limit| self.started.checked_add(limit));
-        window.into_iter().chain(total).min()
+        let first_item = self.activity.first_item_due();
+        window.into_iter().chain(total).chain(first_item).min()
     }
 
     /// The stream ended, or yielded its timeout: the timers stop.

@@ -122,7 +122,8 @@ impl<S> Watched<S> {
 
     /// When what is sent after the stream's clean end (an SSE stream's
     /// final event and `[DONE]`) must have gone: one inactivity window from
-    /// now, and not past the total bound; `None` without either timer.
+    /// now, by the first item's bound if none came, and not past the total
+    /// bound; `None` without any of these timers.
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by SSE streams only
     pub(crate) fn after_end_deadline(&self) -> Option<Instant> {
         self.timers.after_end_deadline()

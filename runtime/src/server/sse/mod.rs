@@ -36,9 +36,10 @@
 //! one that stopped reading cannot hold the cleanup up or keep the request
 //! registered; an error event it did not take in time is not followed by
 //! `[DONE]` (the body ends without it), so a client that reads again later
-//! still cannot take the cut-off stream for a whole answer. A completed stream's last events wait for a slow client as
-//! the others did: one inactivity window at most, never past the total
-//! bound, and until a shutdown's drain, then at most 500 ms.
+//! still cannot take the cut-off stream for a whole answer. A completed
+//! stream's last events wait for a slow client as the others did: one
+//! inactivity window at most (the first item's bound, if none came), never
+//! past the total bound, and until a shutdown's drain, then at most 500 ms.
 
 mod driver;
 mod stream;
