@@ -86,7 +86,7 @@ metrics! {
     STREAM_FIRST_ITEM: "timebox.stream.first_item.duration", Histogram, Some("s"), ["route"],
         "Time from a stream's start to its first item";
     REQUESTS_CANCELLED: "timebox.requests.cancelled", Counter, None, ["reason"],
-        "Registered requests cancelled, by why";
+        "Requests cancelled, by why";
     SHUTDOWN_PHASE: "timebox.shutdown.phase.duration", Histogram, Some("s"), ["phase", "outcome"],
         "How long each shutdown phase lasted, and whether it drained";
     SERVER_SHED: "timebox.server.shed", Counter, None, ["reason", "route"],
