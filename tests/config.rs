@@ -744,6 +744,12 @@ fn a_cost_above_the_buckets_capacity_warns_naming_the_cost() {
         ]
     );
 
+    // A cost the bucket holds exactly can be paid.
+    config.http.client.retry_budget.capacity = 5;
+    let warnings = config.validate().unwrap();
+    let warned: Vec<&str> = warnings.iter().map(Warning::key).collect();
+    assert_eq!(warned, ["http.client.retry_budget.transient_cost"]);
+
     config.http.client.retry_budget.enabled = false;
     assert_eq!(config.validate().unwrap(), [], "no bucket, no cost");
 }

@@ -56,7 +56,11 @@ async fn a_retry_the_empty_budget_cannot_pay_for_is_skipped_for_budget(sim: Sim)
 async fn a_retry_whose_wait_does_not_fit_the_time_left_is_skipped_for_deadline(sim: Sim) {
     sim.net()
         .host("up", answering(StatusCode::SERVICE_UNAVAILABLE));
-    let client = sim.client_with(&sim.config());
+    // No backoff: the 5 ms left would hold the retry itself, but not its
+    // 10 ms margin.
+    let mut config = sim.config();
+    config.http.client.max_backoff_ms = 0;
+    let client = sim.client_with(&config);
     let response = Deadline::after(MS(5))
         .scope(client.get("http://up/").send())
         .await
@@ -334,15 +338,7 @@ async fn a_deadline_spent_on_arrival_is_told_at_admission() {
         .route("/plain", axum::routing::get(|| async { "ran" }))
         .layer(timebox::server::TimeboxLayer::new(&config));
     for path in ["/plain", "/slow/7"] {
-        let mut spent = request("GET", path);
-        spent
-            .headers_mut()
-            .insert("x-timebox-deadline-ms", http::HeaderValue::from_static("0"));
-        let response = tower::ServiceExt::oneshot(app.clone(), spent)
-            .await
-            .unwrap();
-        // S4, S5: answered at once, as any route deadline that passed.
-        assert_eq!(response.status(), 503, "{path}");
+        answered_spent_on_arrival(app.clone(), path).await;
     }
     let told = lines(&recording.events());
     assert_eq!(
@@ -353,6 +349,29 @@ async fn a_deadline_spent_on_arrival_is_told_at_admission() {
         ],
         "{told:?}"
     );
+
+    // The macro route with no layer in front reads the header itself.
+    let alone = Recording::new();
+    let mut config = Config::default().observed_by(alone.clone());
+    config.server.timeouts.accept_deadline_header = true;
+    answered_spent_on_arrival(timebox::routes![slow_item].into_router(&config), "/slow/7").await;
+    let told = lines(&alone.events());
+    assert_eq!(
+        exceeded(&told),
+        ["deadline_exceeded stage=admission route=/slow/{id}"],
+        "{told:?}"
+    );
+}
+
+/// Sends `path` to `app` with an inbound deadline of 0.
+async fn answered_spent_on_arrival(app: axum::Router, path: &str) {
+    let mut spent = request("GET", path);
+    spent
+        .headers_mut()
+        .insert("x-timebox-deadline-ms", http::HeaderValue::from_static("0"));
+    let response = tower::ServiceExt::oneshot(app, spent).await.unwrap();
+    // S4, S5: answered at once, as any route deadline that passed.
+    assert_eq!(response.status(), 503, "{path}");
 }
 
 #[timebox::get("/long", timeout_ms = 5000)]

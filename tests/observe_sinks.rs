@@ -225,6 +225,87 @@ fn table() -> Registered {
         .collect()
 }
 
+/// O3: the table both sinks read is the design's, row by row, as written
+/// there (the sinks are checked against the table, so a row that drifted
+/// from the design would drift in both).
+#[test]
+fn the_table_is_the_designs() {
+    type Row = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+    );
+    let design: [Row; 14] = [
+        (
+            "timebox.deadline.remaining",
+            "histogram",
+            "s",
+            &["source", "route"],
+        ),
+        (
+            "timebox.deadline.exceeded",
+            "counter",
+            "",
+            &["stage", "route"],
+        ),
+        (
+            "timebox.client.attempts",
+            "counter",
+            "",
+            &["host", "kind", "outcome"],
+        ),
+        (
+            "timebox.client.retry.skipped",
+            "counter",
+            "",
+            &["host", "reason"],
+        ),
+        (
+            "timebox.client.call.duration",
+            "histogram",
+            "s",
+            &["host", "outcome"],
+        ),
+        ("timebox.retry_budget.tokens", "gauge", "", &["host"]),
+        ("timebox.breaker.state", "gauge", "", &["host"]),
+        (
+            "timebox.breaker.transitions",
+            "counter",
+            "",
+            &["host", "from", "to"],
+        ),
+        ("timebox.breaker.calls", "counter", "", &["host", "outcome"]),
+        ("timebox.stream.timeouts", "counter", "", &["kind", "route"]),
+        (
+            "timebox.stream.first_item.duration",
+            "histogram",
+            "s",
+            &["route"],
+        ),
+        ("timebox.requests.cancelled", "counter", "", &["reason"]),
+        (
+            "timebox.shutdown.phase.duration",
+            "histogram",
+            "s",
+            &["phase", "outcome"],
+        ),
+        ("timebox.server.shed", "counter", "", &["reason", "route"]),
+    ];
+    let ours: Vec<Row> = METRICS
+        .iter()
+        .map(|row| {
+            (
+                row.name,
+                row.kind.as_str(),
+                row.unit.unwrap_or(""),
+                row.attributes,
+            )
+        })
+        .collect();
+    assert_eq!(ours, design);
+}
+
 #[test]
 fn both_sinks_register_the_tables_names_kinds_and_units() {
     let events = one_of_each();
@@ -303,22 +384,27 @@ async fn two_thousand_hosts_give_at_most_max_hosts_host_values(sim: Sim) {
 
 #[sim_test]
 async fn hosts_past_max_hosts_get_no_breaker(sim: Sim) {
-    let recording = Recording::new();
-    let mut config = Config::default().observed_by(recording.clone());
-    config.http.client.retry_budget.max_hosts = 16;
-    config.http.client.max_retries = 0;
-    // One failed call opens a host's breaker, if it has one.
-    config.breaker.minimum_sample_count = 1;
-    let client = sim.client_with(&config);
-    for n in 0..200 {
-        let _ = client.get(format!("http://host-{n}/")).send().await;
+    // With the budget off too: the breakers' own table is bounded, not
+    // only the budget's.
+    for budget in [true, false] {
+        let recording = Recording::new();
+        let mut config = Config::default().observed_by(recording.clone());
+        config.http.client.retry_budget.max_hosts = 16;
+        config.http.client.retry_budget.enabled = budget;
+        config.http.client.max_retries = 0;
+        // One failed call opens a host's breaker, if it has one.
+        config.breaker.minimum_sample_count = 1;
+        let client = sim.client_with(&config);
+        for n in 0..200 {
+            let _ = client.get(format!("http://host-{n}/")).send().await;
+        }
+        let opened = recording
+            .events()
+            .iter()
+            .filter(|event| matches!(event, Event::BreakerTransition { .. }))
+            .count();
+        assert_eq!(opened, 16, "budget enabled: {budget}");
     }
-    let opened = recording
-        .events()
-        .iter()
-        .filter(|event| matches!(event, Event::BreakerTransition { .. }))
-        .count();
-    assert_eq!(opened, 16);
 }
 
 #[sim_test]

@@ -162,3 +162,15 @@ impl fmt::Debug for Observers {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Observers;
+
+    /// O2: with no observer and no `tracing` subscriber that wants the
+    /// events, an event is not even built.
+    #[test]
+    fn with_no_one_listening_no_event_is_built() {
+        Observers::default().emit(|| panic!("an event built for no one"));
+    }
+}

@@ -154,6 +154,16 @@ mod tests {
     }
 
     #[test]
+    fn a_nested_noting_that_sees_nothing_keeps_what_the_outer_poll_said() {
+        let ((), outer) = noting(|| {
+            super::waiting_now(Stage::Outbound);
+            let ((), inner) = noting(|| ());
+            assert_eq!(inner, None);
+        });
+        assert_eq!(outer, Some(Stage::Outbound));
+    }
+
+    #[test]
     fn an_owner_tells_only_while_it_drops_work_and_nested_calls_restore() {
         use super::{an_owner_tells, owner_tells};
 
