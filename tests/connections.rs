@@ -100,6 +100,13 @@ async fn tunnel(mut request: axum::extract::Request) -> http::StatusCode {
     http::StatusCode::OK
 }
 
+/// Reads a whole body, then works for 200 ms.
+#[post("/read_then_work", timeout = "off")]
+async fn read_then_work(body: String) -> String {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    body
+}
+
 /// Reads a whole body, under a 300 ms route deadline.
 #[post("/upload", timeout_ms = 300)]
 async fn upload(body: String) -> String {
@@ -126,9 +133,18 @@ async fn start(config: &Config) -> Server {
         .expect("loopback binds");
     let addr = listener.local_addr().expect("a local address");
     let shutdown = Shutdown::new(config);
-    let app: Router = routes![hello, slow, big, stream, hold, upgrade, upload]
-        .into_router(config)
-        .route("/tunnel", axum::routing::any(tunnel));
+    let app: Router = routes![
+        hello,
+        slow,
+        big,
+        stream,
+        hold,
+        upgrade,
+        upload,
+        read_then_work
+    ]
+    .into_router(config)
+    .route("/tunnel", axum::routing::any(tunnel));
     let served = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
     Server {
         addr,
@@ -358,6 +374,44 @@ async fn a_head_begun_in_the_same_write_as_the_one_before_is_bounded_too() {
         .unwrap();
     let first = read_response(&mut stream).await.expect("a whole response");
     assert_eq!(first.status, 200);
+    closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
+}
+
+/// The same after a request with a body that its handler read whole: what
+/// is read after that body is heads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_begun_in_the_same_write_as_the_one_before_is_bounded_after_a_body_too() {
+    let server = start(&config(300, 60)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        .await
+        .unwrap();
+    let upload = read_response(&mut stream).await.expect("a whole response");
+    assert_eq!(upload.body, "hi");
+    stream
+        .write_all(&[FULL_HEAD, HALF_HEAD].concat())
+        .await
+        .unwrap();
+    let hello = read_response(&mut stream).await.expect("a whole response");
+    assert_eq!(hello.status, 200);
+    closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
+}
+
+/// And a head begun while that request is still served, once its body
+/// was read whole, is bounded from its first byte too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_begun_after_a_body_was_read_while_its_request_runs_is_bounded_too() {
+    let server = start(&config(300, 60)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"POST /read_then_work HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stream.write_all(HALF_HEAD).await.unwrap();
+    let worked = read_response(&mut stream).await.expect("a whole response");
+    assert_eq!(worked.body, "hi");
     closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
 }
 

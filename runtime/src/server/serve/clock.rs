@@ -94,10 +94,10 @@ enum Activity {
     Head { since: Instant, started: bool },
     /// A keep-alive connection between requests.
     Idle { since: Instant },
-    /// Serving `requests` (one at a time on HTTP/1). On HTTP/1, when the
-    /// request has no body, bytes read meanwhile are the next head
+    /// Serving `requests` (one at a time on HTTP/1). On HTTP/1, bytes read
+    /// meanwhile that are not a body (see [`Heads`]) are the next head
     /// (pipelining).
-    Busy { requests: usize, bodiless: bool },
+    Busy { requests: usize },
 }
 
 /// Which bound passed.
@@ -157,10 +157,7 @@ impl ConnectionClock {
                 };
             }
             Activity::Head { started, .. } => *started = true,
-            Activity::Busy {
-                bodiless: false, ..
-            } => return,
-            Activity::Busy { bodiless: true, .. } => {}
+            Activity::Busy { .. } => {}
         }
         state.heads.read(bytes, now);
     }
@@ -178,6 +175,12 @@ impl ConnectionClock {
         }
     }
 
+    /// The body of the HTTP/1 request being served was read to its end:
+    /// what the connection reads from now on is heads again.
+    pub(super) fn on_body_read(&self) {
+        self.lock().heads.body_read();
+    }
+
     /// A request's head is complete and its service is called; the
     /// connection is busy until the returned guard drops (when its response
     /// has been written or abandoned).
@@ -191,17 +194,10 @@ impl ConnectionClock {
         }
         state.heads.requested(bodiless);
         state.activity = match state.activity {
-            Activity::Busy {
-                requests,
-                bodiless: busy_bodiless,
-            } => Activity::Busy {
+            Activity::Busy { requests } => Activity::Busy {
                 requests: requests + 1,
-                bodiless: busy_bodiless,
             },
-            Activity::Head { .. } | Activity::Idle { .. } => Activity::Busy {
-                requests: 1,
-                bodiless,
-            },
+            Activity::Head { .. } | Activity::Idle { .. } => Activity::Busy { requests: 1 },
         };
         drop(state);
         RequestEnd {
@@ -215,7 +211,7 @@ impl ConnectionClock {
         let next_head = (!state.http2)
             .then(|| state.heads.begun(Instant::now()))
             .flatten();
-        if let Activity::Busy { requests, bodiless } = state.activity {
+        if let Activity::Busy { requests } = state.activity {
             state.activity = match (requests, next_head) {
                 (0 | 1, Some(since)) => Activity::Head {
                     since,
@@ -230,10 +226,7 @@ impl ConnectionClock {
                         since: Instant::now(),
                     }
                 }
-                (more, _) => Activity::Busy {
-                    requests: more - 1,
-                    bodiless,
-                },
+                (more, _) => Activity::Busy { requests: more - 1 },
             };
         }
     }

@@ -13,13 +13,15 @@ use tokio::time::Instant;
 /// optional CR, then an LF (httparse takes bare LF line ends too). Empty
 /// lines before a request line are skipped, as RFC 9112 (section 2.2) lets
 /// a server do. What follows the head of a request with a body is its body,
-/// whose end this does not look for: from such a head until the next
-/// request begins, nothing read is taken for a head (hyper may read what a
-/// handler left of its body after the response).
+/// whose end this does not look for: from such a head until its handler
+/// has read the body whole, or else until the next request begins, nothing
+/// read is taken for a head (hyper may read what a handler left of its body
+/// after the response). What came in the same read as the body's end is
+/// not looked at either.
 #[derive(Debug, Default)]
 pub(super) struct Heads {
-    /// Since a head with a body, until the next request: bytes read are
-    /// not looked at.
+    /// Since a head with a body, until that body has been read whole or
+    /// the next request begins: bytes read are not looked at.
     blind: bool,
     /// Heads read whole whose requests have not begun.
     whole: usize,
@@ -91,6 +93,14 @@ impl Heads {
         }
     }
 
+    /// The body after the last head was read to its end: from now on the
+    /// bytes read are heads again.
+    pub(super) fn body_read(&mut self) {
+        if self.blind {
+            *self = Self::default();
+        }
+    }
+
     /// Whether the next head has begun, and since when (`now` for one read
     /// whole, which hyper parses at once).
     pub(super) fn begun(&self, now: Instant) -> Option<Instant> {
@@ -124,6 +134,19 @@ mod tests {
             heads.requested(true);
             assert_eq!(heads.begun(Instant::now()), None, "{end:?}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn once_a_body_was_read_whole_what_follows_is_heads_again() {
+        let mut heads = after(&[b"POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\n"]);
+        heads.requested(false);
+        heads.read(b"h\n\nGET /b", Instant::now());
+        assert_eq!(heads.begun(Instant::now()), None, "a body's bytes");
+        heads.body_read();
+        let start = Instant::now();
+        heads.read(b"GET /c HTTP/1.1\r\n\r\nGET /d", start);
+        heads.requested(true);
+        assert_eq!(heads.begun(Instant::now()), Some(start));
     }
 
     #[tokio::test(start_paused = true)]

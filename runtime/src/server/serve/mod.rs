@@ -5,6 +5,7 @@ mod clock;
 mod connection;
 mod heads;
 mod io;
+mod request_body;
 mod service;
 
 use axum::Router;
@@ -52,9 +53,10 @@ use connection::Connections;
 /// Over HTTP/1, `serve` finds where each head ends in the bytes it reads
 /// (hyper reads ahead), so a head sent with the one before it is bounded
 /// from its first byte too. The bytes that follow a head with a body are
-/// the body's: a head sent with a body, or while that request is served,
-/// is bounded from the first byte read after its response, or by the idle
-/// bound if none comes.
+/// the body's until its handler has read it whole; a head that arrives
+/// before that (in the same read as the body's end, or after a body its
+/// handler leaves unread) is bounded from the first byte read after its
+/// response, or by the idle bound if none comes.
 ///
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.

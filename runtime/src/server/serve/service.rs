@@ -19,6 +19,7 @@ use crate::shutdown::ShutdownToken;
 
 use super::super::guarded_body::GuardedBody;
 use super::clock::{ConnectionClock, RequestEnd};
+use super::request_body::ReadToTheEnd;
 
 /// Serves one connection's requests with `inner`, marking each on the
 /// connection's clock from its head to the end of its response, and
@@ -50,12 +51,21 @@ where
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let version = req.version();
-        let end = self.clock.on_request(version, req.body().is_end_stream());
+        let bodiless = req.body().is_end_stream();
+        let end = self.clock.on_request(version, bodiless);
         let tunnel = req.method() == Method::CONNECT
             && req.extensions().get::<hyper::ext::Protocol>().is_some();
+        // On HTTP/1 the clock learns where a body ends in the bytes read
+        // when its handler reads it whole.
+        let req = if bodiless || version >= Version::HTTP_2 {
+            req.map(Body::new)
+        } else {
+            let clock = Arc::clone(&self.clock);
+            req.map(|body| Body::new(ReadToTheEnd::new(body, clock)))
+        };
         // An axum `Router` (behind the shutdown gate) is always ready, so
         // there is no readiness to wait for, as in `axum::serve`.
-        let future = self.inner.clone().call(req.map(Body::new));
+        let future = self.inner.clone().call(req);
         TrackedResponse {
             future,
             end: Some(end),
