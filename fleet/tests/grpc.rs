@@ -515,8 +515,6 @@ async fn a_callers_own_deadline_that_does_not_parse_is_replaced() {
 /// drops the call.
 #[tokio::test(start_paused = true)]
 async fn the_client_ends_the_call_at_the_callers_deadline() {
-    use tower::ServiceExt;
-
     let probe = Probe::default();
     let peer = {
         let probe = probe.clone();
@@ -533,14 +531,8 @@ async fn the_client_ends_the_call_at_the_callers_deadline() {
             },
         )
     };
-    let layered = tower::ServiceBuilder::new()
-        .layer(GrpcDeadlineLayer::client(&Config::default()))
-        .service(peer);
-    let request = http::Request::post("http://peer/fleet.Relay/Wait")
-        .body(http_body_util::Empty::new())
-        .unwrap();
     let start = Instant::now();
-    let call = Deadline::after(MS(700)).scope(layered.oneshot(request));
+    let call = called_through_the_layer(peer, Deadline::after(MS(700)));
     let err = tokio::time::timeout(SECS(5), call)
         .await
         .expect("the layer ends the call")
@@ -627,8 +619,6 @@ async fn answered_at<B>(
 where
     B: hyper::body::Body + Send + 'static,
 {
-    use tower::ServiceExt;
-
     let (go, told_to_answer) = tokio::sync::oneshot::channel::<()>();
     let mut pending = Some((told_to_answer, answer));
     let peer = tower::service_fn(
@@ -641,18 +631,36 @@ where
             }
         },
     );
+    let call = called_through_the_layer(peer, Deadline::after(MS(1000) + US(500)));
+    let (result, ()) = tokio::join!(call, async {
+        tokio::time::advance(at).await;
+        go.send(()).expect("the call waits for its answer");
+    });
+    result
+}
+
+/// A call of `fleet.Relay/Wait` to `peer` through the client layer, under
+/// `deadline`.
+async fn called_through_the_layer<S, B>(
+    peer: S,
+    deadline: Deadline,
+) -> Result<http::Response<timebox::grpc::GrpcBody<B>>, timebox::grpc::BoxError>
+where
+    S: tower::Service<
+        http::Request<http_body_util::Empty<bytes::Bytes>>,
+        Response = http::Response<B>,
+    >,
+    S::Error: Into<timebox::grpc::BoxError>,
+{
+    use tower::ServiceExt;
+
     let layered = tower::ServiceBuilder::new()
         .layer(GrpcDeadlineLayer::client(&Config::default()))
         .service(peer);
     let request = http::Request::post("http://peer/fleet.Relay/Wait")
         .body(http_body_util::Empty::new())
         .unwrap();
-    let call = Deadline::after(MS(1000) + US(500)).scope(layered.oneshot(request));
-    let (result, ()) = tokio::join!(call, async {
-        tokio::time::advance(at).await;
-        go.send(()).expect("the call waits for its answer");
-    });
-    result
+    deadline.scope(layered.oneshot(request)).await
 }
 
 /// After the time sent ran out, before the caller's deadline.
