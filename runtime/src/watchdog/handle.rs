@@ -243,18 +243,6 @@ impl Activity {
         state.lapsed
     }
 
-    /// When the first item had to come, while none has: its window from
-    /// where it runs; `None` once an item came, while the window is
-    /// suspended (unless it ran out before), or with the window off.
-    pub(super) fn first_item_due(&self) -> Option<Instant> {
-        let state = self.lock();
-        if state.seen_item || (state.suspensions > 0 && !state.lapsed) {
-            return None;
-        }
-        self.first_item
-            .and_then(|window| state.since.checked_add(window))
-    }
-
     /// The silence window armed now (see [`window`](Self::window)); `None`
     /// while suspended, unless the window ran out before the suspension
     /// began.

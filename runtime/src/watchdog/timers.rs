@@ -112,7 +112,12 @@ impl Timers {
             .watchdog
             .total_timeout()
             .and_then(|limit| self.started.checked_add(limit));
-        let first_item = self.activity.first_item_due();
+        // Before the first item, its window, unless it is suspended.
+        let first_item = self
+            .activity
+            .silence()
+            .filter(|&(_, _, kind)| kind == TimeoutKind::FirstItem)
+            .and_then(|(since, window, _)| since.checked_add(window));
         window.into_iter().chain(total).chain(first_item).min()
     }
 
