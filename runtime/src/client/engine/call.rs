@@ -85,6 +85,12 @@ impl<B: Body> Call<B> {
         request: Request<B>,
         options: CallOptions,
     ) -> Result<Self, ClientError> {
+        if options.attempt_timeout == Some(Duration::ZERO) {
+            return Err(ClientError::InvalidRequest(
+                "`attempt_timeout` is zero: every attempt would time out before it began"
+                    .to_owned(),
+            ));
+        }
         let Request {
             method,
             uri,
@@ -119,12 +125,6 @@ impl<B: Body> Call<B> {
                 IDEMPOTENCY_KEY,
                 HeaderValue::from_str(&key).expect("hex is a valid header value"),
             );
-        }
-        if options.attempt_timeout == Some(Duration::ZERO) {
-            return Err(ClientError::InvalidRequest(
-                "`attempt_timeout` is zero: every attempt would time out before it began"
-                    .to_owned(),
-            ));
         }
         let attempt_timeout = options
             .attempt_timeout
