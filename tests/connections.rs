@@ -317,6 +317,12 @@ fn assert_whole_big(read: &[u8]) {
     assert_eq!(read.len() - head_end, BIG, "the whole body arrived");
 }
 
+/// Sends a POST of `hi` to `path`.
+async fn post_hi(stream: &mut TcpStream, path: &str) {
+    let request = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+    stream.write_all(request.as_bytes()).await.unwrap();
+}
+
 async fn get_hello(stream: &mut TcpStream) -> RawResponse {
     stream.write_all(FULL_HEAD).await.expect("the head is sent");
     read_response(stream).await.expect("a whole response")
@@ -383,10 +389,7 @@ async fn a_head_begun_in_the_same_write_as_the_one_before_is_bounded_too() {
 async fn a_head_begun_in_the_same_write_as_the_one_before_is_bounded_after_a_body_too() {
     let server = start(&config(300, 60)).await;
     let mut stream = connect(server.addr).await;
-    stream
-        .write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
-        .await
-        .unwrap();
+    post_hi(&mut stream, "/upload").await;
     let upload = read_response(&mut stream).await.expect("a whole response");
     assert_eq!(upload.body, "hi");
     stream
@@ -404,10 +407,7 @@ async fn a_head_begun_in_the_same_write_as_the_one_before_is_bounded_after_a_bod
 async fn a_head_begun_after_a_body_was_read_while_its_request_runs_is_bounded_too() {
     let server = start(&config(300, 60)).await;
     let mut stream = connect(server.addr).await;
-    stream
-        .write_all(b"POST /read_then_work HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
-        .await
-        .unwrap();
+    post_hi(&mut stream, "/read_then_work").await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     stream.write_all(HALF_HEAD).await.unwrap();
     let worked = read_response(&mut stream).await.expect("a whole response");

@@ -223,6 +223,9 @@ async fn a_request_cancelled_in_the_registry_ends_its_stream_for_that_reason() {
     drop(tx);
 }
 
+/// What a disconnect's ending does, in R3's order, as `guarded` logs it.
+const DISCONNECT_STEPS: [&str; 4] = ["cancel", "remote_cleanup", "evicted", "evict"];
+
 /// R1, R3: a disconnect recorded in the registry (a proxy saw the client
 /// go) ends the stream with a disconnect's steps: nothing is written.
 #[tokio::test(start_paused = true)]
@@ -235,10 +238,7 @@ async fn a_disconnect_recorded_in_the_registry_ends_the_stream_silently() {
     let reader = tokio::spawn(frames(served(stream).await));
     assert!(registry.cancel("req-1", CancelReason::Disconnect));
     let frames = ended(reader).await;
-    assert_eq!(
-        log.entries(),
-        ["cancel", "remote_cleanup", "evicted", "evict"]
-    );
+    assert_eq!(log.entries(), DISCONNECT_STEPS);
     assert!(frames.is_empty(), "a disconnect writes nothing: {frames:?}");
     drop(tx);
 }
@@ -264,10 +264,7 @@ async fn a_disconnect_recorded_in_the_registry_sends_no_heartbeat_during_its_cle
         frames.iter().all(|(at, _)| *at <= cancelled_at),
         "nothing after the cancel: {frames:?}"
     );
-    assert_eq!(
-        log.entries(),
-        ["cancel", "remote_cleanup", "evicted", "evict"]
-    );
+    assert_eq!(log.entries(), DISCONNECT_STEPS);
     drop(tx);
 }
 
@@ -331,10 +328,7 @@ async fn a_registry_cancel_ends_a_completed_stream_waiting_on_a_stalled_client()
     assert!(registry.cancel("req-1", CancelReason::Disconnect));
     sleep(SECS(1)).await;
     assert_eq!(registry.len(), 0, "the cancelled request left the registry");
-    assert_eq!(
-        log.entries(),
-        ["cancel", "remote_cleanup", "evicted", "evict"]
-    );
+    assert_eq!(log.entries(), DISCONNECT_STEPS);
     drop(body);
 }
 
