@@ -175,12 +175,6 @@ impl ConnectionClock {
         }
     }
 
-    /// The body of the HTTP/1 request being served was read to its end:
-    /// what the connection reads from now on is heads again.
-    pub(super) fn on_body_read(&self) {
-        self.lock().heads.body_read();
-    }
-
     /// A request's head is complete and its service is called; the
     /// connection is busy until the returned guard drops (when its response
     /// has been written or abandoned).
@@ -192,7 +186,7 @@ impl ConnectionClock {
             // A permit is kept if the driver is not waiting yet.
             self.http2_seen.notify_one();
         }
-        state.heads.requested(bodiless);
+        let request = state.heads.requested(bodiless);
         state.activity = match state.activity {
             Activity::Busy { requests } => Activity::Busy {
                 requests: requests + 1,
@@ -202,6 +196,7 @@ impl ConnectionClock {
         drop(state);
         RequestEnd {
             clock: Arc::clone(self),
+            request,
             tunnel: false,
         }
     }
@@ -339,11 +334,22 @@ impl ConnectionClock {
 #[derive(Debug)]
 pub(super) struct RequestEnd {
     clock: Arc<ConnectionClock>,
+    /// The request's number on its connection.
+    request: u64,
     /// The request opened a tunnel: it never ends on the clock.
     tunnel: bool,
 }
 
 impl RequestEnd {
+    /// What tells the clock that this HTTP/1 request's body was read to
+    /// its end.
+    pub(super) fn body_read(&self) -> BodyRead {
+        BodyRead {
+            clock: Arc::clone(&self.clock),
+            request: self.request,
+        }
+    }
+
     /// The request opened a tunnel (an HTTP/2 extended `CONNECT` answered
     /// 2xx: a WebSocket over HTTP/2), which lives on in a task of its own
     /// where the connection cannot see it: the connection stays busy for
@@ -359,6 +365,21 @@ impl Drop for RequestEnd {
         if !self.tunnel {
             self.clock.on_request_end();
         }
+    }
+}
+
+/// Tells a connection's clock that the body of one of its HTTP/1 requests
+/// was read to its end: unless a later request has begun, what the
+/// connection reads from then on is heads again.
+#[derive(Debug)]
+pub(super) struct BodyRead {
+    clock: Arc<ConnectionClock>,
+    request: u64,
+}
+
+impl BodyRead {
+    pub(super) fn tell(self) {
+        self.clock.lock().heads.body_read(self.request);
     }
 }
 

@@ -17,7 +17,9 @@ use tokio::time::Instant;
 /// has read the body whole, or else until the next request begins, nothing
 /// read is taken for a head (hyper may read what a handler left of its body
 /// after the response). What came in the same read as the body's end is
-/// not looked at either.
+/// not looked at either. A body read to its end only once a later request
+/// has begun (a handler may keep it past its response) says nothing of
+/// where that request's bytes end.
 #[derive(Debug, Default)]
 pub(super) struct Heads {
     /// Since a head with a body, until that body has been read whole or
@@ -28,6 +30,8 @@ pub(super) struct Heads {
     /// When the first byte of the head read in part arrived.
     partial: Option<Instant>,
     line: Line,
+    /// How many requests have begun: the number of the last one.
+    requests: u64,
 }
 
 /// Where the last byte read left the current line.
@@ -79,25 +83,33 @@ impl Heads {
         }
     }
 
-    /// A request's head was parsed and its service called. Past a head
+    /// A request's head was parsed and its service called; returns the
+    /// request's number, for [`body_read`](Self::body_read). Past a head
     /// with a body, the bytes are the body's: nothing read so far, or until
     /// the next request, is known to be a head.
-    pub(super) fn requested(&mut self, bodiless: bool) {
+    pub(super) fn requested(&mut self, bodiless: bool) -> u64 {
+        let requests = self.requests + 1;
         if bodiless && !self.blind {
             self.whole = self.whole.saturating_sub(1);
+            self.requests = requests;
         } else {
             *self = Self {
                 blind: !bodiless,
+                requests,
                 ..Self::default()
             };
         }
+        requests
     }
 
-    /// The body after the last head was read to its end: from now on the
-    /// bytes read are heads again.
-    pub(super) fn body_read(&mut self) {
-        if self.blind {
-            *self = Self::default();
+    /// The body of request number `request` was read to its end: if no
+    /// request has begun since, the bytes read from now on are heads again.
+    pub(super) fn body_read(&mut self, request: u64) {
+        if self.blind && request == self.requests {
+            *self = Self {
+                requests: self.requests,
+                ..Self::default()
+            };
         }
     }
 
@@ -139,10 +151,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn once_a_body_was_read_whole_what_follows_is_heads_again() {
         let mut heads = after(&[b"POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\n"]);
-        heads.requested(false);
+        let post = heads.requested(false);
         heads.read(b"h\n\nGET /b", Instant::now());
         assert_eq!(heads.begun(Instant::now()), None, "a body's bytes");
-        heads.body_read();
+        heads.body_read(post);
         let start = Instant::now();
         heads.read(b"GET /c HTTP/1.1\r\n\r\nGET /d", start);
         heads.requested(true);
@@ -191,6 +203,21 @@ mod tests {
         heads.requested(true);
         assert_eq!(heads.begun(Instant::now()), None);
         // From the next request on, heads are looked for again.
+        heads.read(b"GET /c HT", Instant::now());
+        assert!(heads.begun(Instant::now()).is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_read_whole_after_the_next_request_began_says_nothing_of_its_bytes() {
+        let mut heads = Heads::default();
+        let first = heads.requested(false);
+        // The next request has a body too; the first handler kept its own
+        // body past its response and reads its end only now.
+        let second = heads.requested(false);
+        heads.body_read(first);
+        heads.read(b"--x\r\n\r\npart", Instant::now());
+        assert_eq!(heads.begun(Instant::now()), None, "the second body's bytes");
+        heads.body_read(second);
         heads.read(b"GET /c HT", Instant::now());
         assert!(heads.begun(Instant::now()).is_some());
     }

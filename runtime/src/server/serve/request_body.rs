@@ -2,31 +2,30 @@
 //! it has been read whole.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use http_body::{Body, Frame, SizeHint};
 use pin_project::pin_project;
 
-use super::clock::ConnectionClock;
+use super::clock::BodyRead;
 
-/// An HTTP/1 request's body, which tells [`ConnectionClock::on_body_read`]
-/// once its handler has read it to its end: from then on, what the
-/// connection reads is request heads again.
+/// An HTTP/1 request's body, which tells its connection's clock
+/// ([`BodyRead`]) once its handler has read it to its end: from then on,
+/// what the connection reads is request heads again.
 #[pin_project]
 #[derive(Debug)]
 pub(super) struct ReadToTheEnd<B> {
     #[pin]
     body: B,
     /// Taken when the end is told.
-    clock: Option<Arc<ConnectionClock>>,
+    end: Option<BodyRead>,
 }
 
 impl<B> ReadToTheEnd<B> {
-    pub(super) fn new(body: B, clock: Arc<ConnectionClock>) -> Self {
+    pub(super) fn new(body: B, end: BodyRead) -> Self {
         Self {
             body,
-            clock: Some(clock),
+            end: Some(end),
         }
     }
 }
@@ -47,8 +46,8 @@ impl<B: Body> Body for ReadToTheEnd<B> {
             Some(Err(_)) => false,
         };
         if ended {
-            if let Some(clock) = this.clock.take() {
-                clock.on_body_read();
+            if let Some(end) = this.end.take() {
+                end.tell();
             }
         }
         Poll::Ready(frame)

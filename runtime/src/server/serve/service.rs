@@ -60,8 +60,8 @@ where
         let req = if bodiless || version >= Version::HTTP_2 {
             req.map(Body::new)
         } else {
-            let clock = Arc::clone(&self.clock);
-            req.map(|body| Body::new(ReadToTheEnd::new(body, clock)))
+            let read = end.body_read();
+            req.map(|body| Body::new(ReadToTheEnd::new(body, read)))
         };
         // An axum `Router` (behind the shutdown gate) is always ready, so
         // there is no readiness to wait for, as in `axum::serve`.
