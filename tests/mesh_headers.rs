@@ -81,11 +81,15 @@ async fn a_format_not_listed_is_not_trusted() {
 #[tokio::test(start_paused = true)]
 async fn the_earliest_trusted_value_wins() {
     let config = trusting(&["grpc-timeout", "x-envoy-expected-rq-timeout-ms"]);
-    let headers = [
-        ("grpc-timeout", "900m"),
-        ("x-envoy-expected-rq-timeout-ms", "400"),
-    ];
-    assert_eq!(answered_after(&config, &headers).await.0, MS(400));
+    // Whichever of the formats comes first in the list.
+    for (grpc, envoy) in [("900m", "400"), ("400m", "900")] {
+        let headers = [
+            ("grpc-timeout", grpc),
+            ("x-envoy-expected-rq-timeout-ms", envoy),
+        ];
+        let answer = answered_after(&config, &headers).await;
+        assert_eq!(answer.0, MS(400), "{headers:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -94,7 +98,8 @@ async fn a_value_that_does_not_parse_or_comes_twice_is_no_value() {
     for headers in [
         &[("grpc-timeout", "300")][..],
         &[("grpc-timeout", "300m"), ("grpc-timeout", "300m")][..],
-        &[("connect-timeout-ms", "12345678901")][..],
+        // Eleven digits, one more than Connect allows, for 300 ms.
+        &[("connect-timeout-ms", "00000000300")][..],
     ] {
         assert_eq!(
             answered_after(&config, headers).await.0,

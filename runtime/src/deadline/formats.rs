@@ -473,6 +473,13 @@ mod tests {
             Some((Duration::from_millis(700), Format::EnvoyExpected)),
             "the untrusted 10 ms is ignored"
         );
+        headers.insert("grpc-timeout", value("500m"));
+        assert_eq!(
+            trusted.earliest(&headers),
+            Some((Duration::from_millis(500), Format::GrpcTimeout)),
+            "whichever format comes first"
+        );
+        headers.insert("grpc-timeout", value("2S"));
         headers.append("x-envoy-expected-rq-timeout-ms", value("700"));
         assert_eq!(
             trusted.earliest(&headers),
