@@ -52,6 +52,7 @@ fn hosts(sim: &Sim) {
         "other",
         Router::new()
             .route("/missing", get(|| async { StatusCode::NOT_FOUND }))
+            .route("/down", get(|| async { StatusCode::SERVICE_UNAVAILABLE }))
             .route("/text", get(|| async { "not json" }))
             .route("/hang", get(|| async { pending::<&str>().await }))
             .route(
@@ -198,25 +199,22 @@ async fn a_content_type_set_by_the_caller_is_kept(sim: Sim) {
 async fn error_for_status_turns_4xx_and_5xx_into_errors(sim: Sim) {
     hosts(&sim);
     let client = sim.client();
-    let err = client
-        .get("http://other/missing")
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap_err();
-    assert!(
-        matches!(err, ClientError::Status(StatusCode::NOT_FOUND)),
-        "{err:?}"
-    );
-    assert_eq!(err.to_string(), "the server answered 404 Not Found");
-    let ok = client
-        .get("http://echo/")
-        .send()
-        .await
-        .unwrap()
-        .error_for_status();
-    assert!(ok.is_ok());
+    let checked = |url: &'static str| {
+        let request = client.get(url).retries(0);
+        async move { request.send().await.unwrap().error_for_status() }
+    };
+    for (url, status) in [
+        ("http://other/missing", StatusCode::NOT_FOUND),
+        ("http://other/down", StatusCode::SERVICE_UNAVAILABLE),
+    ] {
+        let err = checked(url).await.unwrap_err();
+        assert!(
+            matches!(err, ClientError::Status(got) if got == status),
+            "{url}: {err:?}"
+        );
+        assert_eq!(err.to_string(), format!("the server answered {status}"));
+    }
+    assert!(checked("http://echo/").await.is_ok());
 }
 
 #[sim_test]
