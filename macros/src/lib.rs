@@ -57,7 +57,9 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// its name with a module or a type of its module, or with a crate a path
 /// there starts from (see `timebox::routes!`).
 /// `timebox::routes![..]` collects it into a `timebox::server::Routes`, and
-/// `Routes::into_router(&config)` mounts it with the timebox layers.
+/// `Routes::into_router(&config)` mounts it under its deadline rule (the
+/// concurrency limit is `timebox::server::TimeboxLayer`'s, around the
+/// router).
 ///
 /// The path is a string literal that starts with `/`, in axum's syntax
 /// (`"/users/{id}"`). Keys, at most one of the first two:

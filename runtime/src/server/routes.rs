@@ -157,6 +157,11 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// [`Entropy`](crate::entropy::Entropy) extension when it has one (as
     /// `Sim::app` gives it).
     ///
+    /// It adds no layer: the concurrency limit of
+    /// `server.admission.concurrency` is a `TimeboxLayer`'s, which you put
+    /// around the router, one for the whole app so that every route shares
+    /// the limit.
+    ///
     /// Each route's deadline applies to its own method only: a `GET` override
     /// also covers `HEAD` (axum answers `HEAD` with the `GET` handler) and
     /// never other methods of the same path.
