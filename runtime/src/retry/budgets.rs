@@ -80,8 +80,8 @@ impl RetryBudgets {
 
     /// The bucket of the host `uri` points at, made on first use; `None` when
     /// the host has no budget (see the type's docs for when). A lookup takes
-    /// a place in the table as a call does: the client gives a breaker and
-    /// hedging stats only to hosts that have a bucket.
+    /// a place in the table as a call does: while budgets are on, the client
+    /// gives a breaker and hedging stats only to hosts that have a bucket.
     #[must_use]
     pub fn for_uri(&self, uri: &Uri) -> Option<RetryBudget> {
         self.for_host(&host_key(uri)?)
