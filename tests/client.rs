@@ -73,6 +73,8 @@ async fn a_route_calling_a_hanging_upstream_answers_503_at_its_deadline(sim: Sim
     let hits = recorder.hits();
     assert!(!hits.is_empty());
     assert!(hits.iter().all(|hit| hit.at < SECS(5)), "{hits:?}");
+    // The attempt ran under the route's deadline, not the client's own.
+    assert_eq!(hits[0].deadline_header.as_deref(), Some("5000"));
 }
 
 #[sim_test]
