@@ -24,7 +24,11 @@ fn durations() -> impl Strategy<Value = Duration> {
     prop_oneof![
         (1_u64..1_000_000).prop_map(Duration::from_nanos),
         (1_u64..100_000_000_000).prop_map(Duration::from_micros),
-        (0_u64..u64::MAX / 2, 0_u32..1_000_000_000).prop_map(|(s, n)| Duration::new(s, n)),
+        // Seconds of every scale, so that each unit is picked.
+        (0_u32..63, 0_u32..1_000_000_000).prop_flat_map(|(scale, nanos)| {
+            (0_u64..1 << scale)
+                .prop_map(move |secs| Duration::new(secs, nanos).max(Duration::from_nanos(1)))
+        }),
     ]
 }
 

@@ -135,6 +135,7 @@ mod tests {
             (Duration::from_micros(1_999), "1m"),
             (Duration::from_millis(99_999_999), "99999999m"),
             (Duration::from_millis(100_000_000), "100000S"),
+            (Duration::new(100_000, 999_999_999), "100000S"),
             (Duration::from_secs(100_000_000), "1666666M"),
             (Duration::from_secs(6_000_000_000), "1666666H"),
             (Duration::MAX, "99999999H"),
