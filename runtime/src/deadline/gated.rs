@@ -185,8 +185,10 @@ impl<F: Future> Future for Gated<F> {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
     use std::pin::pin;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::Poll;
     use std::time::Duration;
 
     use tokio::time::{sleep, sleep_until, Instant};
@@ -218,9 +220,16 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_enclosing_scope_read_at_each_poll_shortens_the_deadline() {
-        let inner = Gated::new(Start::FirstPoll(5 * SECOND), async {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let mut inner = pin!(Gated::new(Start::FirstPoll(5 * SECOND), async {
+            let _ = rx.await;
             Deadline::current().map(Deadline::remaining)
-        });
+        }));
+        // First polled outside any scope...
+        let first = std::future::poll_fn(|cx| Poll::Ready(inner.as_mut().poll(cx))).await;
+        assert!(first.is_pending());
+        tx.send(()).unwrap();
+        // ...then inside one that ends sooner.
         let seen = Deadline::after(SECOND).scope(inner).await;
         assert_eq!(seen, Ok(Some(SECOND)));
     }
