@@ -135,39 +135,6 @@ async fn a_touch_before_the_first_item_changes_nothing() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_handle_held_by_a_heartbeat_writer_does_not_keep_a_silent_stream_alive() {
-    let script = Script::start(first_90s_inactivity_30s());
-    script.send(Ok(1));
-    let beats = Arc::new(AtomicUsize::new(0));
-    // A heartbeat writer holds the handle, as an SSE body would, and never
-    // touches it: a keep-alive is not progress.
-    let heartbeat = tokio::spawn({
-        let beats = Arc::clone(&beats);
-        let handle = script.handle.clone();
-        async move {
-            let _handle = handle;
-            let mut every_5s = tokio::time::interval(secs(5));
-            loop {
-                every_5s.tick().await;
-                beats.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    });
-    let seen = script.seen().await;
-    heartbeat.abort();
-    assert_eq!(
-        seen,
-        [
-            (secs(0), ok(1)),
-            (secs(30), Timeout(Inactivity)),
-            (secs(30), End),
-        ]
-    );
-    // Beats at 0, 5, .., 25 at least: the heartbeat ran all along.
-    assert!(beats.load(Ordering::Relaxed) >= 6);
-}
-
-#[tokio::test(start_paused = true)]
 async fn an_error_item_as_first_outcome_is_yielded_and_ends_the_first_item_wait() {
     let mut script = Script::start(Watchdog::new().first_item(secs(90)));
     script.at(1).await;

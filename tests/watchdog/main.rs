@@ -12,8 +12,6 @@ mod model;
 mod properties;
 
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
