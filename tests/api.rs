@@ -68,6 +68,7 @@ fn the_deadline_futures_are_send_and_need_no_pinning_around_unpin_work() {
     send::<Bounded<Ready<()>>>();
     send::<Scope<Ready<()>>>();
     send::<Unscoped<Ready<()>>>();
+    unpin::<Bounded<Ready<()>>>();
     unpin::<Scope<Ready<()>>>();
     unpin::<Unscoped<Ready<()>>>();
 }

@@ -62,6 +62,9 @@ async fn work_that_keeps_waking_itself_cannot_keep_the_deadline_from_firing() {
     stopped_at_a_one_second_deadline(busy_forever()).await;
 }
 
+/// Busy work that also spends the task's coop budget at every poll: the
+/// check before each poll reads the clock, which no budget holds back.
+/// (The timer's own exemption is the test after the next.)
 #[tokio::test(start_paused = true)]
 async fn work_that_exhausts_the_coop_budget_is_still_stopped_at_the_deadline() {
     stopped_at_a_one_second_deadline(spend_budget_forever()).await;
