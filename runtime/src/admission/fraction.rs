@@ -126,10 +126,18 @@ mod tests {
     #[test]
     fn requests_older_than_ten_seconds_stop_counting() {
         let start = Instant::now();
-        let mut cap = FractionCap::new(0.2);
-        refused(&mut cap, start, 100);
+        let counted = || {
+            let mut cap = FractionCap::new(0.2);
+            for _ in 0..100 {
+                cap.count(start);
+            }
+            cap
+        };
+        // Nine seconds on, the hundred still count: all ten may take it.
+        let nine = start + Duration::from_secs(9);
+        assert_eq!(refused(&mut counted(), nine, 10), 10);
         // Ten seconds on, only the new second's requests count.
-        let later = start + Duration::from_secs(10);
-        assert_eq!(refused(&mut cap, later, 10), 2);
+        let ten = start + Duration::from_secs(10);
+        assert_eq!(refused(&mut counted(), ten, 10), 2);
     }
 }

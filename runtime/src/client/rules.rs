@@ -121,11 +121,14 @@ mod tests {
             before,
             "the same rules, now drawing from 2"
         );
+        assert_eq!(only.entropy.seed(), Some(2));
 
         let shared = Arc::new(Rules::new(&config, Entropy::seeded(1)).within_origin());
         let kept = Arc::clone(&shared);
         let copied = Rules::with_entropy(shared, Entropy::seeded(2));
         assert!(!Arc::ptr_eq(&copied, &kept), "the holder keeps its rules");
+        assert_eq!(copied.entropy.seed(), Some(2));
+        assert_eq!(kept.entropy.seed(), Some(1));
         assert!(
             !copied.follows_other_origins,
             "the copy keeps the rules' origin policy"
