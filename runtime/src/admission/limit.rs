@@ -419,9 +419,16 @@ mod tests {
     fn gradient2_tolerates_latency_up_to_one_and_a_half_times() {
         let mut g = Gradient2::default();
         busy_windows(&mut g, TEN_MS, 100);
+        // At 1.45 times the average the gradient is still 1: the limit
+        // moves a fifth of the way to itself plus the queue allowance.
         let before = g.limit;
-        busy_windows(&mut g, TEN_MS * 13 / 10, 20);
-        assert!(g.limit > before, "{} -> {}", before, g.limit);
+        busy_windows(&mut g, TEN_MS * 145 / 100, 1);
+        let grown = GRADIENT2_SMOOTHING.mul_add(GRADIENT2_QUEUE_SIZE, before);
+        assert!((g.limit - grown).abs() < 1e-9, "{before} -> {}", g.limit);
+        // At 1.7 times it is below 1, and outweighs the allowance.
+        let before = g.limit;
+        busy_windows(&mut g, TEN_MS * 170 / 100, 1);
+        assert!(g.limit < before, "{before} -> {}", g.limit);
     }
 
     #[test]
@@ -479,11 +486,16 @@ mod tests {
         g.on_sample(start, 0.01, 20.0);
         for i in 1..=20 {
             let rtt = if i % 2 == 0 { 0.01 } else { 0.03 };
-            g.on_sample(start + i * 49 * MS, rtt, 5.0);
+            // One request with the server full: the window is not
+            // app-limited.
+            let in_flight = if i == 10 { 20.0 } else { 5.0 };
+            g.on_sample(start + i * 49 * MS, rtt, in_flight);
         }
-        // One request with the server full: the window is not app-limited.
-        g.on_sample(start + 1000 * MS, 0.02, 20.0);
-        assert!((g.long_rtt - 0.02).abs() < 1e-9, "long rtt {}", g.long_rtt);
+        // The request that closes the window is neither its mean nor its
+        // most.
+        g.on_sample(start + 1000 * MS, 0.01, 5.0);
+        let mean = 0.41 / 21.0;
+        assert!((g.long_rtt - mean).abs() < 1e-9, "long rtt {}", g.long_rtt);
         assert!(g.limit > 20.0, "limit {}", g.limit);
     }
 
