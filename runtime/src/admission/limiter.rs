@@ -488,24 +488,41 @@ mod tests {
     /// and shrink the limit.
     #[tokio::test(start_paused = true)]
     async fn a_slot_no_request_used_teaches_vegas_nothing() {
-        let limiter = Limiter::new(Concurrency::Vegas, &QueueConfig::default()).unwrap();
-        let (initial, _, _) = limiter.snapshot();
-        let mut held: Vec<_> = (0..initial)
-            .map(|_| match limiter.acquire(None) {
-                super::Acquire::Ready(Some(permit)) => permit,
-                _ => panic!("a free slot"),
-            })
-            .collect();
-        advance(10 * MS).await;
-        let mut gone = tokio_test::task::spawn(limiter.acquire(None));
-        assert!(gone.poll().is_pending(), "queued");
-        let mut first = held.pop().unwrap();
-        first.answered();
-        drop(first); // a 10 ms sample; its slot goes to `gone`
-        drop(gone);
-        for mut permit in held {
-            permit.answered();
+        for late in [false, true] {
+            let limiter = Limiter::new(Concurrency::Vegas, &QueueConfig::default()).unwrap();
+            let (initial, _, _) = limiter.snapshot();
+            let mut held: Vec<_> = (0..initial)
+                .map(|_| match limiter.acquire(None) {
+                    super::Acquire::Ready(Some(permit)) => permit,
+                    _ => panic!("a free slot"),
+                })
+                .collect();
+            let deadline = Instant::now() + 10 * MS;
+            let mut gone = tokio_test::task::spawn(limiter.acquire(Some(deadline)));
+            assert!(gone.poll().is_pending(), "queued");
+            advance(10 * MS).await;
+            let mut first = held.pop().unwrap();
+            first.answered();
+            drop(first); // a 10 ms sample; its slot goes to `gone`
+            if late {
+                // Its deadline has passed by the time it takes the slot.
+                let Poll::Ready(result) = gone.poll() else {
+                    panic!("the wait is over");
+                };
+                assert_eq!(result.unwrap_err(), Refusal::Deadline);
+            } else {
+                drop(gone);
+            }
+            for mut permit in held {
+                permit.answered();
+            }
+            assert_limit_kept(&limiter, initial, late).await;
         }
+    }
+
+    /// Ten rounds of requests that fill the limit and take 10 ms each, as
+    /// the first did: the limit is not below `initial` after them.
+    async fn assert_limit_kept(limiter: &Limiter, initial: usize, late: bool) {
         for _ in 0..10 {
             let (limit, _, _) = limiter.snapshot();
             let round: Vec<_> = (0..limit)
@@ -520,7 +537,7 @@ mod tests {
             }
         }
         let (limit, _, _) = limiter.snapshot();
-        assert!(limit >= initial, "{limit} < {initial}");
+        assert!(limit >= initial, "late {late}: {limit} < {initial}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -530,7 +547,9 @@ mod tests {
         let gone = limiter.acquire(None);
         let next = tokio::spawn(limiter.acquire(None));
         tokio::task::yield_now().await;
+        assert_eq!(limiter.snapshot(), (1, 1, 2));
         drop(gone);
+        assert_eq!(limiter.snapshot(), (1, 1, 1), "it left the queue");
         drop(holder);
         assert!(next.await.unwrap().is_ok());
         assert_eq!(limiter.snapshot(), (1, 0, 0));
