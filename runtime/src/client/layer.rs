@@ -417,6 +417,8 @@ mod tests {
         let mut config = Config::default();
         config.http.client.hedge.enabled = true;
         config.http.client.hedge.delay_ms = Some(20);
+        // Only the bucket refuses the hedge.
+        config.http.client.hedge.max_extra_load = 1.0;
         let layer = ClientLayer::new(&config);
         let uri: http::Uri = "http://upstream.test/".parse().expect("a valid URI");
         let budget = layer.budgets().for_uri(&uri).expect("the host's budget");
