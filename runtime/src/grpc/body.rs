@@ -508,7 +508,8 @@ mod tests {
         }
     }
 
-    /// A unary answer: its message, then trailers saying `OK`.
+    /// A unary answer: its message, then trailers saying `OK`; polled after
+    /// them, it would wait, so the answer must end at its trailers.
     #[derive(Default)]
     struct Unary(u8);
 
@@ -528,7 +529,7 @@ mod tests {
                     trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
                     Some(Ok(Frame::trailers(trailers)))
                 }
-                _ => None,
+                _ => return Poll::Pending,
             })
         }
     }
