@@ -205,18 +205,29 @@ mod tests {
     }
 
     #[test]
-    fn the_pushback_is_between_one_and_three_seconds() {
-        let entropy = Entropy::seeded(7);
-        for _ in 0..100 {
-            let status = shutting_down(&entropy);
-            assert_eq!(status.code(), Code::Unavailable);
-            let pushback: u64 = status
-                .metadata()
-                .get("grpc-retry-pushback-ms")
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.parse().ok())
-                .expect("a pushback in whole milliseconds");
-            assert!((1000..=3000).contains(&pushback), "{pushback}");
+    fn the_pushback_is_drawn_between_one_and_three_seconds() {
+        let draws = |entropy: &Entropy| -> Vec<u64> {
+            (0..100)
+                .map(|_| {
+                    let status = shutting_down(entropy);
+                    assert_eq!(status.code(), Code::Unavailable);
+                    status
+                        .metadata()
+                        .get("grpc-retry-pushback-ms")
+                        .and_then(|value| value.to_str().ok())
+                        .and_then(|value| value.parse().ok())
+                        .expect("a pushback in whole milliseconds")
+                })
+                .collect()
+        };
+        let pushbacks = draws(&Entropy::seeded(7));
+        for pushback in &pushbacks {
+            assert!((1000..=3000).contains(pushback), "{pushback}");
         }
+        // Spread, so that clients told together come back apart, and drawn
+        // from the source given, so that a simulation replays.
+        let distinct: std::collections::BTreeSet<_> = pushbacks.iter().collect();
+        assert!(distinct.len() > 50, "{} distinct", distinct.len());
+        assert_eq!(draws(&Entropy::seeded(7)), pushbacks);
     }
 }
