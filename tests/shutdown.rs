@@ -453,12 +453,15 @@ async fn without_a_prestop_grace_the_trigger_says_phase_one_begins_at_once() {
 #[tokio::test(start_paused = true)]
 async fn a_guard_decrements_exactly_once_even_when_its_task_panics() {
     let in_flight = InFlight::new();
+    let other = in_flight.enter();
     let guard = in_flight.enter();
     let task = tokio::spawn(async move {
         let _guard = guard;
         panic!("the request failed");
     });
     assert!(task.await.is_err());
+    assert_eq!(in_flight.count(), 1, "the other request is still counted");
+    drop(other);
     assert_eq!(in_flight.count(), 0);
 }
 
@@ -471,16 +474,20 @@ async fn wait_zero_wakes_every_waiter_parked_before_the_count_reaches_zero() {
     let in_flight = InFlight::new();
     for _ in 0..100 {
         let guard = in_flight.enter();
-        let waiter = tokio::spawn({
-            let in_flight = in_flight.clone();
-            async move { in_flight.wait_zero().await }
-        });
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let in_flight = in_flight.clone();
+                tokio::spawn(async move { in_flight.wait_zero().await })
+            })
+            .collect();
         tokio::task::yield_now().await;
         drop(guard);
-        tokio::time::timeout(SECS(1), waiter)
-            .await
-            .expect("woken")
-            .unwrap();
+        for waiter in waiters {
+            tokio::time::timeout(SECS(1), waiter)
+                .await
+                .expect("woken")
+                .unwrap();
+        }
     }
 }
 
