@@ -36,7 +36,13 @@ async fn routed() -> &'static str {
 
 /// Allocations of [`COUNTED`] requests through `app`, after a warm-up.
 async fn allocations(app: &Router) -> usize {
-    support::allocations::of_requests(ALLOC, app, "/items", WARM_UP, COUNTED).await
+    let requests = support::allocations::Requests {
+        path: "/items",
+        warm_up: WARM_UP,
+        counted: COUNTED,
+        counted_headers: &[],
+    };
+    support::allocations::of_requests(ALLOC, app, &requests).await
 }
 
 #[test]
