@@ -402,7 +402,9 @@ async fn a_head_begun_in_the_same_write_as_the_one_before_is_bounded_after_a_bod
 }
 
 /// And a head begun while that request is still served, once its body
-/// was read whole, is bounded from its first byte too.
+/// was read whole, is held to the header bound too, not left to the idle
+/// one. (That the bound counts from the head's first byte, the clock's own
+/// tests show in virtual time.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_head_begun_after_a_body_was_read_while_its_request_runs_is_bounded_too() {
     let server = start(&config(300, 60)).await;
