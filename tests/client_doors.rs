@@ -1074,7 +1074,9 @@ fn header_seen() -> (
     let inner = tower::service_fn({
         let seen = Arc::clone(&seen);
         move |request: http::Request<Full<Bytes>>| {
-            let header = request.headers().get("x-timebox-deadline-ms").cloned();
+            let mut values = request.headers().get_all("x-timebox-deadline-ms").iter();
+            let header = values.next().cloned();
+            assert_eq!(values.next(), None, "C3: one deadline header goes out");
             seen.lock().unwrap().push(header);
             async { Ok(http::Response::new(Full::<Bytes>::default())) }
         }
