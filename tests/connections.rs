@@ -53,6 +53,16 @@ async fn big() -> Vec<u8> {
     vec![b'x'; BIG]
 }
 
+/// 16 MiB in chunks of 64 KiB, more than the sockets between a client and
+/// the server hold.
+#[get("/bulk", timeout = "off")]
+async fn bulk() -> axum::body::Body {
+    let chunk = Bytes::from(vec![b'x'; 64 << 10]);
+    let chunks =
+        futures_util::stream::iter((0..256).map(move |_| Ok::<_, io::Error>(chunk.clone())));
+    axum::body::Body::from_stream(chunks)
+}
+
 /// Streams "first" at once and "last" 600 ms later: its head goes out
 /// long before its body ends.
 #[get("/stream", timeout = "off")]
@@ -137,6 +147,7 @@ async fn start(config: &Config) -> Server {
         hello,
         slow,
         big,
+        bulk,
         stream,
         hold,
         upgrade,
@@ -222,14 +233,27 @@ async fn http2(
     hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
     JoinHandle<hyper::Result<()>>,
 ) {
+    http2_with(
+        addr,
+        &hyper::client::conn::http2::Builder::new(TokioExecutor::new()),
+    )
+    .await
+}
+
+/// [`http2`], with the client's settings of `builder`.
+async fn http2_with(
+    addr: SocketAddr,
+    builder: &hyper::client::conn::http2::Builder<TokioExecutor>,
+) -> (
+    hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+    JoinHandle<hyper::Result<()>>,
+) {
     let (heard, first_bytes) = oneshot::channel();
     let io = TokioIo::new(Heard {
         stream: connect(addr).await,
         heard: Some(heard),
     });
-    let (sender, connection) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-        .await
-        .expect("an HTTP/2 handshake");
+    let (sender, connection) = builder.handshake(io).await.expect("an HTTP/2 handshake");
     let connection = tokio::spawn(connection);
     tokio::time::timeout(ROOM, first_bytes)
         .await
@@ -498,6 +522,87 @@ async fn an_http2_tunnel_quiet_past_the_idle_bound_stays_open() {
             .expect("the tunnel is open");
         assert_eq!(&echo, word);
     }
+}
+
+/// A client that reads no more of an answer than its head holds neither
+/// its connection nor its request past the idle bound: an HTTP/2 client
+/// that grants no flow-control window...
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_client_that_grants_no_window_is_closed_after_the_idle_bound() {
+    // Also one that keeps its connection alive with PINGs, whose answers
+    // go out all along.
+    for pings in [false, true] {
+        no_window_closed_after_the_idle_bound(pings).await;
+    }
+}
+
+async fn no_window_closed_after_the_idle_bound(pings: bool) {
+    let server = start(&config(30_000, 1)).await;
+    let mut builder = hyper::client::conn::http2::Builder::new(TokioExecutor::new());
+    builder.initial_stream_window_size(0);
+    if pings {
+        builder
+            .timer(hyper_util::rt::TokioTimer::new())
+            .keep_alive_interval(Duration::from_millis(300))
+            .keep_alive_while_idle(true);
+    }
+    let (mut sender, connection) = http2_with(server.addr, &builder).await;
+    let request = http::Request::get(format!("http://{}/hello", server.addr))
+        .body(Empty::new())
+        .expect("a valid request");
+    let response = sender.send_request(request).await.expect("an answer");
+    assert_eq!(response.status(), 200);
+    let answered = Instant::now();
+    // Its body cannot be sent: the window is 0, and it is never read.
+    let closed = tokio::time::timeout(Duration::from_secs(1) + ROOM, connection).await;
+    assert!(
+        closed.is_ok(),
+        "the connection is still open (pings: {pings})"
+    );
+    let took = answered.elapsed();
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    // The stream's task drops the body once it learns the connection ended.
+    let give_up = Instant::now() + ROOM;
+    while server.shutdown.in_flight().count() > 0 {
+        assert!(
+            Instant::now() < give_up,
+            "the answer still holds its request"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(response);
+}
+
+/// ...and an HTTP/1 client that stops reading a streamed answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http1_client_that_stops_reading_is_closed_after_the_idle_bound() {
+    let server = start(&config(30_000, 1)).await;
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.set_recv_buffer_size(4096).expect("a small buffer");
+    let mut stream = socket
+        .connect(server.addr)
+        .await
+        .expect("the server accepts");
+    stream
+        .write_all(b"GET /bulk HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    read_until(&mut stream, &mut head, |read| {
+        read.starts_with(b"HTTP/1.1 200")
+    })
+    .await;
+    server.wait_in_flight(1).await;
+    // Nothing more is read: the answer waits once the sockets are full.
+    let give_up = Instant::now() + Duration::from_secs(1) + 2 * ROOM;
+    while server.shutdown.in_flight().count() > 0 {
+        assert!(
+            Instant::now() < give_up,
+            "the answer still holds its request"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(stream);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

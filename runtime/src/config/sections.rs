@@ -110,8 +110,12 @@ pub struct ServerConfig {
     /// Longest time an HTTP/1 keep-alive connection (or an HTTP/2 one with
     /// no open stream) may sit idle between requests, in seconds, before it
     /// is closed. Default 75 (nginx's); `0` turns the bound off (idle
-    /// connections stay open). Applied by `timebox::server::serve`
-    /// (feature `server`).
+    /// connections stay open). The same bound closes a connection whose
+    /// client stopped reading its responses (nginx's `send_timeout`):
+    /// every response on it has waited that long for the client to take
+    /// more. So a short bound also cuts a client that holds back its
+    /// HTTP/2 flow-control window that long (a paused download); `0` turns
+    /// both off. Applied by `timebox::server::serve` (feature `server`).
     pub keep_alive_timeout_secs: u64,
     /// `[server.grpc]`: the deadlines of gRPC calls.
     pub grpc: GrpcConfig,

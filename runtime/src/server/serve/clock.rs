@@ -96,8 +96,31 @@ enum Activity {
     Idle { since: Instant },
     /// Serving `requests` (one at a time on HTTP/1). On HTTP/1, bytes read
     /// meanwhile that are not a body (see [`Heads`]) are the next head
-    /// (pipelining).
-    Busy { requests: usize },
+    /// (pipelining). `held` of them have handed hyper a frame of their
+    /// response that hyper has not come back for more after: it waits for
+    /// the client to read. Once all have (see [`Activity::busy`]), the
+    /// connection is `stalled` since then, or since the socket last took
+    /// bytes after it had stopped (or stopped after taking them).
+    Busy {
+        requests: usize,
+        held: usize,
+        stalled: Option<Instant>,
+    },
+}
+
+impl Activity {
+    /// Busy with `requests`, `held` of them waiting for the client: stalled
+    /// from now when that is all of them, or, on HTTP/1 (which writes one
+    /// response at a time, and serves no request queued behind it until
+    /// it is written), any.
+    fn busy(requests: usize, held: usize, http2: bool) -> Self {
+        let stalled = held > 0 && (!http2 || held == requests);
+        Self::Busy {
+            requests,
+            held,
+            stalled: stalled.then(Instant::now),
+        }
+    }
 }
 
 /// Which bound passed.
@@ -107,6 +130,9 @@ pub(super) enum Expired {
     Head(Duration),
     /// The connection sat idle for `keep_alive_timeout_secs`.
     Idle(Duration),
+    /// Every response on the connection waited that long for the client
+    /// to read it, with not a byte going out: `keep_alive_timeout_secs`.
+    Stalled(Duration),
 }
 
 impl ConnectionClock {
@@ -168,10 +194,36 @@ impl ConnectionClock {
     /// idle between requests may still be sending its last answer: its idle
     /// time counts from the last of these, and a client reading a large
     /// answer slowly is not cut off, while one that stopped reading is
-    /// closed one idle bound later.
+    /// closed one idle bound later. The same holds for a connection whose
+    /// responses all wait for the client (stalled). Only these changes are
+    /// told, not every write: an HTTP/2 client that stopped reading its
+    /// responses still reads the answers to its PINGs, which never block.
     pub(super) fn on_write_progress(&self) {
-        if let Activity::Idle { since } = &mut self.lock().activity {
-            *since = Instant::now();
+        match &mut self.lock().activity {
+            Activity::Idle { since }
+            | Activity::Busy {
+                stalled: Some(since),
+                ..
+            } => *since = Instant::now(),
+            Activity::Head { .. } | Activity::Busy { stalled: None, .. } => {}
+        }
+    }
+
+    /// A response handed hyper a frame, and hyper has not come back for
+    /// more: it waits for the client to read (or for room in its HTTP/2
+    /// flow-control window).
+    fn on_frame_held(&self) {
+        let mut state = self.lock();
+        if let Activity::Busy { requests, held, .. } = state.activity {
+            state.activity = Activity::busy(requests, held + 1, state.http2);
+        }
+    }
+
+    /// hyper came back for the next frame of a response that held one.
+    fn on_frame_asked(&self) {
+        let mut state = self.lock();
+        if let Activity::Busy { requests, held, .. } = state.activity {
+            state.activity = Activity::busy(requests, held.saturating_sub(1), state.http2);
         }
     }
 
@@ -188,26 +240,33 @@ impl ConnectionClock {
         }
         let request = state.heads.requested(bodiless);
         state.activity = match state.activity {
-            Activity::Busy { requests } => Activity::Busy {
-                requests: requests + 1,
-            },
-            Activity::Head { .. } | Activity::Idle { .. } => Activity::Busy { requests: 1 },
+            Activity::Busy { requests, held, .. } => {
+                Activity::busy(requests + 1, held, state.http2)
+            }
+            Activity::Head { .. } | Activity::Idle { .. } => Activity::busy(1, 0, state.http2),
         };
         drop(state);
         RequestEnd {
             clock: Arc::clone(self),
             request,
             tunnel: false,
+            holding: false,
         }
     }
 
-    fn on_request_end(&self) {
+    /// A request ended; `held` when its response still held a frame.
+    fn on_request_end(&self, held: bool) {
         let mut state = self.lock();
         let next_head = (!state.http2)
             .then(|| state.heads.begun(Instant::now()))
             .flatten();
-        if let Activity::Busy { requests } = state.activity {
-            state.activity = match (requests, next_head) {
+        if let Activity::Busy {
+            requests,
+            held: all_held,
+            ..
+        } = state.activity
+        {
+            let activity = match (requests, next_head) {
                 (0 | 1, Some(since)) => Activity::Head {
                     since,
                     started: true,
@@ -221,8 +280,9 @@ impl ConnectionClock {
                         since: Instant::now(),
                     }
                 }
-                (more, _) => Activity::Busy { requests: more - 1 },
+                (more, _) => Activity::busy(more - 1, all_held - usize::from(held), state.http2),
             };
+            state.activity = activity;
         }
     }
 
@@ -291,10 +351,17 @@ impl ConnectionClock {
                 let bound = self.bounds.keep_alive?;
                 (since, Expired::Idle(bound))
             }
-            Activity::Busy { .. } => return None,
+            Activity::Busy {
+                stalled: Some(since),
+                ..
+            } => {
+                let bound = self.bounds.keep_alive?;
+                (since, Expired::Stalled(bound))
+            }
+            Activity::Busy { stalled: None, .. } => return None,
         };
         let bound = match expired {
-            Expired::Head(bound) | Expired::Idle(bound) => bound,
+            Expired::Head(bound) | Expired::Idle(bound) | Expired::Stalled(bound) => bound,
         };
         Some((since.checked_add(bound)?, expired))
     }
@@ -338,6 +405,8 @@ pub(super) struct RequestEnd {
     request: u64,
     /// The request opened a tunnel: it never ends on the clock.
     tunnel: bool,
+    /// Its response handed hyper a frame hyper has not come back after.
+    holding: bool,
 }
 
 impl RequestEnd {
@@ -358,12 +427,29 @@ impl RequestEnd {
     pub(super) fn open_tunnel(mut self) {
         self.tunnel = true;
     }
+
+    /// The response handed hyper a frame: until hyper comes back for the
+    /// next ([`asked`](Self::asked)), it waits for the client.
+    pub(super) fn held(&mut self) {
+        if !self.holding {
+            self.holding = true;
+            self.clock.on_frame_held();
+        }
+    }
+
+    /// hyper asks the response for its next frame.
+    pub(super) fn asked(&mut self) {
+        if self.holding {
+            self.holding = false;
+            self.clock.on_frame_asked();
+        }
+    }
 }
 
 impl Drop for RequestEnd {
     fn drop(&mut self) {
         if !self.tunnel {
-            self.clock.on_request_end();
+            self.clock.on_request_end(self.holding);
         }
     }
 }
@@ -470,6 +556,87 @@ mod tests {
         assert!(expired.is_err());
         drop(request);
         assert!(clock.is_idle());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_response_waiting_for_its_client_to_read_expires_after_the_idle_bound() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut request = clock.on_request(Version::HTTP_2, true);
+        // hyper took a frame and has not come back for the next.
+        request.held();
+        let start = Instant::now();
+        assert_eq!(
+            clock.expired().await,
+            Expired::Stalled(Duration::from_secs(10))
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_reads_now_and_then_keeps_its_response_going() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut request = clock.on_request(Version::HTTP_11, true);
+        // Every 9 s, hyper comes back for a frame, or bytes go out.
+        for round in 0..6 {
+            request.held();
+            tokio::time::advance(Duration::from_secs(9)).await;
+            if round % 2 == 0 {
+                request.asked();
+            } else {
+                clock.on_write_progress();
+            }
+        }
+        let expired = tokio::time::timeout(Duration::from_secs(9), clock.expired()).await;
+        assert!(expired.is_err(), "the client reads");
+        // Then it stops: one idle bound after the last sign.
+        let start = Instant::now();
+        assert_eq!(
+            clock.expired().await,
+            Expired::Stalled(Duration::from_secs(10))
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_is_stalled_only_while_every_response_waits_for_its_client() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut waiting = clock.on_request(Version::HTTP_2, true);
+        waiting.held();
+        // A second request whose handler still runs: the server has work.
+        let running = clock.on_request(Version::HTTP_2, true);
+        let expired = tokio::time::timeout(Duration::from_secs(60), clock.expired()).await;
+        assert!(expired.is_err(), "a handler runs");
+        // Once it ends, the other one's wait counts from then.
+        drop(running);
+        let start = Instant::now();
+        assert_eq!(
+            clock.expired().await,
+            Expired::Stalled(Duration::from_secs(10))
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        // A response dropped while it held a frame leaves nothing held.
+        drop(waiting);
+        assert!(clock.is_idle());
+        let next = clock.on_request(Version::HTTP_2, true);
+        let expired = tokio::time::timeout(Duration::from_secs(60), clock.expired()).await;
+        assert!(expired.is_err(), "the next handler runs");
+        drop(next);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn on_http1_the_response_being_written_stalls_its_connection_alone() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let mut writing = clock.on_request(Version::HTTP_11, true);
+        // A pipelined request hyper read while the first answer's last
+        // frame waits: its handler is not run until that answer is out.
+        let _queued = clock.on_request(Version::HTTP_11, true);
+        writing.held();
+        let start = Instant::now();
+        assert_eq!(
+            clock.expired().await,
+            Expired::Stalled(Duration::from_secs(10))
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
     }
 
     #[tokio::test(start_paused = true)]

@@ -171,6 +171,11 @@ impl Connection {
                             "closing an idle keep-alive connection \
                              (`server.keep_alive_timeout_secs`)"
                         ),
+                        Expired::Stalled(bound) => tracing::debug!(
+                            bound_secs = bound.as_secs(),
+                            "closing a connection whose client stopped reading its responses \
+                             (`server.keep_alive_timeout_secs`)"
+                        ),
                     }
                     return;
                 }

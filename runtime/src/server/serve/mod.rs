@@ -6,6 +6,7 @@ mod connection;
 mod heads;
 mod io;
 mod request_body;
+mod response_body;
 mod service;
 
 use axum::Router;
@@ -39,8 +40,7 @@ use connection::Connections;
 /// `serve` drives hyper's HTTP/1 and HTTP/2 server (through hyper-util, on
 /// tokio's timer) itself rather than through `axum::serve`, so that no
 /// client can hold a connection by sending nothing, half a head, or nothing
-/// more between requests (nor by reading nothing of a response hyper has
-/// whole):
+/// more between requests, nor by reading nothing of its responses:
 ///
 /// | what the client does | what bounds it | config key (default) |
 /// |---|---|---|
@@ -48,7 +48,7 @@ use connection::Connections;
 /// | starts a later head on a keep-alive connection and stalls (also one sent with the head before it, or while that request is served) | the header bound, from its first byte | `server.header_read_timeout_ms` |
 /// | keeps a connection open between requests | the idle bound, from the last bytes of its last response | `server.keep_alive_timeout_secs` (75) |
 /// | trickles a request body | the route's deadline (extractors run under it); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
-/// | reads the response slowly, or stops reading it (over HTTP/2, also by granting no flow-control window, which holds even a short body) | the route's deadline up to the response head; once hyper has queued the whole body, the idle bound from the last bytes that went out; while the body still streams, nothing in `serve` (there is no write bound; an [`SseStream`](crate::server::sse::SseStream) has its own watchdog) | `server.keep_alive_timeout_secs` |
+/// | reads the response slowly, or stops reading it (over HTTP/2, also by granting no flow-control window, which holds even a short body) | the route's deadline up to the response head; then the idle bound, from the last sign that the client reads: the socket taking bytes after it had stopped, or, while the body still streams, hyper asking it for more (a body waiting for its own data, an SSE stream between events, waits for nothing of the client's; over HTTP/2 the bound applies once every response on the connection waits for the client, and answers to the client's PINGs are no sign) | `server.keep_alive_timeout_secs` |
 ///
 /// Over HTTP/1, `serve` finds where each head ends in the bytes it reads
 /// (hyper reads ahead), so a head sent with the one before it is bounded

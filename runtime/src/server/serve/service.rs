@@ -17,9 +17,9 @@ use tower_service::Service;
 
 use crate::shutdown::ShutdownToken;
 
-use super::super::guarded_body::GuardedBody;
 use super::clock::{ConnectionClock, RequestEnd};
 use super::request_body::ReadToTheEnd;
+use super::response_body::ResponseBody;
 
 /// Serves one connection's requests with `inner`, marking each on the
 /// connection's clock from its head to the end of its response, and
@@ -45,7 +45,7 @@ impl<S> hyper::service::Service<Request<Incoming>> for ConnectionService<S>
 where
     S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone,
 {
-    type Response = http::Response<GuardedBody<Option<RequestEnd>>>;
+    type Response = http::Response<ResponseBody>;
     type Error = Infallible;
     type Future = TrackedResponse<S::Future>;
 
@@ -94,7 +94,7 @@ impl<F> Future for TrackedResponse<F>
 where
     F: Future<Output = Result<Response, Infallible>>,
 {
-    type Output = Result<http::Response<GuardedBody<Option<RequestEnd>>>, Infallible>;
+    type Output = Result<http::Response<ResponseBody>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -117,6 +117,6 @@ where
             }
         }
         // The connection stays busy until the response body is done.
-        Poll::Ready(Ok(response.map(|body| GuardedBody::new(body, end))))
+        Poll::Ready(Ok(response.map(|body| ResponseBody::new(body, end))))
     }
 }
