@@ -47,7 +47,7 @@ impl Logs {
         let lines = self.lines_with(needle);
         assert_eq!(lines.len(), 1, "one line with {needle:?}: {lines:?}");
         for field in fields {
-            assert!(lines[0].contains(field), "{field} in {lines:?}");
+            assert!(has_field(&lines[0], field), "{field} in {lines:?}");
         }
         lines[0].clone()
     }
@@ -61,6 +61,21 @@ impl Logs {
             .map(str::to_owned)
             .collect()
     }
+}
+
+/// Whether `line` holds `field` as the log writes it: `key=value` whole, so
+/// that `elapsed_ms=50` is not found in `elapsed_ms=500`; `key=` for the key
+/// with any value; anything else (a level, words of the message) as it is.
+pub fn has_field(line: &str, field: &str) -> bool {
+    if !field.contains('=') {
+        return line.contains(field);
+    }
+    line.match_indices(field).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + field.len()..].chars().next();
+        before.is_none_or(char::is_whitespace)
+            && (field.ends_with('=') || after.is_none_or(char::is_whitespace))
+    })
 }
 
 impl<'a> MakeWriter<'a> for Logs {
