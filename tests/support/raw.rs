@@ -15,12 +15,22 @@ pub struct RawResponse {
 }
 
 impl RawResponse {
-    /// The first value of the header `name` (case-insensitive).
+    /// The value of the header `name` (case-insensitive). Fails the test
+    /// when the header came more than once, so that no test reads one of
+    /// several as the answer's.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
+        let mut values = self
+            .headers
             .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+            .filter(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str());
+        let first = values.next();
+        let more: Vec<&str> = values.collect();
+        assert!(
+            more.is_empty(),
+            "{name} came more than once: {first:?}, {more:?}"
+        );
+        first
     }
 }
 
