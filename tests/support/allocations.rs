@@ -32,8 +32,8 @@ pub struct Requests<'a> {
     pub counted_headers: &'a [(&'a str, &'a str)],
 }
 
-/// The allocations `alloc` counted over the counted `requests` through
-/// `app`, after the warm-up.
+/// The allocations and reallocations `alloc` counted over the counted
+/// `requests` through `app`, after the warm-up.
 pub async fn of_requests(
     alloc: &'static StatsAlloc<System>,
     app: &Router,
@@ -46,5 +46,7 @@ pub async fn of_requests(
     for _ in 0..requests.counted {
         get_ok(app, requests.path, requests.counted_headers).await;
     }
-    region.change().allocations
+    // A buffer grown in place is a reallocation: counted too.
+    let change = region.change();
+    change.allocations + change.reallocations
 }
