@@ -175,6 +175,20 @@ impl Server {
             .expect("phase 1 begins");
     }
 
+    /// Waits until no request is in flight: their answers have been
+    /// dropped. Fails the test after `bound`.
+    async fn wait_no_request_within(&self, bound: Duration) {
+        let in_flight = self.shutdown.in_flight();
+        let give_up = Instant::now() + bound;
+        while in_flight.count() > 0 {
+            assert!(
+                Instant::now() < give_up,
+                "an answer still holds its request after {bound:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits until at least `n` requests are in flight: the server has read
     /// them and let them in. Fails the test after [`ROOM`].
     async fn wait_in_flight(&self, n: usize) {
@@ -562,14 +576,7 @@ async fn no_window_closed_after_the_idle_bound(pings: bool) {
     let took = answered.elapsed();
     assert!(took >= Duration::from_millis(900), "{took:?}");
     // The stream's task drops the body once it learns the connection ended.
-    let give_up = Instant::now() + ROOM;
-    while server.shutdown.in_flight().count() > 0 {
-        assert!(
-            Instant::now() < give_up,
-            "the answer still holds its request"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    server.wait_no_request_within(ROOM).await;
     drop(response);
 }
 
@@ -594,14 +601,9 @@ async fn an_http1_client_that_stops_reading_is_closed_after_the_idle_bound() {
     .await;
     server.wait_in_flight(1).await;
     // Nothing more is read: the answer waits once the sockets are full.
-    let give_up = Instant::now() + Duration::from_secs(1) + 2 * ROOM;
-    while server.shutdown.in_flight().count() > 0 {
-        assert!(
-            Instant::now() < give_up,
-            "the answer still holds its request"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    server
+        .wait_no_request_within(Duration::from_secs(1) + 2 * ROOM)
+        .await;
     drop(stream);
 }
 

@@ -558,18 +558,24 @@ mod tests {
         assert!(clock.is_idle());
     }
 
+    /// Asserts that `clock` expires as stalled, at its idle bound, `after`
+    /// from now.
+    async fn expires_stalled_after(clock: &ConnectionClock, after: Duration) {
+        let start = Instant::now();
+        assert_eq!(
+            clock.expired().await,
+            Expired::Stalled(Duration::from_secs(10))
+        );
+        assert_eq!(start.elapsed(), after);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_response_waiting_for_its_client_to_read_expires_after_the_idle_bound() {
         let clock = ConnectionClock::new(BOUNDS);
         let mut request = clock.on_request(Version::HTTP_2, true);
         // hyper took a frame and has not come back for the next.
         request.held();
-        let start = Instant::now();
-        assert_eq!(
-            clock.expired().await,
-            Expired::Stalled(Duration::from_secs(10))
-        );
-        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        expires_stalled_after(&clock, Duration::from_secs(10)).await;
     }
 
     #[tokio::test(start_paused = true)]
@@ -589,12 +595,7 @@ mod tests {
         let expired = tokio::time::timeout(Duration::from_secs(9), clock.expired()).await;
         assert!(expired.is_err(), "the client reads");
         // Then it stops: one idle bound after the last sign.
-        let start = Instant::now();
-        assert_eq!(
-            clock.expired().await,
-            Expired::Stalled(Duration::from_secs(10))
-        );
-        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        expires_stalled_after(&clock, Duration::from_secs(1)).await;
     }
 
     #[tokio::test(start_paused = true)]
@@ -608,12 +609,7 @@ mod tests {
         assert!(expired.is_err(), "a handler runs");
         // Once it ends, the other one's wait counts from then.
         drop(running);
-        let start = Instant::now();
-        assert_eq!(
-            clock.expired().await,
-            Expired::Stalled(Duration::from_secs(10))
-        );
-        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        expires_stalled_after(&clock, Duration::from_secs(10)).await;
         // A response dropped while it held a frame leaves nothing held.
         drop(waiting);
         assert!(clock.is_idle());
@@ -631,12 +627,7 @@ mod tests {
         // frame waits: its handler is not run until that answer is out.
         let _queued = clock.on_request(Version::HTTP_11, true);
         writing.held();
-        let start = Instant::now();
-        assert_eq!(
-            clock.expired().await,
-            Expired::Stalled(Duration::from_secs(10))
-        );
-        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        expires_stalled_after(&clock, Duration::from_secs(10)).await;
     }
 
     #[tokio::test(start_paused = true)]
