@@ -165,6 +165,18 @@ async fn start(config: &Config) -> Server {
 }
 
 impl Server {
+    /// Triggers the shutdown and waits for `serve` to return, which it must
+    /// do well; how long that took.
+    async fn shut_down(self) -> Duration {
+        let triggered = tokio::time::Instant::now();
+        self.shutdown.trigger();
+        self.served
+            .await
+            .expect("serve did not panic")
+            .expect("serve ends well");
+        triggered.elapsed()
+    }
+
     /// Triggers the shutdown and waits until phase 1 has begun: the trigger
     /// only starts the sequence, on a task of its own. Fails the test after
     /// [`ROOM`].
@@ -763,6 +775,52 @@ async fn a_second_trigger_while_connections_finish_writing_closes_them_at_once()
         .expect("serve did not panic")
         .expect("serve ends well");
     assert_eq!(start.elapsed(), Duration::from_millis(300));
+}
+
+/// G4: `serve` returns within `prestop_grace_secs + shutdown_timeout_secs +
+/// drain_force_secs` of the trigger, what an orchestrator's grace is told to
+/// cover: a request still in flight at the drain's bound leaves the
+/// connections no more time to write out.
+#[tokio::test(start_paused = true)]
+async fn serve_returns_at_the_drain_bound_with_a_request_still_in_flight() {
+    let mut config = config(30_000, 75);
+    config.server.shutdown_timeout_secs = 1;
+    config.server.drain_force_secs = 1;
+    let server = start(&config).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("the head is sent");
+    server.wait_in_flight(1).await;
+    assert_eq!(server.shut_down().await, Duration::from_secs(2));
+}
+
+/// With `drain_force_secs = 0`, a sequence that ended early leaves the
+/// connections the time its phases did not use: a response hyper still
+/// writes (nothing is in flight once its body is queued) gets its last
+/// second, as with any other drain.
+#[tokio::test(start_paused = true)]
+async fn with_no_drain_force_a_response_still_being_written_gets_its_last_second() {
+    let mut config = config(30_000, 75);
+    config.server.drain_force_secs = 0;
+    let server = start(&config).await;
+    let (_stream, _) = big_begun(server.addr).await;
+    assert_eq!(server.shut_down().await, Duration::from_secs(1));
+}
+
+/// A `drain_force_secs` past what the clock can hold (a configuration
+/// `validate` would refuse, served unvalidated) bounds nothing, and ends
+/// nothing early: `serve` returns once the drain is over.
+#[tokio::test(start_paused = true)]
+async fn serve_returns_under_a_drain_force_too_long_for_the_clock() {
+    let mut config = config(30_000, 75);
+    config.server.shutdown_timeout_secs = 1;
+    config.server.drain_force_secs = u64::MAX;
+    let server = start(&config).await;
+    let _idle = connect(server.addr).await;
+    let took = server.shut_down().await;
+    assert!(took <= Duration::from_secs(2), "{took:?}");
 }
 
 /// The idle bound counts from the last bytes written, not from when hyper

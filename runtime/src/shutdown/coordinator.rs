@@ -33,8 +33,8 @@ use super::{DrainToken, InFlight, ShutdownToken};
 /// A second trigger (a second signal) skips to the end at once. Nothing in
 /// the sequence waits without a bound: an orchestrator's grace period should
 /// be at least `prestop_grace_secs + shutdown_timeout_secs + drain_force_secs`,
-/// plus one second for `timebox::server::serve` to close the
-/// connections still open, and whatever the process does after it returns.
+/// plus whatever the process does after it returns (`timebox::server::serve`
+/// returns within that sum too).
 ///
 /// Clones share the same state.
 ///
@@ -251,6 +251,28 @@ impl Shutdown {
     #[cfg(feature = "server")]
     pub(crate) fn connection_bounds(&self) -> ConnectionBounds {
         self.shared.connections
+    }
+
+    /// When the sequence's bound passes: G4's sum (`prestop_grace_secs +
+    /// shutdown_timeout_secs + drain_force_secs`) after the trigger, or
+    /// `drain_force_secs` after phase 2 began when the phases began later
+    /// than the sum allows for (a caller that came late to
+    /// [`wait_drained`](Self::wait_drained)). Time the phases did not use
+    /// is left in it. `None` before phase 2, and for bounds too large for
+    /// the clock (which [`Config::validate`](crate::config::Config::validate)
+    /// refuses).
+    #[cfg(feature = "server")]
+    pub(crate) fn drain_bound(&self) -> Option<Instant> {
+        let shared = &self.shared;
+        let drained = shared.began[phase_index(ShutdownPhase::Drain)].get()?;
+        let triggered = shared.began[phase_index(ShutdownPhase::Prestop)].get()?;
+        let sum = shared
+            .prestop
+            .checked_add(shared.grace)?
+            .checked_add(shared.drain_force)?;
+        let by_the_sum = triggered.checked_add(sum)?;
+        let by_the_drain = drained.checked_add(shared.drain_force)?;
+        Some(by_the_sum.max(by_the_drain))
     }
 
     /// Runs the sequence once triggered (see [`Shutdown`]) and returns when it

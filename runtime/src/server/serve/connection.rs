@@ -11,6 +11,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
@@ -22,7 +23,8 @@ use super::service::ConnectionService;
 type RouterService = ShutdownGate<Router>;
 
 /// How long connections still open at the end of the sequence get to
-/// write out what their last responses left in their buffers.
+/// write out what their last responses left in their buffers, at most:
+/// never past the sequence's bound (G4's sum after the trigger).
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// The connections of one `serve` call. Dropping it closes them all.
@@ -82,14 +84,19 @@ impl Connections {
     }
 
     /// Closes the connections still open once they finished writing or
-    /// [`CLOSE_GRACE`] passed, or at once when `shutdown` is (or gets)
-    /// forced.
+    /// [`CLOSE_GRACE`] passed, or the sequence's bound did (a drain that
+    /// ran to its bound leaves no time; phases that ended early leave what
+    /// they did not use), or at once when `shutdown` is (or gets) forced.
     pub(super) async fn close(self, shutdown: &Shutdown) {
         self.tracker.close();
+        let grace_over = Instant::now() + CLOSE_GRACE;
+        let until = shutdown
+            .drain_bound()
+            .map_or(grace_over, |bound| bound.min(grace_over));
         tokio::select! {
             biased;
             () = shutdown.forced() => {}
-            _ = tokio::time::timeout(CLOSE_GRACE, self.tracker.wait()) => {}
+            _ = tokio::time::timeout_at(until, self.tracker.wait()) => {}
         }
         self.stop.cancel();
     }
