@@ -293,6 +293,53 @@ fn limited(sim: &Sim, limit: usize, global_ms: Option<u64>) -> (SimApp, Config) 
     (app, config)
 }
 
+/// Inherits the global deadline, when there is one.
+#[get("/inherit")]
+async fn inheriting() -> &'static str {
+    "inherited"
+}
+
+/// The limit is `TimeboxLayer`'s: routes of `into_router` served with
+/// none around them say once that no limit applies, also with no deadline
+/// anywhere; under the layer they say nothing.
+#[sim_test]
+async fn a_limit_with_no_timebox_layer_to_apply_it_is_said_once(sim: Sim) {
+    for global_ms in [None, Some(30_000)] {
+        for layered in [false, true] {
+            let (logs, _guard) = support::logs::Logs::capture();
+            let mut config = sim.config();
+            config.server.admission.concurrency =
+                Concurrency::Fixed(std::num::NonZeroUsize::new(1).unwrap());
+            config.server.timeouts.request_timeout_ms = global_ms;
+            let mut router: Router = routes![inheriting, hold].into_router(&config);
+            if layered {
+                router = router.layer(TimeboxLayer::new(&config));
+            }
+            let app = sim.app(router);
+            for path in ["/inherit", "/inherit", "/hold"] {
+                let response = app.request(request("GET", path)).await;
+                assert_eq!(response.status(), StatusCode::OK);
+            }
+            let warned = logs.lines_with("no concurrency limit applies");
+            let case = format!("global {global_ms:?}, layered {layered}: {warned:?}");
+            if layered {
+                assert!(warned.is_empty(), "{case}");
+            } else {
+                assert_eq!(warned.len(), 1, "{case}");
+                assert!(warned[0].contains("WARN"), "{case}");
+                assert!(
+                    support::logs::has_field(&warned[0], "route=\"/inherit\""),
+                    "{case}"
+                );
+                assert!(
+                    warned[0].contains("`server.admission.concurrency`"),
+                    "{case}"
+                );
+            }
+        }
+    }
+}
+
 /// Spawns `request` on `app`; the task yields once so it is queued.
 async fn spawned(
     app: &SimApp,

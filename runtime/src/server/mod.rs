@@ -88,7 +88,9 @@
 //!   `queue.target_ms` while the queue has not been empty for
 //!   `queue.interval_ms` (`503`, jittered `Retry-After`, `x-timebox-shed:
 //!   overloaded`); while congested the newest waiter is served first. A
-//!   request holds its slot until its response head.
+//!   request holds its slot until its response head. Without a
+//!   `TimeboxLayer` no limit applies, and the routes of
+//!   [`Routes::into_router`] say so in a `warn!` at their first request.
 //!
 //! Below all of this, [`serve()`] bounds each connection: a request head
 //! must arrive within `server.header_read_timeout_ms`, and an idle

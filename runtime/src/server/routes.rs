@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::handler::Handler;
@@ -11,10 +12,11 @@ use axum::Router;
 use http::Method;
 
 use crate::admission::DeadlineCheck;
-use crate::config::Config;
+use crate::config::{Concurrency, Config};
 use crate::deadline::Formats;
 use crate::observe::Label;
 
+use super::route_deadline::UnappliedLimit;
 use super::{DeadlineHandler, RouteSettings, RouteTimeout};
 
 /// Mounts a route's handler, under its deadline when it has one.
@@ -160,7 +162,9 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// It adds no layer: the concurrency limit of
     /// `server.admission.concurrency` is a `TimeboxLayer`'s, which you put
     /// around the router, one for the whole app so that every route shares
-    /// the limit.
+    /// the limit. With a limit in `config`, the first request a route of
+    /// this router serves with no `TimeboxLayer` around it logs a `warn!`
+    /// (once per router) that no limit applies.
     ///
     /// Each route's deadline applies to its own method only: a `GET` override
     /// also covers `HEAD` (axum answers `HEAD` with the `GET` handler) and
@@ -200,14 +204,20 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         }
         let global = config.server.timeouts.request_timeout();
         let inbound = Formats::trusted(&config.server.timeouts);
+        // The concurrency limit is a `TimeboxLayer`'s: a route served with
+        // none around it says so, once for the router.
+        let unlimited = (config.server.admission.concurrency != Concurrency::Off)
+            .then(|| Arc::new(UnappliedLimit::new()));
         let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
         for route in self.routes {
             let budget = route.timeout.resolve(global);
             warn_if_too_short(&route, budget);
             // A route that is `off` while others inherit a global deadline
             // still says so, to an outer `TimeboxLayer` (see its docs); with
-            // no deadline anywhere a route is mounted as it is.
-            let settings = (budget.is_some() || global.is_some()).then_some(RouteSettings {
+            // no deadline anywhere (and no limit to warn of) a route is
+            // mounted as it is.
+            let wrapped = budget.is_some() || global.is_some() || unlimited.is_some();
+            let settings = wrapped.then(|| RouteSettings {
                 budget,
                 inbound,
                 path: Label::from_static(route.path),
@@ -217,6 +227,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 check: budget.and_then(|_| {
                     DeadlineCheck::for_route(&config.server.admission, route.min_budget)
                 }),
+                unlimited: unlimited.clone(),
             });
             let routed = (route.mount)(settings);
             let merged = match by_path.remove(route.path) {

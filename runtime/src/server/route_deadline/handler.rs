@@ -8,7 +8,7 @@
 //! once, as any handler. Under a `TimeboxLayer` it takes the request over
 //! as `RouteDeadlineLayer` does (see [`RouteClaim`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use std::{future::Future, pin::Pin};
@@ -49,6 +49,33 @@ pub(crate) struct RouteSettings {
     pub(crate) observers: Observers,
     /// The route's deadline check (A1); `None` when it is off.
     pub(crate) check: Option<Arc<DeadlineCheck>>,
+    /// With a concurrency limit in the config: the warning that no
+    /// `TimeboxLayer` applies it, shared by the routes of one router.
+    pub(crate) unlimited: Option<Arc<UnappliedLimit>>,
+}
+
+/// Says once, at the first request a route of `into_router` serves with no
+/// `TimeboxLayer` around it, that `server.admission.concurrency` limits
+/// nothing: the limit is that layer's, and `into_router` cannot know at
+/// startup whether one will be put around the router.
+#[derive(Debug)]
+pub(crate) struct UnappliedLimit(Once);
+
+impl UnappliedLimit {
+    pub(crate) const fn new() -> Self {
+        Self(Once::new())
+    }
+
+    fn warn(&self, route: &str) {
+        self.0.call_once(|| {
+            tracing::warn!(
+                route,
+                "`server.admission.concurrency` is set, but this router's routes serve requests \
+                 with no `TimeboxLayer` around them: no concurrency limit applies; wrap the \
+                 router in `TimeboxLayer::new(&config)`",
+            );
+        });
+    }
 }
 
 /// A handler under its route's deadline.
@@ -70,6 +97,9 @@ where
         // Under a `TimeboxLayer`, which read the inbound header and started
         // the clock, this route's rule replaces the global one.
         let context = req.extensions().get::<RequestContext>();
+        if let (None, Some(unlimited)) = (context, &settings.unlimited) {
+            unlimited.warn(&settings.path);
+        }
         let claim = context.and_then(RequestContext::take_over);
         let Some(route_budget) = settings.budget else {
             return HandlerFuture {

@@ -24,7 +24,7 @@ pub(crate) use admit::{admit, Learn};
 pub(crate) use claim::{Probe, Probed, RouteClaim};
 pub use future::RouteDeadlineFuture;
 pub(crate) use future::{Answer, Expiry, RouteName, State};
-pub(crate) use handler::{DeadlineHandler, RouteSettings};
+pub(crate) use handler::{DeadlineHandler, RouteSettings, UnappliedLimit};
 
 /// Applies a route's deadline to any `tower::Service<http::Request<B>>`.
 ///
