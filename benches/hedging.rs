@@ -113,8 +113,10 @@ struct Outcome {
 }
 
 impl Outcome {
+    /// A quantile of the calls' latencies: every call ends, so there is
+    /// one (`run` refuses an outcome with no call).
     fn quantile(&self, q: f64) -> Duration {
-        quantile(&self.latencies, q)
+        quantile(&self.latencies, q).expect("an outcome holds every call's latency")
     }
 
     fn extra_load(&self) -> f64 {
@@ -157,7 +159,14 @@ fn execute(hedge: bool, max_retries: u64, fail_at: Option<usize>) -> Result<Outc
         for task in tasks {
             latencies.push(task.await?);
         }
-        let hedges = host.hedges.lock().map(|h| h.clone()).unwrap_or_default();
+        if latencies.is_empty() {
+            return Err("no call was made".into());
+        }
+        let hedges = host
+            .hedges
+            .lock()
+            .map_err(|_| "a host task panicked while recording a hedge")?
+            .clone();
         Ok(Outcome {
             latencies,
             host_requests: host.requests.load(Ordering::Relaxed),

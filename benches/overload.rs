@@ -262,9 +262,10 @@ impl Outcome {
         self.good.len() as f64 / (RUN - WARM_UP).as_secs_f64()
     }
 
-    /// A quantile of the admitted requests' latencies.
-    fn quantile(&self, q: f64) -> Duration {
-        quantile(&self.admitted, q)
+    /// A quantile of the admitted requests' latencies, in milliseconds;
+    /// `None` when the run admitted none.
+    fn quantile_ms(&self, q: f64) -> Option<f64> {
+        quantile(&self.admitted, q).map(|latency| latency.as_secs_f64() * 1000.0)
     }
 }
 
@@ -391,7 +392,7 @@ fn plot(
         goodput.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
         let p99: Vec<(f64, f64)> = runs
             .iter()
-            .map(|(load, o)| (*load, o.quantile(0.99).as_secs_f64() * 1000.0))
+            .filter_map(|(load, o)| Some((*load, o.quantile_ms(0.99)?)))
             .collect();
         tail.draw_series(LineSeries::new(p99.clone(), color.stroke_width(2)))?;
         tail.draw_series(p99.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
@@ -407,6 +408,11 @@ fn plot(
     Ok(())
 }
 
+/// `ms` to one decimal, or a dash for a run that admitted nothing.
+fn one_decimal(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "–".to_owned(), |ms| format!("{ms:.1}"))
+}
+
 fn main() -> Result<(), BoxError> {
     let mut results = Vec::new();
     for variant in Variant::ALL {
@@ -416,14 +422,17 @@ fn main() -> Result<(), BoxError> {
         }
         results.push((variant, runs));
     }
-    let unloaded = results[0].1[0].1.quantile(0.5);
+    let unloaded = results[0].1[0]
+        .1
+        .quantile_ms(0.5)
+        .ok_or("the unloaded run admitted no request")?;
     println!(
         "overload in virtual time: {WORKERS} workers × {} ms (capacity {CAPACITY}/s), \
          200 ms deadlines, {} s per load, the first {} s not measured; unloaded median {:.1} ms",
         SERVICE_TIME.as_millis(),
         RUN.as_secs(),
         WARM_UP.as_secs(),
-        unloaded.as_secs_f64() * 1000.0
+        unloaded
     );
     println!();
     println!("| admission | load | offered /s | goodput /s | goodput / capacity | admitted p50 (ms) | admitted p99 (ms) | adaptive limit |");
@@ -435,13 +444,13 @@ fn main() -> Result<(), BoxError> {
                 None => "–".to_owned(),
             };
             println!(
-                "| {} | {load}× | {:.0} | {:.0} | {:.3} | {:.1} | {:.1} | {limit} |",
+                "| {} | {load}× | {:.0} | {:.0} | {:.3} | {} | {} | {limit} |",
                 variant.label(),
                 outcome.offered as f64 / (RUN - WARM_UP).as_secs_f64(),
                 outcome.goodput(),
                 outcome.goodput() / CAPACITY,
-                outcome.quantile(0.5).as_secs_f64() * 1000.0,
-                outcome.quantile(0.99).as_secs_f64() * 1000.0,
+                one_decimal(outcome.quantile_ms(0.5)),
+                one_decimal(outcome.quantile_ms(0.99)),
             );
         }
     }

@@ -21,10 +21,12 @@ pub(crate) fn poisson_gap(entropy: &Entropy, rate: f64) -> Duration {
     Duration::from_secs_f64(-(1.0 - uniform).ln() / rate)
 }
 
-/// The `q` quantile of `latencies` (zero when there are none).
-pub(crate) fn quantile(latencies: &[Duration], q: f64) -> Duration {
+/// The `q` quantile of `latencies`; `None` when there are none.
+pub(crate) fn quantile(latencies: &[Duration], q: f64) -> Option<Duration> {
     let mut sorted = latencies.to_vec();
-    sorted.sort();
-    let index = ((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1));
-    sorted.get(index).copied().unwrap_or_default()
+    sorted.sort_unstable();
+    let last = sorted.len().checked_sub(1)?;
+    sorted
+        .get(((sorted.len() as f64 * q) as usize).min(last))
+        .copied()
 }
