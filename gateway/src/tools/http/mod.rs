@@ -170,7 +170,7 @@ impl StreamableHttpClient for TimeboxHttp {
         let new_session = header_text(&response, HEADER_SESSION_ID);
         let kind = BodyKind::of(&response);
         if !status.is_success() {
-            return match Failed::read(response, kind, &limits).await {
+            return match Failed::read(response, kind, &limits, Some(&message)).await {
                 Failed::JsonRpc(error) => Ok(StreamableHttpPostResponse::Json(*error, new_session)),
                 Failed::Http(error) => Err(error),
             };
@@ -282,7 +282,9 @@ impl StreamableHttpClient for TimeboxHttp {
         let kind = BodyKind::of(&response);
         if !response.status().is_success() {
             let limits = StreamableHttpResponseLimits::default();
-            return Err(Failed::read(response, kind, &limits).await.into_error());
+            return Err(Failed::read(response, kind, &limits, None)
+                .await
+                .into_error());
         }
         match kind {
             BodyKind::EventStream | BodyKind::Json => Ok(events(response, max_sse_event_size)),
@@ -364,10 +366,13 @@ enum Failed {
 }
 
 impl Failed {
+    /// Reads what `response` says; `sent` is the message it answers, for
+    /// a POST.
     async fn read(
         response: Response,
         kind: BodyKind,
         limits: &StreamableHttpResponseLimits,
+        sent: Option<&ClientJsonRpcMessage>,
     ) -> Self {
         let status = response.status();
         let retry_after = header_text(&response, RETRY_AFTER.as_str());
@@ -385,13 +390,16 @@ impl Failed {
             ),
         };
         // An error naming the request it answers. One with no id (what the
-        // MCP Python SDK sends when it fails to handle a POST) answers no
-        // request for rmcp, which drops it: the call would wait forever.
-        // Such a failure is the status's, below.
+        // MCP Python SDK sends when it fails to handle a POST), or with
+        // another request's id, answers no request of ours for rmcp, which
+        // drops it or fails another call with it: this call would wait
+        // until its request's own bound. Such a failure is the status's,
+        // below.
         if let Ok(message @ JsonRpcMessage::Error(_)) =
             serde_json::from_slice::<ServerJsonRpcMessage>(&body)
         {
-            if matches!(&message, JsonRpcMessage::Error(error) if error.id.is_some()) {
+            let named = matches!(&message, JsonRpcMessage::Error(error) if error.id.is_some());
+            if named && sent.is_none_or(|sent| answers(&message, sent)) {
                 return Self::JsonRpc(Box::new(message));
             }
         }
@@ -585,6 +593,27 @@ mod tests {
             matches!(&failed, Err(StreamableHttpError::HttpStatus(status)) if status.status == 500),
             "{failed:?}"
         );
+    }
+
+    /// An error behind an error status that names another request is not
+    /// this request's answer: it fails this call at once, as the status,
+    /// and fails no other call.
+    #[tokio::test]
+    async fn a_json_rpc_error_naming_another_request_is_the_failure_of_its_status() {
+        let body = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"not yours"}}"#;
+        let failed = post(
+            json(StatusCode::BAD_REQUEST, body),
+            None,
+            Default::default(),
+        )
+        .await;
+        match failed {
+            Err(StreamableHttpError::UnexpectedServerResponse(said)) => {
+                assert!(said.starts_with("HTTP 400 Bad Request: "), "{said}");
+                assert!(said.contains("not yours"), "{said}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]
