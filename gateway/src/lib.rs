@@ -18,12 +18,16 @@
 //!   the request's pooled MCP sessions are evicted;
 //! - the tools run on MCP servers named in the settings (`[mcp.servers.*]`,
 //!   streamable HTTP or stdio), or on the built-in one; over HTTP, every
-//!   request goes through timebox's [`Client`], so each server has its own
-//!   retry budget and circuit breaker, shown in `/metrics`;
+//!   request goes through timebox's [`Client`], so each server's host
+//!   (`host:port`, which servers on one host share) has its retry budget
+//!   and circuit breaker, shown in `/metrics`;
 //! - SIGTERM starts timebox's two-phase `Shutdown`:
 //!   new requests get `503` with `Retry-After`, streams get the grace to
 //!   finish, then `[DONE]`; the MCP sessions are closed last, after the
-//!   servers have read the streams' cancellation notices (at most 2 s).
+//!   servers have read the streams' cancellation notices: up to 2 s for the
+//!   notices and 2 s for the sessions to close, after `serve` returns, so
+//!   the orchestrator's grace should be 4 s longer than shutdown's own
+//!   (`prestop_grace_secs + shutdown_timeout_secs + drain_force_secs`).
 //!
 //! Run it with `cargo run --example chat_gateway`; the README shows what
 //! each scripted model does, with curl.

@@ -247,19 +247,21 @@ impl Session {
         self.noticed.left()
     }
 
-    /// Ends the session once it has lingered after its last notice, and
-    /// waits, at most `bound` more, for it to close: the server still reads
-    /// what was sent before, so the cancellation notices of a shutdown reach
-    /// it.
+    /// Ends the session once it has lingered after its last notice (at
+    /// most [`NOTICE_LINGER`]), and waits, at most `bound` more, for it to
+    /// close (the built-in server's task included): the server still reads
+    /// what was sent before, so the cancellation notices of a shutdown
+    /// reach it.
     pub(crate) async fn close(mut self, bound: Duration) -> bool {
         tokio::time::sleep(self.linger()).await;
+        let give_up = Instant::now() + bound;
         let closed = self
             .service
             .close_with_timeout(bound)
             .await
             .is_ok_and(|quit| quit.is_some());
         match self.builtin.take() {
-            Some(builtin) => closed && tokio::time::timeout(bound, builtin).await.is_ok(),
+            Some(builtin) => closed && tokio::time::timeout_at(give_up, builtin).await.is_ok(),
             None => closed,
         }
     }
