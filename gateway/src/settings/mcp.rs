@@ -61,7 +61,10 @@ pub(crate) struct ServerSettings {
     pub(crate) max_idle: usize,
     /// The most sessions open with the server at once, busy or idle (over
     /// stdio, each is a process): a request that finds them all in use
-    /// waits for one.
+    /// waits for one. A session gives its place up when it is told to end;
+    /// a stdio server may take up to 6 s more to exit (stdin closed, then
+    /// SIGTERM after 3 s and SIGKILL 3 s later), so for that long a
+    /// replacement and the old process run side by side.
     pub(crate) max_sessions: usize,
     /// How long opening a session (the MCP `initialize` handshake) may take.
     pub(crate) connect_timeout_ms: u64,
