@@ -21,7 +21,9 @@ use super::{Event, Observer};
 /// seconds: until then the recorder keeps every histogram sample). Each
 /// series' handle is registered with that recorder the first time the
 /// series is seen and kept: later events of the series cost a lookup and an
-/// update, no allocation.
+/// update, no allocation. So a recorder that drops idle series
+/// (`metrics-exporter-prometheus`'s `idle_timeout`) would lose a quiet
+/// one for good: leave that off for timebox's metrics.
 ///
 /// # Examples
 ///
