@@ -5,6 +5,9 @@ mod support;
 
 #[path = "../../tests/support/drain.rs"]
 mod drain;
+#[allow(dead_code, unreachable_pub)] // this file reads only some of it
+#[path = "../../tests/support/logs.rs"]
+mod logs;
 
 use std::time::Duration;
 
@@ -1200,6 +1203,7 @@ fn method_deadlines_load_from_toml_as_milliseconds_or_off() {
 
 #[tokio::test(start_paused = true)]
 async fn client_errors_become_statuses_that_keep_their_chain() {
+    use std::error::Error as _;
     use timebox::client::ClientError;
 
     let exceeded = Deadline::after(Duration::ZERO)
@@ -1225,14 +1229,53 @@ async fn client_errors_become_statuses_that_keep_their_chain() {
         ),
         (ClientError::TooManyRedirects, Code::Internal),
         (
-            ClientError::InvalidRequest("no host".to_owned()),
+            ClientError::InvalidRequest("the url https://up/x?key=SECRET".to_owned()),
             Code::Internal,
         ),
         (breaker_open(), Code::Unavailable),
     ] {
+        let said = err.to_string();
         let status = Status::from(err);
         assert_eq!(status.code(), code, "{status:?}");
         assert!(!is_deadline_exceeded(&status));
+        // The whole error stays on this side, as the source.
+        let source = status.source().expect("the error is the source");
+        assert_eq!(source.to_string(), said);
+    }
+}
+
+/// A status's message goes to the caller: it says what failed, not where,
+/// nor what the URL or the body was.
+#[test]
+fn client_errors_become_statuses_that_keep_hosts_and_urls_to_themselves() {
+    use timebox::client::ClientError;
+
+    let (logs, _guard) = logs::Logs::capture();
+    // The message, and whether the error is logged: an open breaker, which
+    // refuses every call while it is, is not, as in the axum answer.
+    for (err, message, logged) in [
+        (
+            breaker_open(),
+            "an upstream's circuit breaker is open",
+            false,
+        ),
+        (
+            ClientError::InvalidRequest("the url https://up/x?key=SECRET".to_owned()),
+            "an outbound call failed",
+            true,
+        ),
+        (
+            ClientError::Decode("expected `}` at SECRET".into()),
+            "an outbound call failed",
+            true,
+        ),
+        (ClientError::Timeout, "attempt timed out", true),
+    ] {
+        let before = logs.lines_with("outbound call failed").len();
+        let status = Status::from(err);
+        assert_eq!(status.message(), message, "{status:?}");
+        let lines = logs.lines_with("outbound call failed");
+        assert_eq!(lines.len() - before, usize::from(logged), "{lines:?}");
     }
 }
 

@@ -135,7 +135,11 @@ pub(crate) fn deadline_too_short(refused: &crate::admission::TooShort) -> Status
 ///
 /// The status's source is the error, so its chain is kept: for a
 /// deadline, [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded)
-/// holds for the status.
+/// holds for the status. Its message, which goes to the caller, says what
+/// kind of failure it was and never where: an open breaker's host, an
+/// invalid request's URL and a body that did not decode stay in the source,
+/// and every error but a deadline and an open breaker is logged (`warn!`,
+/// with the whole error), as the axum answer of a `ClientError` does.
 #[cfg(feature = "client")]
 impl From<crate::client::ClientError> for Status {
     fn from(err: crate::client::ClientError) -> Self {
@@ -160,7 +164,25 @@ impl From<crate::client::ClientError> for Status {
             | ClientError::Decode(_)
             | ClientError::Status(_) => Code::Internal,
         };
-        let mut status = Status::new(code, err.to_string());
+        let message = match &err {
+            ClientError::CircuitBreakerOpen { .. } => {
+                "an upstream's circuit breaker is open".to_owned()
+            }
+            ClientError::InvalidRequest(_) | ClientError::Decode(_) => {
+                "an outbound call failed".to_owned()
+            }
+            other => other.to_string(),
+        };
+        // As the axum answer: neither the caller's own deadline nor an
+        // open breaker (which refuses every call while it is, and says so
+        // when it opens) is logged per call.
+        if !matches!(
+            err,
+            ClientError::DeadlineExceeded(_) | ClientError::CircuitBreakerOpen { .. }
+        ) {
+            tracing::warn!(error = %err, "outbound call failed");
+        }
+        let mut status = Status::new(code, message);
         status.set_source(Arc::new(err));
         status
     }
