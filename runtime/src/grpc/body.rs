@@ -27,11 +27,19 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///
 /// A gRPC deadline is for the whole call, so the body's frames are polled
 /// under the same gate as the service's future, streamed responses
-/// included. When the deadline passes mid-body the inner body is dropped;
-/// on the server the body then ends with trailers saying
+/// included. When the deadline passes mid-body the inner body is dropped
+/// at its next poll; on the server the body then ends with trailers saying
 /// `DEADLINE_EXCEEDED`, and on the client reading it fails with that
 /// status. A body that answers on its own (a refused or timed-out call)
 /// is empty: the status is in the response's headers (Trailers-Only).
+///
+/// That next poll is hyper's to make: on a server whose client has stopped
+/// reading (its HTTP/2 window is closed), hyper holds the frame it has and
+/// polls the body no more, so the deadline ends the stream only once the
+/// client reads again or its connection closes. Bound such clients at the
+/// connection (tonic's `http2_keepalive_interval` and
+/// `http2_keepalive_timeout` close a connection whose peer has gone; one
+/// that is alive and reads nothing is the client's to end).
 ///
 /// On a server with a [`Shutdown`](crate::shutdown::Shutdown), a body still
 /// streaming at phase 2 (when remaining streams are told to end) ends with
