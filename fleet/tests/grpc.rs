@@ -1037,10 +1037,63 @@ async fn a_unary_call_that_finishes_during_phase_two_gets_its_answer() {
     assert_eq!(shutdown.in_flight().count(), 0);
 }
 
+/// G1, S13 for gRPC: tonic's shutdown set to phase 1, as the module's docs
+/// say, sends the GOAWAY then: the call under way still finishes, and the
+/// client's next call is not sent to this server (here it has nowhere
+/// else to go: the in-memory server takes one connection).
+#[tokio::test(start_paused = true)]
+async fn at_phase_one_tonics_goaway_lets_the_call_under_way_finish_and_takes_no_new_one() {
+    let mut config = with_method("/fleet.Relay/Wait", MethodTimeout::Off);
+    config.server.prestop_grace_secs = 0;
+    config.server.shutdown_timeout_secs = 10;
+    let shutdown = Shutdown::new(&config);
+    let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)])
+        .chain(futures_util::stream::pending());
+    let probe = Probe::default();
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .layer(layer)
+            .add_service(RelayServer::new(probe.clone()))
+            .serve_with_incoming_shutdown(incoming, shutdown.token().cancelled_owned()),
+    );
+    let channel = connect(client_io).await;
+    let mut relay = RelayClient::new(channel.clone());
+    let call = tokio::spawn(async move { relay.wait(wait(1_000)).await });
+    tokio::time::sleep(MS(10)).await;
+    assert_eq!(probe.calls(), 1);
+
+    shutdown.trigger();
+    let drained = drain::in_background(&shutdown);
+    tokio::time::sleep(MS(10)).await;
+    let next = RelayClient::new(channel)
+        .wait(wait(1))
+        .await
+        .expect_err("the next call has no connection to go to");
+    // Not the layer's phase-1 answer: the call never reached this server.
+    assert!(
+        next.metadata().get("grpc-retry-pushback-ms").is_none()
+            && !next.message().contains("shutting down"),
+        "{next:?}"
+    );
+    assert_eq!(probe.calls(), 1);
+    call.await
+        .unwrap()
+        .expect("the call under way finishes after the GOAWAY");
+    drained.await.unwrap();
+    assert_eq!(shutdown.in_flight().count(), 0);
+    tokio::time::timeout(SECS(1), server)
+        .await
+        .expect("tonic's shutdown returns")
+        .unwrap()
+        .expect("the server stops cleanly");
+}
+
 /// G2: a unary call still unanswered when the drain's bound passes is ended
 /// then with `UNAVAILABLE` and its handler dropped, as `serve` closes the
-/// connections still open then; tonic's graceful shutdown, set to phase 2,
-/// then has no call left to wait for.
+/// connections still open then; tonic's graceful shutdown, set to phase 1
+/// as the module's docs say, then has no call left to wait for.
 #[tokio::test(start_paused = true)]
 async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdown_returns() {
     let mut config = with_method("/fleet.Relay/Wait", MethodTimeout::Off);
@@ -1059,7 +1112,7 @@ async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdow
         tonic::transport::Server::builder()
             .layer(layer)
             .add_service(RelayServer::new(probe.clone()))
-            .serve_with_incoming_shutdown(incoming, shutdown.drain_token().cancelled_owned()),
+            .serve_with_incoming_shutdown(incoming, shutdown.token().cancelled_owned()),
     );
     let mut relay = RelayClient::new(connect(client_io).await);
     let call = tokio::spawn(async move { relay.wait(wait(60_000)).await });
@@ -1095,8 +1148,9 @@ async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdow
 }
 
 /// G1, G2: a stream still open at phase 2 is told to end: it ends with
-/// `UNAVAILABLE`, and tonic's graceful shutdown, set to phase 2 as the
-/// module's docs say, then has no stream left to wait for.
+/// `UNAVAILABLE`, and tonic's graceful shutdown, set to phase 1 as the
+/// module's docs say (its GOAWAY ends no stream), then has no stream left
+/// to wait for.
 #[tokio::test(start_paused = true)]
 async fn a_stream_open_at_phase_two_ends_and_tonics_shutdown_returns() {
     let mut config = with_method("/fleet.Relay/Ticks", MethodTimeout::Off);
@@ -1113,7 +1167,7 @@ async fn a_stream_open_at_phase_two_ends_and_tonics_shutdown_returns() {
         tonic::transport::Server::builder()
             .layer(layer)
             .add_service(RelayServer::new(Probe::default()))
-            .serve_with_incoming_shutdown(incoming, shutdown.drain_token().cancelled_owned()),
+            .serve_with_incoming_shutdown(incoming, shutdown.token().cancelled_owned()),
     );
     let mut relay = RelayClient::new(connect(client_io).await);
     let mut ticks = relay

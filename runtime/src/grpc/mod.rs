@@ -60,12 +60,17 @@
 //! ends (nothing left in flight, or `drain_force_secs` passed) is ended
 //! then with `UNAVAILABLE` and its handler dropped, as
 //! `timebox::server::serve` closes the connections still open then.
-//! Serve with tonic's own shutdown signal set to phase 2, so that
-//! connections stay open (and say `UNAVAILABLE`) while calls drain, and
-//! tonic's graceful shutdown, which waits for every stream, has none left
-//! to wait for once the sequence ends (but one whose client stopped
-//! reading, see [`GrpcBody`]):
-//! `serve_with_shutdown(addr, shutdown.drain_token().cancelled_owned())`.
+//! Serve with tonic's own shutdown signal set to phase 1:
+//! `serve_with_shutdown(addr, shutdown.token().cancelled_owned())`. tonic
+//! then closes its listener and sends each connection a GOAWAY, as
+//! `timebox::server::serve` does for HTTP/2, so clients send their next
+//! calls to another instance (a client that only got `UNAVAILABLE` would
+//! stay on its connection, and `pick_first` would keep choosing it), while
+//! the calls under way drain under the layer; a call that still arrives
+//! before its client has read the GOAWAY gets `UNAVAILABLE`, as above.
+//! tonic's graceful shutdown waits for every stream, and has none left to
+//! wait for once the sequence ends (but one whose client stopped reading,
+//! see [`GrpcBody`]).
 //!
 //! # Examples
 //!
