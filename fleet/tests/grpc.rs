@@ -1037,6 +1037,43 @@ async fn a_unary_call_that_finishes_during_phase_two_gets_its_answer() {
     assert_eq!(shutdown.in_flight().count(), 0);
 }
 
+/// A tonic server with the server layer and `probe`'s service, on one
+/// in-memory connection, its own shutdown signal at phase 1 as the module's
+/// docs say: the shutdown, the server's task and the client's channel.
+async fn tonic_until_phase_one(
+    config: &Config,
+    probe: &Probe,
+) -> (
+    Shutdown,
+    tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    tonic::transport::Channel,
+) {
+    let shutdown = Shutdown::new(config);
+    let layer = GrpcDeadlineLayer::server(config).shutdown(&shutdown);
+    let (client_io, server_io) = tokio::io::duplex(1 << 16);
+    // One connection, and no end to the listener: tonic shuts down when its
+    // incoming stream ends.
+    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)])
+        .chain(futures_util::stream::pending());
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .layer(layer)
+            .add_service(RelayServer::new(probe.clone()))
+            .serve_with_incoming_shutdown(incoming, shutdown.token().cancelled_owned()),
+    );
+    (shutdown, server, connect(client_io).await)
+}
+
+/// Asserts that the tonic server of [`tonic_until_phase_one`] returns
+/// cleanly, within a second.
+async fn tonic_returns(server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>) {
+    tokio::time::timeout(SECS(1), server)
+        .await
+        .expect("tonic's shutdown returns")
+        .unwrap()
+        .expect("the server stops cleanly");
+}
+
 /// G1, S13 for gRPC: tonic's shutdown set to phase 1, as the module's docs
 /// say, sends the GOAWAY then: the call under way still finishes, and the
 /// client's next call is not sent to this server (here it has nowhere
@@ -1046,19 +1083,8 @@ async fn at_phase_one_tonics_goaway_lets_the_call_under_way_finish_and_takes_no_
     let mut config = with_method("/fleet.Relay/Wait", MethodTimeout::Off);
     config.server.prestop_grace_secs = 0;
     config.server.shutdown_timeout_secs = 10;
-    let shutdown = Shutdown::new(&config);
-    let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
-    let (client_io, server_io) = tokio::io::duplex(1 << 16);
-    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)])
-        .chain(futures_util::stream::pending());
     let probe = Probe::default();
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .layer(layer)
-            .add_service(RelayServer::new(probe.clone()))
-            .serve_with_incoming_shutdown(incoming, shutdown.token().cancelled_owned()),
-    );
-    let channel = connect(client_io).await;
+    let (shutdown, server, channel) = tonic_until_phase_one(&config, &probe).await;
     let mut relay = RelayClient::new(channel.clone());
     let call = tokio::spawn(async move { relay.wait(wait(1_000)).await });
     tokio::time::sleep(MS(10)).await;
@@ -1083,11 +1109,7 @@ async fn at_phase_one_tonics_goaway_lets_the_call_under_way_finish_and_takes_no_
         .expect("the call under way finishes after the GOAWAY");
     drained.await.unwrap();
     assert_eq!(shutdown.in_flight().count(), 0);
-    tokio::time::timeout(SECS(1), server)
-        .await
-        .expect("tonic's shutdown returns")
-        .unwrap()
-        .expect("the server stops cleanly");
+    tonic_returns(server).await;
 }
 
 /// G2: a unary call still unanswered when the drain's bound passes is ended
@@ -1102,19 +1124,9 @@ async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdow
     config.server.drain_force_secs = 1;
     let recording = Recording::new();
     let config = config.observed_by(recording.clone());
-    let shutdown = Shutdown::new(&config);
-    let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
-    let (client_io, server_io) = tokio::io::duplex(1 << 16);
-    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)])
-        .chain(futures_util::stream::pending());
     let probe = Probe::default();
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .layer(layer)
-            .add_service(RelayServer::new(probe.clone()))
-            .serve_with_incoming_shutdown(incoming, shutdown.token().cancelled_owned()),
-    );
-    let mut relay = RelayClient::new(connect(client_io).await);
+    let (shutdown, server, channel) = tonic_until_phase_one(&config, &probe).await;
+    let mut relay = RelayClient::new(channel);
     let call = tokio::spawn(async move { relay.wait(wait(60_000)).await });
     tokio::time::sleep(MS(10)).await;
     assert_eq!(shutdown.in_flight().count(), 1);
@@ -1140,11 +1152,7 @@ async fn a_unary_call_unanswered_when_the_drain_ends_is_ended_and_tonics_shutdow
             reason: CancelReason::Shutdown
         }]
     );
-    tokio::time::timeout(SECS(1), server)
-        .await
-        .expect("tonic's shutdown returns")
-        .unwrap()
-        .expect("the server stops cleanly");
+    tonic_returns(server).await;
 }
 
 /// G1, G2: a stream still open at phase 2 is told to end: it ends with
@@ -1156,20 +1164,8 @@ async fn a_stream_open_at_phase_two_ends_and_tonics_shutdown_returns() {
     let mut config = with_method("/fleet.Relay/Ticks", MethodTimeout::Off);
     config.server.prestop_grace_secs = 0;
     config.server.shutdown_timeout_secs = 1;
-    let shutdown = Shutdown::new(&config);
-    let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
-    let (client_io, server_io) = tokio::io::duplex(1 << 16);
-    // One connection, and no end to the listener: tonic shuts down when its
-    // incoming stream ends.
-    let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server_io)])
-        .chain(futures_util::stream::pending());
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .layer(layer)
-            .add_service(RelayServer::new(Probe::default()))
-            .serve_with_incoming_shutdown(incoming, shutdown.token().cancelled_owned()),
-    );
-    let mut relay = RelayClient::new(connect(client_io).await);
+    let (shutdown, server, channel) = tonic_until_phase_one(&config, &Probe::default()).await;
+    let mut relay = RelayClient::new(channel);
     let mut ticks = relay
         .ticks(wait(100))
         .await
@@ -1194,11 +1190,7 @@ async fn a_stream_open_at_phase_two_ends_and_tonics_shutdown_returns() {
     assert_eq!(start.elapsed(), SECS(1), "at phase 2, after the grace");
     drained.await.unwrap();
     assert_eq!(shutdown.in_flight().count(), 0);
-    tokio::time::timeout(SECS(1), server)
-        .await
-        .expect("tonic's shutdown returns")
-        .unwrap()
-        .expect("the server stops cleanly");
+    tonic_returns(server).await;
 }
 
 #[test]
