@@ -560,18 +560,23 @@ fn process_of(session: &str) -> u64 {
         .expect("a stdio session is named after its process")
 }
 
+/// Whether the process `pid` runs: neither gone nor a zombie its parent
+/// has not reaped.
+fn is_running(pid: u64) -> bool {
+    let stat = Path::new("/proc").join(pid.to_string()).join("stat");
+    // `pid (name) state …`; a name may hold spaces, not a `)`.
+    std::fs::read_to_string(stat).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
 /// Waits, at most 10 s, until the process `pid` has exited: gone, or a
 /// zombie its parent has not reaped.
 async fn wait_until_gone(pid: u64) {
-    let stat = Path::new("/proc").join(pid.to_string()).join("stat");
     let give_up = Instant::now() + Duration::from_secs(10);
     loop {
-        // `pid (name) state …`; a name may hold spaces, not a `)`.
-        let running = std::fs::read_to_string(&stat).is_ok_and(|stat| {
-            stat.rsplit_once(')')
-                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-        });
-        if !running {
+        if !is_running(pid) {
             return;
         }
         assert!(
@@ -580,6 +585,48 @@ async fn wait_until_gone(pid: u64) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// `max_sessions` counts processes: an ended stdio session holds its place
+/// until its process has exited, so the process of the next session never
+/// runs beside it. With no room for idle sessions, the session that listed
+/// the tools at startup is ended at once; its server stays after its stdin
+/// closes and ignores SIGTERM, so the SDK kills it 6 s later, and only
+/// then does the first request's process start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_stdio_session_holds_its_place_until_its_process_has_exited() {
+    let dir = scratch_dir("mcp-stdio-places");
+    let log = dir.join("server.jsonl");
+    let server = format!(
+        "{}\nmax_idle = 0\nmax_sessions = 1",
+        stdio_server(&log, &["--linger"])
+    );
+    let gateway = gateway_with(&dir, "local", &server, &[]);
+    let client = reqwest::Client::new();
+
+    let answering = tokio::spawn({
+        let base = gateway.base.clone();
+        async move { complete(&client, &base, "scripted-tool-1s@local").await }
+    });
+    let events = tokio::task::block_in_place(|| {
+        wait_for_mcp_events(&log, Duration::from_secs(20), |events| {
+            events_of(events, "spawned").count() == 2
+        })
+    });
+    let spawned: Vec<u64> = events_of(&events, "spawned")
+        .map(|event| event["pid"].as_u64().expect("a process id"))
+        .collect();
+    let _cleanup = spawned
+        .iter()
+        .map(|&pid| KillsGroup(pid))
+        .collect::<Vec<_>>();
+    assert!(
+        !is_running(spawned[0]),
+        "the second process started while the first ran"
+    );
+    let body = answering.await.expect("the request ran");
+    assert!(!body.contains("event: error"), "{body}");
+    assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

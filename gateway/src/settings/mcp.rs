@@ -61,10 +61,13 @@ pub(crate) struct ServerSettings {
     pub(crate) max_idle: usize,
     /// The most sessions open with the server at once, busy or idle (over
     /// stdio, each is a process): a request that finds them all in use
-    /// waits for one. A session gives its place up when it is told to end;
-    /// a stdio server may take up to 6 s more to exit (stdin closed, then
-    /// SIGTERM after 3 s and SIGKILL 3 s later), so for that long a
-    /// replacement and the old process run side by side.
+    /// waits for one. A session ended gives its place up once it has
+    /// closed, or after 10 s at most: over HTTP once its DELETE is
+    /// answered, over stdio once its process has exited (stdin closed,
+    /// then SIGTERM after 3 s and SIGKILL 3 s later, so up to 6 s), and a
+    /// replacement does not run beside it. A request waiting for a place
+    /// may so wait up to that long behind an ended session, within its
+    /// own deadline.
     pub(crate) max_sessions: usize,
     /// How long opening a session (the MCP `initialize` handshake) may take.
     pub(crate) connect_timeout_ms: u64,

@@ -17,8 +17,8 @@ use crate::settings::Server;
 ///
 /// At most `max_sessions` are open at once, busy or idle (over stdio each
 /// is a process): past them, a request waits for one to be given back or
-/// to end. An ended session's place is free at once, while its stdio
-/// process may still be exiting (see `Server::max_sessions`).
+/// to end (an ended session holds its place until it has closed, at most
+/// 10 s: over stdio, until its process has exited).
 #[derive(Debug)]
 pub(crate) struct Pool {
     server: Server,

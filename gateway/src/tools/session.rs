@@ -28,15 +28,26 @@ use crate::settings::{Server, Transport};
 /// Bytes the in-memory pipe to the built-in server buffers each way.
 const PIPE_BUFFER: usize = 64 * 1024;
 
+/// How long a dropped session keeps its place while the SDK ends it: a
+/// stdio server that does not exit when its stdin closes gets SIGTERM
+/// 3 s later and SIGKILL 3 s after that, so its process is gone well
+/// within this.
+const END_BOUND: Duration = Duration::from_secs(10);
+
 /// One initialized MCP session. Several calls may run on it at once; each
 /// is told apart by its JSON-RPC request id.
+///
+/// Dropped, it ends, and gives up its place among its server's
+/// `max_sessions` once the SDK's task for it has ended (see `Drop`).
 pub(crate) struct Session {
-    service: RunningService<RoleClient, ProgressClient>,
+    /// The SDK's session: `None` only once the session is dropped, when it
+    /// goes to the task that waits for it to end.
+    service: Option<RunningService<RoleClient, ProgressClient>>,
     /// The built-in server's task, when this session is with it.
     builtin: Option<JoinHandle<()>>,
     noticed: NoticeClock,
-    /// Its place among the server's `max_sessions`, given up when the
-    /// session is dropped.
+    /// Its place among the server's `max_sessions`, given up once the
+    /// session has ended.
     place: Option<OwnedSemaphorePermit>,
 }
 
@@ -185,7 +196,7 @@ impl Session {
                 }
             };
             Ok(Self {
-                service: service.map_err(|e| unreachable(&e))?,
+                service: Some(service.map_err(|e| unreachable(&e))?),
                 builtin,
                 noticed: NoticeClock::default(),
                 place: None,
@@ -201,13 +212,21 @@ impl Session {
             })?
     }
 
+    /// The SDK's session.
+    fn service(&self) -> &RunningService<RoleClient, ProgressClient> {
+        // Taken only by `drop`.
+        self.service
+            .as_ref()
+            .expect("a session holds the SDK's until it is dropped")
+    }
+
     /// The names of the tools the server lists.
     ///
     /// # Errors
     ///
     /// When the server does not answer `tools/list`.
     pub(crate) async fn tool_names(&self) -> Result<Vec<String>, ServiceError> {
-        let tools = self.service.peer().list_all_tools().await?;
+        let tools = self.service().peer().list_all_tools().await?;
         Ok(tools
             .into_iter()
             .map(|tool| tool.name.into_owned())
@@ -215,7 +234,7 @@ impl Session {
     }
 
     /// The session, holding `place` among its server's sessions until it
-    /// is dropped.
+    /// has ended, once dropped.
     pub(crate) fn holding(mut self, place: OwnedSemaphorePermit) -> Self {
         self.place = Some(place);
         self
@@ -225,13 +244,14 @@ impl Session {
     /// the server (its process exited, its pipe or stream closed), which
     /// ends the SDK's task without cancelling the session's token.
     pub(crate) fn is_closed(&self) -> bool {
-        self.service.is_closed() || self.service.peer().is_transport_closed()
+        let service = self.service();
+        service.is_closed() || service.peer().is_transport_closed()
     }
 
     /// Ends the session without waiting: its task closes the transport
     /// (for HTTP, the session is deleted; a child process is asked to exit).
     pub(crate) fn end(&self) {
-        self.service.cancellation_token().cancel();
+        self.service().cancellation_token().cancel();
     }
 
     /// Records a cancellation notice sent on the session just now.
@@ -255,11 +275,13 @@ impl Session {
     pub(crate) async fn close(mut self, bound: Duration) -> bool {
         tokio::time::sleep(self.linger()).await;
         let give_up = Instant::now() + bound;
-        let closed = self
-            .service
-            .close_with_timeout(bound)
-            .await
-            .is_ok_and(|quit| quit.is_some());
+        let closed = match self.service.as_mut() {
+            Some(service) => service
+                .close_with_timeout(bound)
+                .await
+                .is_ok_and(|quit| quit.is_some()),
+            None => true,
+        };
         match self.builtin.take() {
             Some(builtin) => closed && tokio::time::timeout_at(give_up, builtin).await.is_ok(),
             None => closed,
@@ -300,7 +322,7 @@ impl Session {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = Some(arguments);
         let request = ClientRequest::CallToolRequest(Request::new(params));
-        let peer = self.service.peer().clone();
+        let peer = self.service().peer().clone();
         let handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
@@ -321,7 +343,7 @@ impl Session {
             return Err(ToolError::CancelledLate);
         }
         let mut updates = self
-            .service
+            .service()
             .service()
             .progress
             .subscribe(handle.progress_token.clone())
@@ -345,6 +367,27 @@ impl Session {
                     total: update.total,
                 }),
             }
+        }
+    }
+}
+
+impl Drop for Session {
+    /// Ends the session and, on a task of its own, gives up its place among
+    /// its server's `max_sessions` once the SDK's task for it has ended (an
+    /// HTTP session deleted, a stdio server's process exited or killed), or
+    /// [`END_BOUND`] passed: a replacement does not run beside the process
+    /// it replaces, unless that one outlasts the bound. Dropped outside a
+    /// runtime, it gives up its place at once, and the SDK's guard ends
+    /// the session.
+    fn drop(&mut self) {
+        let (Some(service), Some(place)) = (self.service.take(), self.place.take()) else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = tokio::time::timeout(END_BOUND, service.cancel()).await;
+                drop(place);
+            });
         }
     }
 }
