@@ -119,7 +119,9 @@ pub async fn serve(
     router: Router,
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
-    let service = ShutdownGate::new(router, &shutdown);
+    // Each handler made into its route once, as `axum::serve` does, rather
+    // than on every request.
+    let service = ShutdownGate::new(router.with_state(()), &shutdown);
     let connections = Connections::new(&shutdown);
     let mut acceptor = Acceptor::new(listener, connections.closed());
     let drained = shutdown.wait_drained();
