@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::response::IntoResponse;
 use futures_util::StreamExt;
 use http::StatusCode;
-use timebox::client::{Client, ClientError};
+use timebox::client::{Client, ClientError, RequestBuilder};
 use timebox::config::Config;
 use timebox::deadline::Deadline;
 use timebox::sim::Sim;
@@ -774,53 +774,140 @@ async fn an_always_failing_host_opens_its_breaker(sim: Sim) {
     assert_eq!(recorder.count(), 3);
 }
 
-/// Four calls at once to a hanging host, each cut short by a deadline of
-/// `secs`; then a fifth.
-async fn four_cut_calls_then_one(client: &Client, secs: u64) -> Result<(), ClientError> {
-    let calls: Vec<_> = (0..4)
-        .map(|_| {
-            let client = client.clone();
-            tokio::spawn(async move {
-                Deadline::after(SECS(secs))
-                    .scope(client.get("http://up/").send())
-                    .await
-            })
-        })
-        .collect();
+/// `request`, made `long_running` if `long_running`.
+fn long_running_if(long_running: bool, request: RequestBuilder) -> RequestBuilder {
+    if long_running {
+        request.long_running()
+    } else {
+        request
+    }
+}
+
+/// Four calls at once to a hanging host, under a breaker that takes calls
+/// past 5 s for slow and opens once four calls are all slow, each cut
+/// short by a deadline of `secs` and made `long_running` or not; then a
+/// fifth, and how many requests the host saw.
+async fn four_cut_calls_then_one(
+    sim: &Sim,
+    secs: u64,
+    long_running: bool,
+) -> (Result<(), ClientError>, usize) {
+    let recorder = Recorder::new();
+    sim.net().host("up", hanging(&recorder));
+    let client = sim.client_with(&breaker_config(4, 5));
+    let call = move |client: Client| async move {
+        let request = long_running_if(long_running, client.get("http://up/"));
+        Deadline::after(SECS(secs)).scope(request.send()).await
+    };
+    let calls: Vec<_> = (0..4).map(|_| tokio::spawn(call(client.clone()))).collect();
     for call in calls {
         let err = call.await.unwrap().unwrap_err();
         assert!(err.is_deadline_exceeded(), "{err}");
     }
-    Deadline::after(SECS(secs))
-        .scope(client.get("http://up/").send())
-        .await
-        .map(drop)
+    (call(client).await.map(drop), recorder.count())
 }
 
-#[sim_test]
-async fn calls_cut_short_by_our_own_deadline_do_not_blame_the_host(sim: Sim) {
-    let recorder = Recorder::new();
-    sim.net().host("up", hanging(&recorder));
-    let client = sim.client_with(&breaker_config(4, 5));
-    let err = four_cut_calls_then_one(&client, 1).await.unwrap_err();
+/// Asserts that the fifth call ended at its deadline, the breaker closed,
+/// after the host saw all five.
+fn the_breaker_stayed_closed((fifth, sent): (Result<(), ClientError>, usize)) {
+    let err = fifth.unwrap_err();
     assert!(
         err.is_deadline_exceeded(),
         "the breaker stayed closed: {err}"
     );
-    assert_eq!(recorder.count(), 5);
+    assert_eq!(sent, 5);
+}
+
+#[sim_test]
+async fn calls_cut_short_by_our_own_deadline_do_not_blame_the_host(sim: Sim) {
+    the_breaker_stayed_closed(four_cut_calls_then_one(&sim, 1, false).await);
 }
 
 #[sim_test]
 async fn calls_cut_short_after_the_slow_threshold_count_as_slow(sim: Sim) {
-    let recorder = Recorder::new();
-    sim.net().host("up", hanging(&recorder));
-    let client = sim.client_with(&breaker_config(4, 5));
-    let err = four_cut_calls_then_one(&client, 10).await.unwrap_err();
+    the_breaker_opened(four_cut_calls_then_one(&sim, 10, false).await, 4);
+}
+
+/// Asserts that `call` was refused by an open breaker, and that the host
+/// saw the `sent` calls before it.
+fn the_breaker_opened((call, seen): (Result<(), ClientError>, usize), sent: usize) {
+    let err = call.unwrap_err();
     assert!(
         matches!(err, ClientError::CircuitBreakerOpen { .. }),
         "{err}"
     );
-    assert_eq!(recorder.count(), 4);
+    assert_eq!(seen, sent);
+}
+
+/// Three calls at once to a host that answers `status` after 10 s, each
+/// made `long_running` or not, under a breaker that takes calls past 5 s
+/// for slow and opens once three calls are all slow (or all failed); then
+/// a fourth call, and how many requests the host saw.
+async fn three_slow_answers_then_one(
+    sim: &Sim,
+    status: StatusCode,
+    long_running: bool,
+) -> (Result<(), ClientError>, usize) {
+    let recorder = Recorder::new();
+    sim.net().host("up", delayed(&recorder, SECS(10), status));
+    let client = sim.client_with(&breaker_config(3, 5));
+    let call = || long_running_if(long_running, client.get("http://up/").retries(0)).send();
+    for answer in futures_util::future::join_all((0..3).map(|_| call())).await {
+        assert_eq!(answer.unwrap().status(), status);
+    }
+    (call().await.map(drop), recorder.count())
+}
+
+#[sim_test]
+async fn slow_answers_open_the_breaker(sim: Sim) {
+    the_breaker_opened(
+        three_slow_answers_then_one(&sim, StatusCode::OK, false).await,
+        3,
+    );
+}
+
+#[sim_test]
+async fn a_long_running_calls_time_is_not_held_against_its_host(sim: Sim) {
+    let (fourth, sent) = three_slow_answers_then_one(&sim, StatusCode::OK, true).await;
+    fourth.expect("the breaker stayed closed");
+    assert_eq!(sent, 4);
+}
+
+#[sim_test]
+async fn a_long_running_calls_failures_still_open_the_breaker(sim: Sim) {
+    let calls = three_slow_answers_then_one(&sim, StatusCode::INTERNAL_SERVER_ERROR, true).await;
+    the_breaker_opened(calls, 3);
+}
+
+#[sim_test]
+async fn a_long_running_call_cut_short_after_the_slow_threshold_counts_for_nothing(sim: Sim) {
+    the_breaker_stayed_closed(four_cut_calls_then_one(&sim, 10, true).await);
+}
+
+/// Three calls at once to a hanging host, each cut by an attempt timeout
+/// of 1 s, under a breaker that opens once three calls all failed: plain,
+/// they open it; long-running, they count for nothing.
+#[sim_test]
+async fn a_long_running_call_cut_by_its_attempt_timeout_counts_for_nothing(sim: Sim) {
+    for long_running in [false, true] {
+        let recorder = Recorder::new();
+        sim.net().host("up", hanging(&recorder));
+        let client = sim.client_with(&breaker_config(3, 60));
+        let call = || {
+            let request = client.get("http://up/").retries(0).attempt_timeout(SECS(1));
+            long_running_if(long_running, request).send()
+        };
+        for cut in futures_util::future::join_all((0..3).map(|_| call())).await {
+            assert!(matches!(cut, Err(ClientError::Timeout)), "{cut:?}");
+        }
+        let fourth = call().await.map(drop);
+        if long_running {
+            assert!(matches!(fourth, Err(ClientError::Timeout)), "{fourth:?}");
+            assert_eq!(recorder.count(), 4);
+        } else {
+            the_breaker_opened((fourth, recorder.count()), 3);
+        }
+    }
 }
 
 // The retry-amplification experiment: five layers that retry.

@@ -219,6 +219,21 @@ async fn a_post_is_never_hedged(sim: Sim) {
 }
 
 #[sim_test]
+async fn a_long_running_call_is_never_hedged(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(first_slow));
+    let client = sim.client_with(&hedging(&sim, 20));
+    client
+        .get("http://up/")
+        .hedge()
+        .long_running()
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(host.attempts(), [None]);
+}
+
+#[sim_test]
 async fn no_hedge_while_the_bucket_is_below_half(sim: Sim) {
     let host = Host::default();
     // Two quick failures (a request and its retry), then slow answers.

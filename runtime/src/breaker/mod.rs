@@ -40,6 +40,10 @@
 //! | drops it after the slow-call threshold, `cancelled_call_outcome = "slow"` | a call and a slow call |
 //! | drops it after the slow-call threshold, `cancelled_call_outcome = "failure"` | a call and a failure (not slow) |
 //!
+//! The client's long-running calls (`RequestBuilder::long_running`, feature
+//! `client`) count no time: never slow, and nothing when cancelled or cut
+//! by their attempt timeout.
+//!
 //! A success or failure that took longer than
 //! `slow_call_duration_threshold_secs` (60; 0 turns slow calls off) is *also*
 //! a slow call: slow calls are counted apart, for the slow-call rate, so a

@@ -1,6 +1,7 @@
 //! [`Permit`]: one admitted call, and the outcome it reports.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::StatusCode;
 use tokio::time::Instant;
@@ -44,6 +45,9 @@ pub struct Permit {
     shared: Arc<Shared>,
     generation: u64,
     started: Instant,
+    /// Whether the call's time counts: `false` for a call whose answer
+    /// comes only once its work is done (see [`Permit::untimed`]).
+    timed: bool,
     settled: bool,
 }
 
@@ -53,8 +57,19 @@ impl Permit {
             shared,
             generation,
             started,
+            timed: true,
             settled: false,
         }
+    }
+
+    /// The permit of a call whose answer comes only once its work is done,
+    /// so that its time says nothing of the host's health: it never counts
+    /// as slow, however long it runs. Its outcome counts as any other's (a
+    /// failure is a failure); cancelled, it counts for nothing.
+    #[cfg(feature = "client")]
+    pub(crate) fn untimed(mut self) -> Self {
+        self.timed = false;
+        self
     }
 
     /// The call succeeded.
@@ -92,7 +107,11 @@ impl Permit {
         }
         self.settled = true;
         let now = Instant::now();
-        let elapsed = now.saturating_duration_since(self.started);
+        let elapsed = if self.timed {
+            now.saturating_duration_since(self.started)
+        } else {
+            Duration::ZERO
+        };
         let generation = self.generation;
         // The call is told before the change of state it caused.
         self.shared

@@ -55,7 +55,8 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// another origin must not carry an `Authorization` or a `Cookie` (C7).
 /// Redirects within the origin are followed, hop by hop.
 ///
-/// A request asks for more retries, a retry of a POST or a hedge with a
+/// A request asks for more retries, a retry of a POST, a hedge, an attempt
+/// timeout of its own or to be taken for long-running with a
 /// [`CallOptions`] in its extensions.
 ///
 /// ```

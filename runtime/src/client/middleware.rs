@@ -24,7 +24,8 @@
 //!   (each attempt's [`Attempt`] is in the extensions).
 //!   Added before `Timebox`, it makes one span for the whole call.
 //! - **One call's options.** A call asks for more retries, a retry of a
-//!   POST or a hedge with a [`CallOptions`] in its
+//!   POST, a hedge, an attempt timeout of its own or to be taken for
+//!   long-running with a [`CallOptions`] in its
 //!   extensions: `client.post(url).with_extension(CallOptions::new()
 //!   .retry_non_idempotent())`.
 //! - **reqwest-retry.** Don't combine them: `Timebox` retries already, within

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// What one call asks of the client's rules beyond the configuration: more
 /// or fewer retries, a retry of a method that is not idempotent, a hedge,
-/// an attempt timeout of its own.
+/// an attempt timeout of its own, its time kept out of the host's health.
 ///
 /// [`RequestBuilder`](super::RequestBuilder) sets them with its methods of
 /// the same names. The doors that take a request someone else built read
@@ -36,6 +36,7 @@ pub struct CallOptions {
     /// `RequestBuilder::timeout` does, as reqwest's per-request timeout
     /// replaces its client's.
     pub(crate) attempt_timeout: Option<Duration>,
+    pub(crate) long_running: bool,
 }
 
 impl CallOptions {
@@ -52,6 +53,7 @@ impl CallOptions {
             retry_non_idempotent: false,
             hedge: false,
             attempt_timeout: None,
+            long_running: false,
         }
     }
 
@@ -72,7 +74,8 @@ impl CallOptions {
         self
     }
 
-    /// Hedges this call, whatever `http.client.hedge.enabled` says:
+    /// Hedges this call, whatever `http.client.hedge.enabled` says (unless
+    /// it is [`long_running`](Self::long_running)):
     /// see [`RequestBuilder::hedge`](super::RequestBuilder::hedge).
     pub const fn hedge(mut self) -> Self {
         self.hedge = true;
@@ -86,6 +89,14 @@ impl CallOptions {
     /// [`ClientError::InvalidRequest`](super::ClientError::InvalidRequest).
     pub const fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = Some(timeout);
+        self
+    }
+
+    /// Takes this call for one whose answer comes only once its work is
+    /// done, so its time says nothing of the host's health: see
+    /// [`RequestBuilder::long_running`](super::RequestBuilder::long_running).
+    pub const fn long_running(mut self) -> Self {
+        self.long_running = true;
         self
     }
 }

@@ -218,7 +218,8 @@ impl RequestBuilder {
         self
     }
 
-    /// Hedges this call, whatever `http.client.hedge.enabled` says:
+    /// Hedges this call, whatever `http.client.hedge.enabled` says (unless
+    /// it is [`long_running`](Self::long_running)):
     /// when the first attempt has not answered after the delay
     /// (`http.client.hedge.delay_ms`, else the host's p95 latency), a
     /// second one, marked `x-timebox-attempt: 2;hedge`, is sent beside it,
@@ -238,11 +239,44 @@ impl RequestBuilder {
         self
     }
 
+    /// Takes this call for one whose answer comes only once its work is
+    /// done (a long job that replies in one piece, a tool call), so that
+    /// how long it takes says nothing of the host's health. The host's
+    /// circuit breaker counts its answer (a `5xx` is still a failure, a
+    /// refused connection too) but never counts it as slow, however long
+    /// it runs past `breaker.slow_call_duration_threshold_secs`; an attempt
+    /// cut short, by the deadline or by its attempt timeout, counts for
+    /// nothing. It is not hedged (its latency would say nothing of the
+    /// host's either), whatever [`hedge`](Self::hedge) or
+    /// `http.client.hedge.enabled` say.
+    ///
+    /// It changes no bound: give it an
+    /// [`attempt_timeout`](Self::attempt_timeout) as long as the work may
+    /// take, or `http.client.timeout_secs` (30 s) cuts each attempt before
+    /// its answer's head, and an idempotent call is then retried, starting
+    /// the work again. Bound the call with a deadline.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # async fn run(client: timebox::client::Client) -> Result<(), timebox::client::ClientError> {
+    /// let report = client
+    ///     .post("http://reports.internal/build")
+    ///     .attempt_timeout(Duration::from_secs(600))
+    ///     .long_running()
+    ///     .send()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn long_running(mut self) -> Self {
+        self.options = self.options.long_running();
+        self
+    }
+
     /// Takes `options` as a whole, as the other doors of the client take
     /// them (see [`CallOptions`]): they replace what
     /// [`retries`](Self::retries), [`retry_non_idempotent`](Self::retry_non_idempotent),
-    /// [`hedge`](Self::hedge) and [`attempt_timeout`](Self::attempt_timeout)
-    /// set before.
+    /// [`hedge`](Self::hedge), [`attempt_timeout`](Self::attempt_timeout)
+    /// and [`long_running`](Self::long_running) set before.
     pub fn call_options(mut self, options: CallOptions) -> Self {
         self.options = options;
         self

@@ -95,6 +95,7 @@ impl<B: Body> Call<B> {
         self.span = span::attempt_span(&self.method, &self.target.uri, attempt);
         let permit = match &self.target.breaker {
             Some(breaker) => match breaker.try_acquire_at(now) {
+                Ok(permit) if self.long_running => Some(permit.untimed()),
                 Ok(permit) => Some(permit),
                 Err(open) => return Err(self.refused(attempt, open)),
             },

@@ -43,6 +43,9 @@ pub(crate) struct Call<B> {
     /// Whether the first attempt may be hedged (A3): hedging is on for the
     /// call, and sending the request twice is safe.
     pub(super) may_hedge: bool,
+    /// Whether the call's time is kept out of its host's breaker: its
+    /// answer comes only once its work is done.
+    pub(super) long_running: bool,
     pub(super) max_retries: u32,
     pub(super) retries_made: u32,
     pub(super) hops: u32,
@@ -115,8 +118,10 @@ impl<B: Body> Call<B> {
         let replayable = body.replayable();
         let retry_non_idempotent = options.retry_non_idempotent;
         let may_retry = may_retry(replayable, &method, retry_non_idempotent);
-        let may_hedge =
-            replayable && is_idempotent(&method) && (options.hedge || rules.hedging.enabled());
+        let may_hedge = replayable
+            && is_idempotent(&method)
+            && !options.long_running
+            && (options.hedge || rules.hedging.enabled());
         if retry_non_idempotent && !is_idempotent(&method) && !headers.contains_key(IDEMPOTENCY_KEY)
         {
             let entropy = &rules.entropy;
@@ -143,6 +148,7 @@ impl<B: Body> Call<B> {
             may_retry,
             retry_non_idempotent,
             may_hedge,
+            long_running: options.long_running,
             max_retries,
             retries_made: 0,
             hops: 0,

@@ -140,8 +140,9 @@ impl<B: Body> Call<B> {
     /// Tells the end of `attempt`: its event, and its outcome to the host's
     /// breaker (B6). A response counts by its status, a failure or a
     /// timeout as a failure. The deadline passing during the attempt (our
-    /// impatience) and a local failure (not the host's doing) drop the
-    /// permit without an outcome.
+    /// impatience), a local failure (not the host's doing) and the timeout
+    /// of a long-running call (whose time says nothing of the host) drop
+    /// the permit without an outcome.
     fn attempt_ended<R: Answer>(
         &mut self,
         attempt: Attempt,
@@ -154,6 +155,7 @@ impl<B: Body> Call<B> {
         let Some(permit) = permit else { return };
         match outcome {
             Outcome::Response(response) => permit.record_status(response.status()),
+            Outcome::TimedOut if self.long_running => drop(permit),
             Outcome::TimedOut
             | Outcome::Failed(TransportError::Connect(_) | TransportError::Other(_)) => {
                 permit.failure();
