@@ -227,7 +227,8 @@ async fn a_client_that_hangs_up_cancels_its_call_at_the_server_and_its_session_i
 /// A server in the SDK's JSON response mode sends the head of a call's
 /// answer only once the tool is done: a call that takes longer than
 /// `http.client.timeout_secs` (1 s here) still gets its answer, on the
-/// session it came on.
+/// session it came on, and its breaker, which would open at the first call
+/// past 1 s it took for slow, does not take it for one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_answers_in_json_when_done_is_not_cut_at_the_attempt_timeout() {
     let HttpSetup {
@@ -239,7 +240,12 @@ async fn a_server_that_answers_in_json_when_done_is_not_cut_at_the_attempt_timeo
         "py",
         &["--json-response"],
         "",
-        &[("TIMEBOX_HTTP__CLIENT__TIMEOUT_SECS", "1")],
+        &[
+            ("TIMEBOX_HTTP__CLIENT__TIMEOUT_SECS", "1"),
+            ("TIMEBOX_BREAKER__SLOW_CALL_DURATION_THRESHOLD_SECS", "1"),
+            ("TIMEBOX_BREAKER__SLOW_CALL_RATE_THRESHOLD", "0.01"),
+            ("TIMEBOX_BREAKER__MINIMUM_SAMPLE_COUNT", "1"),
+        ],
     );
     let client = reqwest::Client::new();
     for _ in 0..2 {

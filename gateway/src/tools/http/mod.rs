@@ -18,7 +18,13 @@
 //!   request's answer takes as long as its work: an event stream that
 //!   lasts as long as the tool runs, or, from a server in JSON response
 //!   mode, one JSON body whose head comes only once the tool is done. So
-//!   neither its head nor its body has a bound of its own. The request's
+//!   neither its head nor its body has a bound of its own, and the call is
+//!   `long_running`: its time is not held against the server by its
+//!   breaker (a JSON-mode server whose tools run a minute is not a slow
+//!   one), while its failures count as any other's. A server that takes
+//!   tool calls and never answers them is then not caught by its breaker,
+//!   in either mode (an event stream's head comes at once): each request's
+//!   own bound ends its call. The request's
 //!   own bound (the stream's watchdog, or the deadline of an answer that
 //!   is not streamed) ends the call on the gateway's side, and the
 //!   request's cleanup then tells the server to stop
@@ -153,7 +159,9 @@ impl StreamableHttpClient for TimeboxHttp {
             .header(ACCEPT, ACCEPTS)
             .json(&message);
         let request = match &message {
-            JsonRpcMessage::Request(_) => request.attempt_timeout(AS_LONG_AS_THE_WORK),
+            JsonRpcMessage::Request(_) => {
+                request.attempt_timeout(AS_LONG_AS_THE_WORK).long_running()
+            }
             _ => request,
         };
         let response = request.send().await.map_err(StreamableHttpError::Client)?;
