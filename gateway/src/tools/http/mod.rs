@@ -175,14 +175,24 @@ impl StreamableHttpClient for TimeboxHttp {
         // Notifications and replies leave nothing outstanding: whatever
         // success answers them, nothing in it is needed.
         let awaits_nothing = !matches!(message, JsonRpcMessage::Request(_));
-        let new_session = header_text(&response, HEADER_SESSION_ID);
+        let session = session_of(&response);
         let kind = BodyKind::of(&response);
         if !status.is_success() {
+            // An error opens no session: a bad id beside it does not hide
+            // what the server said.
+            let new_session = session.unwrap_or(None);
             return match Failed::read(response, kind, &limits, Some(&message)).await {
                 Failed::JsonRpc(error) => Ok(StreamableHttpPostResponse::Json(*error, new_session)),
                 Failed::Http(error) => Err(error),
             };
         }
+        // The answer to a request may open the session (`initialize`'s
+        // does): a bad id there is refused.
+        let new_session = if awaits_nothing {
+            session.unwrap_or(None)
+        } else {
+            session?
+        };
         match kind {
             BodyKind::EventStream => Ok(StreamableHttpPostResponse::Sse(
                 events(response, limits.max_sse_event_size),
@@ -312,8 +322,12 @@ enum BodyKind {
 
 impl BodyKind {
     fn of(response: &Response) -> Self {
-        let Some(value) = header_text(response, CONTENT_TYPE.as_str()) else {
+        let Some(value) = response.headers().get(CONTENT_TYPE) else {
             return Self::Other(None);
+        };
+        // Not text: what came, escaped, for the error to show.
+        let Ok(value) = value.to_str().map(str::to_owned) else {
+            return Self::Other(Some(format!("{value:?}")));
         };
         // The media type is what comes before any parameter, in any case.
         let essence = value.split(';').next().unwrap_or_default().trim();
@@ -359,9 +373,31 @@ fn same_id(ours: &RequestId, theirs: &RequestId) -> bool {
         )
 }
 
+/// The text of `response`'s header `name`, for a hint (`Retry-After`): a
+/// value that is not visible ASCII is as none.
 fn header_text(response: &Response, name: &str) -> Option<String> {
     let value = response.headers().get(name)?;
     value.to_str().ok().map(str::to_owned)
+}
+
+/// The session id `response` gives, if any.
+///
+/// # Errors
+///
+/// One that is not visible ASCII (0x21 to 0x7E), as MCP requires, is
+/// refused, naming the header, rather than taken for none: the session
+/// would go on without it.
+fn session_of(response: &Response) -> Result<Option<String>, Error> {
+    let Some(value) = response.headers().get(HEADER_SESSION_ID) else {
+        return Ok(None);
+    };
+    let visible = |byte: &u8| (0x21..=0x7e).contains(byte);
+    match value.to_str() {
+        Ok(id) if id.bytes().all(|byte| visible(&byte)) => Ok(Some(id.to_owned())),
+        _ => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+            format!("the `{HEADER_SESSION_ID}` header is not visible ASCII: {value:?}"),
+        ))),
+    }
 }
 
 /// What a response whose status is not a success says.
@@ -585,6 +621,44 @@ mod tests {
         ] {
             let answered = post(json(StatusCode::OK, body), None, Default::default()).await;
             assert!(answer(&answered).is_some(), "{body}: {answered:?}");
+        }
+    }
+
+    /// A session id that is not visible ASCII (MCP's rule) is refused,
+    /// said escaped, rather than taken for none (the session would go on
+    /// without it); so is a content type that is not text. A good id is
+    /// passed on.
+    #[tokio::test]
+    async fn a_bad_session_id_or_content_type_is_refused_naming_it() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let with_session = |id: &'static [u8]| {
+            let mut answer = json(StatusCode::OK, body);
+            let id = axum::http::HeaderValue::from_bytes(id).expect("a header value");
+            answer.headers_mut().insert("mcp-session-id", id);
+            answer
+        };
+        for (id, said) in [(&b"s\xff1"[..], r#""s\xff1""#), (&b"s 1"[..], r#""s 1""#)] {
+            match post(with_session(id), None, Default::default()).await {
+                Err(StreamableHttpError::UnexpectedServerResponse(message)) => assert_eq!(
+                    message,
+                    format!("the `Mcp-Session-Id` header is not visible ASCII: {said}")
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+        let answered = post(with_session(b"s-1"), None, Default::default()).await;
+        assert!(
+            matches!(&answered, Ok(StreamableHttpPostResponse::Json(_, Some(id))) if id == "s-1"),
+            "{answered:?}"
+        );
+        let mut answer = json(StatusCode::OK, body);
+        let not_text = axum::http::HeaderValue::from_bytes(b"s\xff1").expect("obs-text");
+        answer.headers_mut().insert("content-type", not_text);
+        match post(answer, None, Default::default()).await {
+            Err(StreamableHttpError::UnexpectedContentType(said)) => {
+                assert_eq!(said.as_deref(), Some(r#""s\xff1""#));
+            }
+            other => panic!("{other:?}"),
         }
     }
 
