@@ -97,12 +97,16 @@ use connection::Connections;
 /// use timebox::config::Config;
 /// use timebox::shutdown::Shutdown;
 ///
-/// # async fn run(router: axum::Router) -> std::io::Result<()> {
-/// let config = Config::load().expect("valid configuration");
+/// # async fn run(router: axum::Router) -> Result<(), Box<dyn std::error::Error>> {
+/// let config = Config::load()?;
+/// // The bounds `serve` keeps are the configuration's: refuse bad ones.
+/// for warning in config.validate()? {
+///     tracing::warn!(key = warning.key(), "{warning}");
+/// }
 /// let shutdown = Shutdown::new(&config);
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-/// timebox::server::serve(listener, router, shutdown).await
-/// # }
+/// timebox::server::serve(listener, router, shutdown).await?;
+/// # Ok(()) }
 /// ```
 ///
 /// # Errors
