@@ -143,6 +143,8 @@ async fn hedged() -> String {
     let mut config = Config::default();
     config.http.client.hedge.enabled = true;
     config.http.client.hedge.delay_ms = Some(20);
+    // A new client has hedged nothing yet: with the default 5 % share, its
+    // first request may not be hedged. Here it may.
     config.http.client.hedge.max_extra_load = 1.0;
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let calls = Arc::new(AtomicUsize::new(0));

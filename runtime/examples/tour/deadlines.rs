@@ -197,13 +197,28 @@ async fn config_and_entropy_rows() -> Vec<Row> {
             .request_timeout()
             .map_or("none".to_owned(), |d| format!("{} ms", d.as_millis())),
     ));
+    // A configuration is checked before it is served under: every bad
+    // value at once, each naming its key.
+    let mut unbounded = Config::default();
+    unbounded.server.drain_force_secs = 7 * 24 * 3600;
+    let refused = match unbounded.validate() {
+        Ok(_) => "accepted".to_owned(),
+        Err(err) => format!("refused: {}", err.keys().collect::<Vec<_>>().join(", ")),
+    };
+    rows.push(Row::new(
+        "validate(): a week's drain_force_secs",
+        "refused: server.drain_force_secs",
+        refused,
+    ));
     let (first, second) = (retry_afters(42).await, retry_afters(42).await);
-    let alike = "alike, each 503 with 1..=3 s, not all the same";
+    let other = retry_afters(43).await;
+    let alike = "alike, each 503 with 1..=3 s, not all the same; seed 43 differs";
     let jittered = first.windows(2).any(|pair| pair[0] != pair[1]);
-    let seen = if first == second && jittered && first.iter().all(|s| matches!(s, Some(1..=3))) {
+    let in_range = first.iter().all(|s| matches!(s, Some(1..=3)));
+    let seen = if first == second && other != first && jittered && in_range {
         alike.to_owned()
     } else {
-        format!("{first:?} and {second:?}")
+        format!("{first:?} and {second:?}; seed 43: {other:?}")
     };
     rows.push(Row::new(
         "two apps seeded alike: 8 Retry-Afters each",
