@@ -145,8 +145,12 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
 
     /// An axum router serving every route; the handler of each route that
     /// has a deadline (its override, else the global one) runs under it, as
-    /// the [module docs](super) describe. With no deadline anywhere, a route
-    /// is mounted as it is and no deadline machinery runs.
+    /// the [module docs](super) describe. With no deadline anywhere and no
+    /// concurrency limit, a route is mounted as it is and no deadline
+    /// machinery runs. With a limit and no deadline, it runs under no
+    /// deadline either, but carries its settings, to tell whether a
+    /// `TimeboxLayer` applies the limit (see below): a copy of them and an
+    /// extension look-up a request, far less than the limit's own cost.
     ///
     /// The deadline is applied inside the handler, not by layers, so a route
     /// costs axum one boxed service, as a plain handler does; it is the same
