@@ -204,7 +204,11 @@ impl StreamableHttpClient for TimeboxHttp {
                     // A request's one JSON answer is its response or its
                     // error. Anything else (an error with no id, another
                     // request's answer) rmcp would not route to it, and the
-                    // call would wait until the request's own bound.
+                    // call would wait until the request's own bound. A
+                    // message that awaits nothing needs nothing from it.
+                    Ok(answer) if !answers(&answer, &message) && awaits_nothing => {
+                        Ok(StreamableHttpPostResponse::Accepted)
+                    }
                     Ok(answer) if !answers(&answer, &message) => {
                         Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
                             format!("HTTP {status}: the JSON body does not answer the request"),
@@ -347,10 +351,16 @@ const AS_LONG_AS_THE_WORK: Duration = Duration::MAX;
 
 /// Whether `answer`, the JSON body of a success, answers `message`: for a
 /// request, its response or an error that names its id; for anything else
-/// (which awaits nothing), any message.
+/// (which awaits nothing), any message but a response or an error that
+/// names a request, which rmcp would take for the answer to that request
+/// of ours.
 fn answers(answer: &ServerJsonRpcMessage, message: &ClientJsonRpcMessage) -> bool {
     let JsonRpcMessage::Request(request) = message else {
-        return true;
+        return match answer {
+            JsonRpcMessage::Response(_) => false,
+            JsonRpcMessage::Error(error) => error.id.is_none(),
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => true,
+        };
     };
     match answer {
         JsonRpcMessage::Response(response) => same_id(&request.id, &response.id),
@@ -532,11 +542,21 @@ mod tests {
         session: Option<&str>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<timebox::client::ClientError>> {
+        post_message(ping(), answer, session, limits).await
+    }
+
+    /// `message` POSTed to a server that answers `answer`.
+    async fn post_message(
+        message: ClientJsonRpcMessage,
+        answer: axum::response::Response,
+        session: Option<&str>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<timebox::client::ClientError>> {
         let uri = answering(answer).await;
         TimeboxHttp::new(Client::new(&Config::default()))
             .post_message_with_response_limits(
                 uri,
-                ping(),
+                message,
                 session.map(Arc::from),
                 None,
                 HashMap::new(),
@@ -657,6 +677,40 @@ mod tests {
         match post(answer, None, Default::default()).await {
             Err(StreamableHttpError::UnexpectedContentType(said)) => {
                 assert_eq!(said.as_deref(), Some(r#""s\xff1""#));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A notification awaits no answer: a response or an error naming a
+    /// request that comes back to it is passed to no request (rmcp would
+    /// take it for that request's answer); after a success it is ignored,
+    /// after an error status the status is the failure.
+    #[tokio::test]
+    async fn an_answer_naming_a_request_that_comes_to_a_notification_reaches_no_request() {
+        let initialized = || {
+            serde_json::from_str::<ClientJsonRpcMessage>(
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            )
+            .expect("a notification")
+        };
+        for body in [
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"not yours"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+        ] {
+            let ok = json(StatusCode::OK, body);
+            let posted = post_message(initialized(), ok, None, Default::default()).await;
+            assert!(
+                matches!(posted, Ok(StreamableHttpPostResponse::Accepted)),
+                "{body}: {posted:?}"
+            );
+        }
+        let body = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"not yours"}}"#;
+        let refused = json(StatusCode::BAD_REQUEST, body);
+        let failed = post_message(initialized(), refused, None, Default::default()).await;
+        match failed {
+            Err(StreamableHttpError::UnexpectedServerResponse(said)) => {
+                assert!(said.starts_with("HTTP 400 Bad Request: "), "{said}");
             }
             other => panic!("{other:?}"),
         }
