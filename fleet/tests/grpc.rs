@@ -1093,9 +1093,10 @@ async fn at_phase_one_tonics_goaway_lets_the_call_under_way_finish_and_takes_no_
     shutdown.trigger();
     let drained = drain::in_background(&shutdown);
     tokio::time::sleep(MS(10)).await;
-    let next = RelayClient::new(channel)
-        .wait(wait(1))
+    let mut relay = RelayClient::new(channel);
+    let next = tokio::time::timeout(MS(5_000), relay.wait(wait(1)))
         .await
+        .expect("the next call fails, not waiting for a connection")
         .expect_err("the next call has no connection to go to");
     // Not the layer's phase-1 answer: the call never reached this server.
     assert!(
