@@ -175,24 +175,21 @@ impl StreamableHttpClient for TimeboxHttp {
         // Notifications and replies leave nothing outstanding: whatever
         // success answers them, nothing in it is needed.
         let awaits_nothing = !matches!(message, JsonRpcMessage::Request(_));
-        let session = session_of(&response);
+        // The answer to a request may open the session (`initialize`'s
+        // does): a bad id there is refused. An error opens none, and a
+        // message that awaits nothing needs nothing: a bad id beside them
+        // is left out, and does not hide what the server said.
+        let new_session = match session_of(&response) {
+            Err(bad) if status.is_success() && !awaits_nothing => return Err(bad),
+            session => session.unwrap_or(None),
+        };
         let kind = BodyKind::of(&response);
         if !status.is_success() {
-            // An error opens no session: a bad id beside it does not hide
-            // what the server said.
-            let new_session = session.unwrap_or(None);
             return match Failed::read(response, kind, &limits, Some(&message)).await {
                 Failed::JsonRpc(error) => Ok(StreamableHttpPostResponse::Json(*error, new_session)),
                 Failed::Http(error) => Err(error),
             };
         }
-        // The answer to a request may open the session (`initialize`'s
-        // does): a bad id there is refused.
-        let new_session = if awaits_nothing {
-            session.unwrap_or(None)
-        } else {
-            session?
-        };
         match kind {
             BodyKind::EventStream => Ok(StreamableHttpPostResponse::Sse(
                 events(response, limits.max_sse_event_size),
@@ -206,13 +203,14 @@ impl StreamableHttpClient for TimeboxHttp {
                     // request's answer) rmcp would not route to it, and the
                     // call would wait until the request's own bound. A
                     // message that awaits nothing needs nothing from it.
-                    Ok(answer) if !answers(&answer, &message) && awaits_nothing => {
-                        Ok(StreamableHttpPostResponse::Accepted)
-                    }
                     Ok(answer) if !answers(&answer, &message) => {
-                        Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                            format!("HTTP {status}: the JSON body does not answer the request"),
-                        )))
+                        if awaits_nothing {
+                            Ok(StreamableHttpPostResponse::Accepted)
+                        } else {
+                            Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                                format!("HTTP {status}: the JSON body does not answer the request"),
+                            )))
+                        }
                     }
                     Ok(answer) => Ok(StreamableHttpPostResponse::Json(answer, new_session)),
                     Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
