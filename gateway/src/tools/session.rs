@@ -220,6 +220,13 @@ impl Session {
             .expect("a session holds the SDK's until it is dropped")
     }
 
+    /// The SDK's session, to close.
+    fn service_mut(&mut self) -> &mut RunningService<RoleClient, ProgressClient> {
+        self.service
+            .as_mut()
+            .expect("a session holds the SDK's until it is dropped")
+    }
+
     /// The names of the tools the server lists.
     ///
     /// # Errors
@@ -275,13 +282,11 @@ impl Session {
     pub(crate) async fn close(mut self, bound: Duration) -> bool {
         tokio::time::sleep(self.linger()).await;
         let give_up = Instant::now() + bound;
-        let closed = match self.service.as_mut() {
-            Some(service) => service
-                .close_with_timeout(bound)
-                .await
-                .is_ok_and(|quit| quit.is_some()),
-            None => true,
-        };
+        let closed = self
+            .service_mut()
+            .close_with_timeout(bound)
+            .await
+            .is_ok_and(|quit| quit.is_some());
         match self.builtin.take() {
             Some(builtin) => closed && tokio::time::timeout_at(give_up, builtin).await.is_ok(),
             None => closed,
