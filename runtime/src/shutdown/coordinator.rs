@@ -262,7 +262,7 @@ impl Shutdown {
     /// the clock (which [`Config::validate`](crate::config::Config::validate)
     /// refuses).
     #[cfg(feature = "server")]
-    pub(crate) fn drain_bound(&self) -> Option<Instant> {
+    pub(crate) fn sequence_bound(&self) -> Option<Instant> {
         let shared = &self.shared;
         let drained = shared.began[phase_index(ShutdownPhase::Drain)].get()?;
         let triggered = shared.began[phase_index(ShutdownPhase::Prestop)].get()?;

@@ -91,7 +91,7 @@ impl Connections {
         self.tracker.close();
         let grace_over = Instant::now() + CLOSE_GRACE;
         let until = shutdown
-            .drain_bound()
+            .sequence_bound()
             .map_or(grace_over, |bound| bound.min(grace_over));
         tokio::select! {
             biased;

@@ -31,9 +31,9 @@ use connection::Connections;
 /// the grace; then streams still running are told to end and the listener
 /// closes (phase 2), and it returns when nothing is in flight or the drain
 /// bound passed, whichever is first, closing the connections still open:
-/// each gets up to one more second, within that sum after the trigger, to write out
-/// what its last response left in its buffers (cut short by a second
-/// trigger, also one that comes during that second). It never waits
+/// each gets up to one more second, within the sum below after the
+/// trigger, to write out what its last response left in its buffers (cut
+/// short by a second trigger, also one that comes during that second). It never waits
 /// without a bound, and returns within `prestop_grace_secs +
 /// shutdown_timeout_secs + drain_force_secs` of the trigger (G4).
 ///
