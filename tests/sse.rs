@@ -379,6 +379,83 @@ async fn a_disconnect_cancels_cleans_up_and_evicts_and_writes_nothing() {
     drop(tx);
 }
 
+/// Logs `stream dropped` when the stream that holds it is dropped.
+struct LogsItsDrop(Log);
+
+impl Drop for LogsItsDrop {
+    fn drop(&mut self) {
+        self.0.push("stream dropped");
+    }
+}
+
+/// `events`, holding something that logs when the stream is dropped (as
+/// an upstream response or a pooled connection would be released).
+fn holding_a_resource(
+    events: impl futures_util::Stream<Item = Event> + Send + 'static,
+    log: &Log,
+) -> impl futures_util::Stream<Item = Event> + Send + 'static {
+    let held = LogsItsDrop(log.clone());
+    events.map(move |event| {
+        let _held = &held;
+        event
+    })
+}
+
+/// S4: work that ended is dropped before its ending is told, so what it
+/// holds is released before the cleanup and the evictions run, not after
+/// the error event and `[DONE]`.
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_timed_out_is_dropped_before_its_ending_steps() {
+    let log = Log::default();
+    let (tx, events) = fed();
+    let notices = log.clone();
+    let stream = guarded(
+        holding_a_resource(events, &log),
+        Watchdog::new().inactivity(SECS(30)),
+        &log,
+    )
+    .remote_cleanup(move |_| {
+        RemoteCleanup::new().notice("tool", async move { notices.push("tool notified") })
+    });
+    tx.send(Event::default().data("first")).await.unwrap();
+    let frames = frames(served(stream).await).await;
+    assert_eq!(log.entries()[0], "stream dropped");
+    assert_eq!(
+        log.entries()[1..],
+        [
+            "cancel",
+            "tool notified",
+            "remote_cleanup",
+            "evicted",
+            "evict",
+            "error_event",
+            "done"
+        ]
+    );
+    assert_eq!(frames.last().unwrap().1, "data: [DONE]\n\n");
+    drop(tx);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_whose_client_left_is_dropped_before_its_ending_steps() {
+    let log = Log::default();
+    let (tx, events) = fed();
+    let stream = guarded(holding_a_resource(events, &log), Watchdog::new(), &log);
+    drop(served(stream).await);
+    sleep(SECS(1)).await;
+    assert_eq!(
+        log.entries(),
+        [
+            "stream dropped",
+            "cancel",
+            "remote_cleanup",
+            "evicted",
+            "evict"
+        ]
+    );
+    drop(tx);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_sends_done_first_then_cleans_up_without_evicting() {
     let log = Log::default();

@@ -155,7 +155,6 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
         } = self;
         let started = watched.started();
         let mut first = true;
-        let mut watched = pin!(watched);
         let drained = async {
             match &drain {
                 Some(drain) => drain.cancelled().await,
@@ -168,43 +167,49 @@ impl<S: Stream<Item = Event> + Send + 'static> Driver<S> {
         let mut beat = pin!(heartbeat.map(|_| tokio::time::sleep_until(Instant::now())));
         let cancelled = cancelled_elsewhere(guard.as_ref().map(RequestGuard::token));
         let mut cancelled = pin!(cancelled);
-        let ending = loop {
-            let event = tokio::select! {
-                biased;
-                () = &mut drained => break Ending::Shutdown,
-                () = &mut cancelled => break Ending::Cancelled(recorded(guard.as_ref())),
-                () = tx.closed() => break Ending::Disconnect,
-                item = poll_fn(|cx| watched.as_mut().poll_next(cx)) => match item {
-                    Some(Ok(event)) => {
-                        if std::mem::take(&mut first) {
-                            told.first_item(started.elapsed());
+        // The stream lives in this block only: whatever it holds (an
+        // upstream response, a pooled connection) is dropped as soon as it
+        // has ended, before any step of its ending runs (S4, R3).
+        let ending = {
+            let mut watched = pin!(watched);
+            loop {
+                let event = tokio::select! {
+                    biased;
+                    () = &mut drained => break Ending::Shutdown,
+                    () = &mut cancelled => break Ending::Cancelled(recorded(guard.as_ref())),
+                    () = tx.closed() => break Ending::Disconnect,
+                    item = poll_fn(|cx| watched.as_mut().poll_next(cx)) => match item {
+                        Some(Ok(event)) => {
+                            if std::mem::take(&mut first) {
+                                told.first_item(started.elapsed());
+                            }
+                            event
                         }
-                        event
-                    }
-                    Some(Err(timeout)) => break Ending::Timeout(timeout),
-                    None => break Ending::Complete {
-                        by: watched.as_ref().get_ref().after_end_deadline(),
+                        Some(Err(timeout)) => break Ending::Timeout(timeout),
+                        None => break Ending::Complete {
+                            by: watched.as_ref().get_ref().after_end_deadline(),
+                        },
                     },
-                },
-                () = heartbeat_due(beat.as_mut()) => heartbeat_event(),
-            };
-            // A full buffer (a slow client, or one that stopped reading)
-            // must not hold off the timers or the drain.
-            tokio::select! {
-                biased;
-                () = &mut drained => break Ending::Shutdown,
-                () = &mut cancelled => break Ending::Cancelled(recorded(guard.as_ref())),
-                timeout = watched.as_mut().timed_out() => break Ending::Timeout(timeout),
-                sent = tx.send(event) => if sent.is_err() { break Ending::Disconnect },
-            }
-            // An interval too long to add is no heartbeat at all.
-            match heartbeat.and_then(|interval| Instant::now().checked_add(interval)) {
-                Some(next) => {
-                    if let Some(timer) = beat.as_mut().as_pin_mut() {
-                        timer.reset(next);
-                    }
+                    () = heartbeat_due(beat.as_mut()) => heartbeat_event(),
+                };
+                // A full buffer (a slow client, or one that stopped reading)
+                // must not hold off the timers or the drain.
+                tokio::select! {
+                    biased;
+                    () = &mut drained => break Ending::Shutdown,
+                    () = &mut cancelled => break Ending::Cancelled(recorded(guard.as_ref())),
+                    timeout = watched.as_mut().timed_out() => break Ending::Timeout(timeout),
+                    sent = tx.send(event) => if sent.is_err() { break Ending::Disconnect },
                 }
-                None => beat.set(None),
+                // An interval too long to add is no heartbeat at all.
+                match heartbeat.and_then(|interval| Instant::now().checked_add(interval)) {
+                    Some(next) => {
+                        if let Some(timer) = beat.as_mut().as_pin_mut() {
+                            timer.reset(next);
+                        }
+                    }
+                    None => beat.set(None),
+                }
             }
         };
         let beats = heartbeat
