@@ -5,14 +5,18 @@
 //! request's [`RequestGuard`](crate::registry::RequestGuard) and the server's
 //! [`DrainToken`](crate::shutdown::DrainToken):
 //!
-//! - a heartbeat comment goes out whenever the stream has been silent for
-//!   the heartbeat interval (15 s by default), from the start: it finds dead
-//!   clients during long silent tool runs, and it never counts as activity;
+//! - a heartbeat comment goes out at once (it sends the response's head),
+//!   then whenever the stream has been silent for the heartbeat interval
+//!   (15 s by default): it finds dead clients during long silent tool runs,
+//!   and it never counts as activity;
 //! - a write that fails (the client went away) is a disconnect;
 //! - the watchdog's timers and the drain fire on the clock even while a
 //!   slow client keeps the send buffer full, heartbeats included.
 //!
-//! Every way the stream can end has a fixed order of steps ([`Step`]): a
+//! Every way the stream can end has a fixed order of steps ([`Step`]).
+//! The inner stream is dropped first, as soon as it has ended, so whatever
+//! it holds (an upstream response, a pooled connection) is released before
+//! any step runs, as a handler's future is before its answer (S4). A
 //! stream that completes writes its final event, then `[DONE]`; one that
 //! is cancelled (a timeout, a disconnect, a shutdown, or its registry entry
 //! cancelled elsewhere) records the reason, the first one recorded, then
