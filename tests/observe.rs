@@ -11,7 +11,7 @@ use http_body_util::BodyExt;
 use timebox::client::ClientError;
 use timebox::config::Config;
 use timebox::deadline::Deadline;
-use timebox::observe::Recording;
+use timebox::observe::{Event, Observer, Recording};
 use timebox::server::sse::SseStream;
 use timebox::shutdown::Shutdown;
 use timebox::sim::Sim;
@@ -461,6 +461,28 @@ async fn two_waiters_of_one_shutdown_tell_each_phase_once() {
             "shutdown_phase phase=drain",
         ]
     );
+}
+
+/// An observer whose every `on_event` panics.
+struct Panics;
+
+impl Observer for Panics {
+    fn on_event(&self, _: &Event) {
+        panic!("an observer's own failure");
+    }
+}
+
+/// A panic in an observer reaches the call that told the event; the events
+/// its parts tell as they are dropped on the way out (the breaker's permit,
+/// the call's end) then panic again while the first unwinds, which must not
+/// abort the process.
+#[sim_test]
+async fn an_observer_that_panics_fails_the_call_not_the_process(sim: Sim) {
+    sim.net().host("up", answering(StatusCode::OK));
+    let client = sim.client_with(&sim.config().observed_by(Panics));
+    let call = tokio::spawn(async move { client.get("http://up/").send().await.map(|_| ()) });
+    let failed = call.await.expect_err("the observer's panic reaches the call");
+    assert!(failed.is_panic());
 }
 
 #[sim_test]

@@ -1,6 +1,7 @@
 //! [`Observer`] and [`Observers`]: who hears an app's events.
 
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use super::trace;
@@ -9,7 +10,10 @@ use super::Event;
 /// Hears every [`Event`] of the app it is installed in.
 ///
 /// `on_event` runs on the request path, inside the decision it reports: keep
-/// it synchronous and cheap (count, record, hand off), never block.
+/// it synchronous and cheap (count, record, hand off), never block. A panic
+/// in it reaches the part that told the event, as any panic does, except
+/// while a panic already unwinds (a call dropped on the way out tells its
+/// end): that second panic is dropped, not left to abort the process.
 ///
 /// # Examples
 ///
@@ -122,11 +126,28 @@ impl Observers {
     }
 
     fn tell(&self, event: &Event, traced: bool) {
+        if std::thread::panicking() {
+            return self.tell_unwinding(event, traced);
+        }
         if traced {
             trace::event(event);
         }
         for observer in self.list.as_deref().unwrap_or_default() {
             observer.on_event(event);
+        }
+    }
+
+    /// Tells an event raised while a panic unwinds (a permit or a call
+    /// dropped on the way out tells its end). A second panic then, of an
+    /// observer or of a subscriber, would abort the process: each is caught
+    /// and dropped instead, and the first panic goes on to its caller.
+    #[cold]
+    fn tell_unwinding(&self, event: &Event, traced: bool) {
+        if traced {
+            let _ = catch_unwind(AssertUnwindSafe(|| trace::event(event)));
+        }
+        for observer in self.list.as_deref().unwrap_or_default() {
+            let _ = catch_unwind(AssertUnwindSafe(|| observer.on_event(event)));
         }
     }
 
