@@ -1215,6 +1215,29 @@ async fn the_layer_takes_the_deadline_current_where_it_is_called() {
     assert!(left > 9_000 && left <= 10_000, "{left}");
 }
 
+/// A `tower::Buffer` outside the layer calls it from its worker task, where
+/// no deadline is current; the call takes its caller's, current where the
+/// call's future is polled.
+#[tokio::test(start_paused = true)]
+async fn behind_a_buffer_the_layer_takes_its_callers_deadline() {
+    let (seen, inner) = header_seen();
+    let client = tower::buffer::Buffer::new(ClientLayer::new(&config()).layer(inner), 8);
+    let request = http::Request::get("http://in-memory/")
+        .body(Full::default())
+        .unwrap();
+
+    let response = Deadline::after(MS(300))
+        .scope(client.oneshot(request))
+        .await
+        .unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [Some(http::HeaderValue::from_static("300"))]
+    );
+}
+
 #[tokio::test]
 async fn a_reqwest_timeout_bounds_each_attempt_and_is_not_retried() {
     let recorder = Recorder::new();

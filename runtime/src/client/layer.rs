@@ -12,6 +12,7 @@ use tower_service::Service;
 use url::Url;
 
 use crate::config::Config;
+use crate::deadline::Deadline;
 use crate::entropy::Entropy;
 use crate::retry::RetryBudgets;
 
@@ -26,7 +27,9 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// fit the time left and the host's budget, the host's breaker, redirects
 /// hop by hop, and the deadline headers on every request. It is the same
 /// engine as `Client`'s, not a copy. The call takes the deadline current
-/// where [`Service::call`] is called.
+/// where [`Service::call`] is called; with none there, the one current at
+/// the returned future's first poll (a `tower::Buffer` outside the layer
+/// calls it from its own worker task, and its caller polls the future).
 ///
 /// The inner service is any `Service<http::Request<B>, Response =
 /// http::Response<R>>`: hyper-util's legacy client, for one. It must be
@@ -44,9 +47,14 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// The response body comes back as the inner service gave it: unlike
 /// `Client`'s, reading it is not bounded by the call's deadline. Read
 /// it under [`bounded`](crate::deadline::bounded), or inside a handler's
-/// gate, to cut it there. Waiting for the inner service's readiness (a
-/// `Buffer` or a concurrency limit inside) is bounded by the deadline but
-/// counts neither against the host's breaker nor in the attempt's timeout.
+/// gate, to cut it there.
+///
+/// The first wait for the inner service's readiness (a `Buffer` or a
+/// concurrency limit inside) is the caller's, in `poll_ready`, as for any
+/// tower service: bound it with `bounded(service.ready())`. The waits the
+/// layer makes itself, before each retry and redirect hop, are bounded by
+/// the deadline. No wait counts against the host's breaker or in the
+/// attempt's timeout.
 ///
 /// A redirect to another origin (scheme, host and port) is the answer, not
 /// followed, as through the reqwest middleware: a layer inside this one
@@ -151,9 +159,10 @@ where
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
         // The call is made here, so it takes the deadline current where
         // `call` is, even if the future is polled elsewhere.
+        let none_here = Deadline::current().is_none();
         let options = CallOptions::in_extensions(request.extensions());
         let request = engine::Request::from_http(request).map_body(Replay);
-        let call = match Call::new(Arc::clone(&self.rules), request, options) {
+        let mut call = match Call::new(Arc::clone(&self.rules), request, options) {
             Ok(call) => call,
             Err(err) => {
                 return ResponseFuture {
@@ -168,8 +177,21 @@ where
             service: std::mem::replace(&mut self.inner, clone),
             readied: true,
         };
+        if !none_here {
+            return ResponseFuture {
+                inner: Box::pin(call::drive(call, sender)),
+            };
+        }
+        // With none here, the deadline current at the future's first poll
+        // is the call's too: a `tower::Buffer` calls `call` from its worker
+        // task, and its caller polls the future.
         ResponseFuture {
-            inner: Box::pin(call::drive(call, sender)),
+            inner: Box::pin(async move {
+                if let Some(deadline) = Deadline::current() {
+                    call.shorten_to(deadline);
+                }
+                call::drive(call, sender).await
+            }),
         }
     }
 }

@@ -167,6 +167,17 @@ impl<B: Body> Call<B> {
         })
     }
 
+    /// Shortens the call's deadline to `deadline` when that is earlier
+    /// (D3: a scope only shortens): a caller's header that would grant more
+    /// then no longer goes out as set.
+    pub(crate) fn shorten_to(&mut self, deadline: Deadline) {
+        if self.deadline.is_some_and(|pinned| pinned <= deadline) {
+            return;
+        }
+        self.deadline = Some(deadline);
+        self.as_set = None;
+    }
+
     /// The call's deadline, if it has one.
     pub(crate) fn deadline(&self) -> Option<Deadline> {
         self.deadline
