@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -855,6 +855,39 @@ async fn the_methods_of_one_path_are_checked_each_by_its_own_rule(sim: Sim) {
         sheds(&sim),
         ["request_shed reason=deadline_too_short route=/items"]
     );
+}
+
+/// A refusal of the call's own short deadline (A1) is final, and no failure
+/// of the host: a retry, with less time still, would be refused again, and
+/// a caller short of time must not open its breaker to a healthy host.
+#[sim_test]
+async fn a_timebox_client_neither_retries_nor_blames_a_refusal_of_its_short_deadline(sim: Sim) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&hits);
+    sim.net().host(
+        "strict",
+        Router::new().route(
+            "/",
+            axum::routing::get(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async {
+                    (
+                        StatusCode::GATEWAY_TIMEOUT,
+                        [("x-timebox-shed", "deadline_too_short")],
+                    )
+                }
+            }),
+        ),
+    );
+    let mut config = sim.config();
+    config.breaker.minimum_sample_count = 3;
+    let client = sim.client_with(&config);
+    for call in 1..=5 {
+        let response = client.get("http://strict/").send().await;
+        let status = response.map(|response| response.status());
+        assert_eq!(status.ok(), Some(StatusCode::GATEWAY_TIMEOUT), "call {call}");
+        assert_eq!(hits.load(Ordering::SeqCst), call, "one attempt a call");
+    }
 }
 
 #[sim_test]

@@ -3,6 +3,7 @@
 use http::{HeaderMap, Method, StatusCode};
 
 use super::RetryKind;
+use crate::observe::ShedReason;
 
 /// The kind of retry a response status calls for, or `None` when the status
 /// is final.
@@ -36,10 +37,12 @@ pub fn classify_status(status: StatusCode) -> Option<RetryKind> {
 }
 
 /// The kind of retry a whole answer calls for: [`classify_status`], except
-/// that a retryable status with an `x-timebox-shed` header (a timebox
-/// server refused the request before running it: overloaded, shutting
-/// down, or a deadline too short) is [`RetryKind::Throttling`], since the
-/// server is healthy and asked for less load.
+/// for an answer with an `x-timebox-shed` header (a timebox server refused
+/// the request before running it). Refused as overloaded or shutting down,
+/// a retryable status is [`RetryKind::Throttling`], since the server is
+/// healthy and asked for less load. Refused because its deadline was too
+/// short for the route (`deadline_too_short`, A1), it is final: a retry,
+/// with less time still, would be refused again.
 ///
 /// # Examples
 ///
@@ -52,19 +55,33 @@ pub fn classify_status(status: StatusCode) -> Option<RetryKind> {
 /// assert_eq!(classify_answer(status, &headers), Some(RetryKind::Transient));
 /// headers.insert("x-timebox-shed", HeaderValue::from_static("overloaded"));
 /// assert_eq!(classify_answer(status, &headers), Some(RetryKind::Throttling));
+///
+/// let status = StatusCode::GATEWAY_TIMEOUT;
+/// headers.insert("x-timebox-shed", HeaderValue::from_static("deadline_too_short"));
+/// assert_eq!(classify_answer(status, &headers), None);
 /// ```
 #[must_use]
 pub fn classify_answer(status: StatusCode, headers: &HeaderMap) -> Option<RetryKind> {
     let kind = classify_status(status)?;
-    if headers.contains_key(SHED_HEADER) {
-        return Some(RetryKind::Throttling);
+    match headers.get(SHED_HEADER) {
+        None => Some(kind),
+        Some(_) if refused_for_its_deadline(headers) => None,
+        Some(_) => Some(RetryKind::Throttling),
     }
-    Some(kind)
 }
 
 /// The header a timebox server sets on an answer it gave without running
 /// the request, with the reason.
 pub(crate) const SHED_HEADER: &str = "x-timebox-shed";
+
+/// Whether a timebox server refused the request because its deadline was
+/// too short for the route (A1): the caller's impatience, not the host's
+/// failure.
+pub(crate) fn refused_for_its_deadline(headers: &HeaderMap) -> bool {
+    headers
+        .get(SHED_HEADER)
+        .is_some_and(|reason| reason == ShedReason::DeadlineTooShort.as_str())
+}
 
 /// Whether sending `method` twice has the same effect as sending it once
 /// (RFC 9110 §9.2.2): `GET`, `HEAD`, `PUT`, `DELETE`, `OPTIONS`, `TRACE`.

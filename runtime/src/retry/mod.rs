@@ -86,6 +86,8 @@ pub use budget::RetryBudget;
 #[cfg(feature = "client")]
 pub(crate) use budgets::default_port;
 pub use budgets::{host_key, RetryBudgets};
+#[cfg(feature = "client")]
+pub(crate) use classify::refused_for_its_deadline;
 #[cfg(feature = "server")]
 pub(crate) use classify::SHED_HEADER;
 pub use classify::{classify_answer, classify_status, is_idempotent};

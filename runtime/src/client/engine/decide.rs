@@ -14,7 +14,7 @@ use crate::client::transport::TransportError;
 use crate::client::{Attempt, AttemptKind, ClientError};
 use crate::deadline::Deadline;
 use crate::observe::{CallOutcome, Event, SkipReason};
-use crate::retry::{classify_answer, hint_wait, RetryKind};
+use crate::retry::{classify_answer, hint_wait, refused_for_its_deadline, RetryKind};
 
 use super::attempt::Pending;
 use super::call::{may_retry, Call};
@@ -139,10 +139,11 @@ impl<B: Body> Call<B> {
 
     /// Tells the end of `attempt`: its event, and its outcome to the host's
     /// breaker (B6). A response counts by its status, a failure or a
-    /// timeout as a failure. The deadline passing during the attempt (our
-    /// impatience), a local failure (not the host's doing) and the timeout
-    /// of a long-running call (whose time says nothing of the host) drop
-    /// the permit without an outcome.
+    /// timeout as a failure. The deadline passing during the attempt, or a
+    /// timebox server refusing it as too short (our impatience), a local
+    /// failure (not the host's doing) and the timeout of a long-running
+    /// call (whose time says nothing of the host) drop the permit without
+    /// an outcome.
     fn attempt_ended<R: Answer>(
         &mut self,
         attempt: Attempt,
@@ -154,6 +155,9 @@ impl<B: Body> Call<B> {
         self.tell_attempt_end(attempt, observed);
         let Some(permit) = permit else { return };
         match outcome {
+            Outcome::Response(response) if refused_for_its_deadline(response.headers()) => {
+                drop(permit);
+            }
             Outcome::Response(response) => permit.record_status(response.status()),
             Outcome::TimedOut if self.long_running => drop(permit),
             Outcome::TimedOut
