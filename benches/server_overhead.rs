@@ -92,7 +92,8 @@ async fn hello_route_deadline() -> &'static str {
 }
 
 /// The default config, observed by the `metrics` sink, with a Prometheus
-/// recorder installed (once for the process).
+/// recorder installed (once for the process), with the buckets the README
+/// gives it.
 ///
 /// `install_recorder` leaves the recorder's upkeep to its caller: without
 /// it, every histogram sample stays in memory until a scrape. A thread runs
@@ -102,6 +103,11 @@ fn metrics_config() -> Config {
     static RECORDER: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     RECORDER.get_or_init(|| {
         let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                metrics_exporter_prometheus::Matcher::Prefix("timebox".into()),
+                timebox::observe::SECONDS_BUCKETS,
+            )
+            .expect("the buckets are not empty")
             .install_recorder()
             .expect("the Prometheus recorder installs");
         std::thread::spawn(move || loop {

@@ -885,7 +885,11 @@ async fn a_timebox_client_neither_retries_nor_blames_a_refusal_of_its_short_dead
     for call in 1..=5 {
         let response = client.get("http://strict/").send().await;
         let status = response.map(|response| response.status());
-        assert_eq!(status.ok(), Some(StatusCode::GATEWAY_TIMEOUT), "call {call}");
+        assert_eq!(
+            status.ok(),
+            Some(StatusCode::GATEWAY_TIMEOUT),
+            "call {call}"
+        );
         assert_eq!(hits.load(Ordering::SeqCst), call, "one attempt a call");
     }
 }

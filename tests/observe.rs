@@ -481,7 +481,9 @@ async fn an_observer_that_panics_fails_the_call_not_the_process(sim: Sim) {
     sim.net().host("up", answering(StatusCode::OK));
     let client = sim.client_with(&sim.config().observed_by(Panics));
     let call = tokio::spawn(async move { client.get("http://up/").send().await.map(|_| ()) });
-    let failed = call.await.expect_err("the observer's panic reaches the call");
+    let failed = call
+        .await
+        .expect_err("the observer's panic reaches the call");
     assert!(failed.is_panic());
 }
 

@@ -43,9 +43,9 @@ mod upkeep;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use timebox::client::Client;
-use timebox::observe::MetricsObserver;
+use timebox::observe::{MetricsObserver, SECONDS_BUCKETS};
 use timebox::registry::RemoteCleanup;
 use timebox::shutdown::Shutdown;
 use tracing_subscriber::EnvFilter;
@@ -124,9 +124,12 @@ enum GatewayError {
 
 async fn run() -> Result<(), GatewayError> {
     let settings = settings::Settings::load()?;
-    // Prometheus's naming: counters end in `_total`, seconds in `_seconds`.
+    // Prometheus's naming: counters end in `_total`, seconds in `_seconds`;
+    // histograms with buckets, not summaries.
     let metrics = PrometheusBuilder::new()
         .with_recommended_naming(true)
+        .set_buckets_for_metric(Matcher::Prefix("timebox".into()), SECONDS_BUCKETS)
+        .map_err(GatewayError::Metrics)?
         .install_recorder()
         .map_err(GatewayError::Metrics)?;
     let _upkeep = upkeep::every(upkeep::EVERY, {

@@ -214,6 +214,21 @@ async fn the_metrics_parse_with_the_official_parser_and_count_what_happened() {
         parsed["types"]["timebox_stream_timeouts"], "counter",
         "{parsed}"
     );
+    // Histograms with buckets (O3), which Prometheus can add up across
+    // replicas, not one process's quantiles.
+    assert_eq!(
+        parsed["types"]["timebox_deadline_remaining_seconds"], "histogram",
+        "{parsed}"
+    );
+    assert!(
+        sample(
+            &parsed,
+            "timebox_deadline_remaining_seconds_bucket",
+            &[("source", "global"), ("route", CHAT), ("le", "+Inf")]
+        )
+        .is_some_and(|count| count >= 1.0),
+        "{parsed}"
+    );
     assert_eq!(
         sample(
             &parsed,

@@ -29,6 +29,25 @@ impl Kind {
     }
 }
 
+/// The bucket boundaries for every histogram of [`METRICS`], all in
+/// seconds: OpenTelemetry's HTTP semantic conventions
+/// (`http.server.request.duration`, 5 ms to 10 s), then 30 s, 1 min, 2 min
+/// and 5 min for the long deadlines and shutdown phases.
+///
+/// [`OtelObserver`](super::OtelObserver) gives them to its histograms. A
+/// Prometheus recorder renders a histogram it has no buckets for as a
+/// summary (quantiles of one process, which cannot be added up across
+/// replicas): give it these.
+///
+/// ```text
+/// PrometheusBuilder::new()
+///     .set_buckets_for_metric(Matcher::Prefix("timebox".into()), SECONDS_BUCKETS)?
+/// ```
+pub const SECONDS_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 30.0, 60.0,
+    120.0, 300.0,
+];
+
 /// One row of the metric table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

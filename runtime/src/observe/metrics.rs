@@ -18,7 +18,9 @@ use super::{Event, Observer};
 /// [`MetricsObserver::new`] describes every metric to the recorder
 /// installed then (the global one, or a thread's local one), so install the
 /// recorder first (with `install_recorder`, also run its upkeep every few
-/// seconds: until then the recorder keeps every histogram sample). Each
+/// seconds: until then the recorder keeps every histogram sample). Give a
+/// Prometheus recorder the buckets of [`SECONDS_BUCKETS`](super::SECONDS_BUCKETS)
+/// for `timebox` metrics, or it shows the histograms as summaries. Each
 /// series' handle is registered with that recorder the first time the
 /// series is seen and kept: later events of the series cost a lookup and an
 /// update, no allocation. So a recorder that drops idle series
@@ -31,7 +33,9 @@ use super::{Event, Observer};
 /// use timebox::config::Config;
 /// use timebox::observe::MetricsObserver;
 ///
-/// // metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+/// // metrics_exporter_prometheus::PrometheusBuilder::new()
+/// //     .set_buckets_for_metric(Matcher::Prefix("timebox".into()), SECONDS_BUCKETS)?
+/// //     .install_recorder()?;
 /// let config = Config::default().observed_by(MetricsObserver::new());
 /// # let _ = config;
 /// ```

@@ -91,7 +91,7 @@ pub use event::{
 pub use label::Label;
 #[cfg(any(feature = "client", feature = "grpc"))]
 pub(crate) use labels::BoundedLabels;
-pub use metric::{Kind, Metric, METRICS};
+pub use metric::{Kind, Metric, METRICS, SECONDS_BUCKETS};
 #[cfg(feature = "metrics")]
 pub use metrics::MetricsObserver;
 pub use observers::{Observer, Observers};

@@ -5,7 +5,7 @@ use std::fmt;
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter};
 use opentelemetry::KeyValue;
 
-use super::metric::{measure, Kind, Value, METRICS};
+use super::metric::{measure, Kind, Value, METRICS, SECONDS_BUCKETS};
 use super::{Event, Observer};
 
 /// An observer that turns events into the metrics of [`METRICS`] on an
@@ -27,16 +27,6 @@ pub struct OtelObserver {
     instruments: Vec<Instrument>,
 }
 
-/// The bucket boundaries of every histogram, all in seconds: OpenTelemetry's
-/// HTTP semantic conventions (`http.server.request.duration`, 5 ms to 10 s),
-/// then 30 s, 1 min, 2 min and 5 min for the long deadlines and shutdown
-/// phases. The SDK's default boundaries (0 to 10 000) are for milliseconds:
-/// every budget and duration under 5 s would fall in one bucket.
-const SECONDS_BOUNDARIES: &[f64] = &[
-    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 30.0, 60.0,
-    120.0, 300.0,
-];
-
 enum Instrument {
     Counter(Counter<u64>),
     Gauge(Gauge<f64>),
@@ -46,10 +36,11 @@ enum Instrument {
 impl OtelObserver {
     /// An observer whose instruments are made on `meter`, with the names,
     /// units and descriptions of [`METRICS`]. The histograms, all in
-    /// seconds, get the bucket boundaries of OpenTelemetry's HTTP semantic
-    /// conventions (5 ms to 10 s) and then 30 s, 1, 2 and 5 min, instead of
-    /// the SDK's defaults, which are for milliseconds; a view in the app's
-    /// SDK can change them.
+    /// seconds, get the bucket boundaries [`SECONDS_BUCKETS`] (those of
+    /// OpenTelemetry's HTTP semantic conventions, 5 ms to 10 s, then 30 s,
+    /// 1, 2 and 5 min) instead of the SDK's defaults, which are for
+    /// milliseconds: every budget and duration under 5 s would fall in one
+    /// bucket. A view in the app's SDK can change them.
     #[must_use]
     pub fn new(meter: &Meter) -> Self {
         let instruments = METRICS
@@ -77,7 +68,7 @@ impl OtelObserver {
                             .f64_histogram(name)
                             .with_unit(unit)
                             .with_description(description)
-                            .with_boundaries(SECONDS_BOUNDARIES.to_vec())
+                            .with_boundaries(SECONDS_BUCKETS.to_vec())
                             .build(),
                     ),
                 }
