@@ -18,11 +18,14 @@
 //! # let _ = client;
 //! ```
 //!
-//! - **Order.** Middlewares run in the order they are added. Add `Timebox`
-//!   first, then `reqwest_tracing::TracingMiddleware`: the tracing
-//!   middleware then runs once per attempt and makes one span per attempt
-//!   (each attempt's [`Attempt`] is in the extensions).
-//!   Added before `Timebox`, it makes one span for the whole call.
+//! - **Order.** Middlewares run in the order they are added. One added
+//!   after `Timebox` runs once per attempt (each attempt's [`Attempt`] is
+//!   in the extensions); one added before it, once for the whole call.
+//!   Each attempt is already a client span of its own
+//!   (`timebox.client.attempt`, as OpenTelemetry's HTTP client conventions
+//!   say), so `reqwest_tracing::TracingMiddleware` after `Timebox` makes a
+//!   second client span of the same request: add it only where timebox's
+//!   spans are not exported.
 //! - **One call's options.** A call asks for more retries, a retry of a
 //!   POST, a hedge, an attempt timeout of its own or to be taken for
 //!   long-running with a [`CallOptions`] in its
