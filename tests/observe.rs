@@ -304,6 +304,89 @@ async fn slow_item() -> &'static str {
     "late"
 }
 
+/// A handler's own error that a shorter deadline of its own ended.
+#[derive(Debug)]
+struct OwnWork(timebox::deadline::DeadlineExceeded);
+
+impl std::fmt::Display for OwnWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the work ran out of its own time")
+    }
+}
+
+impl std::error::Error for OwnWork {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl IntoResponse for OwnWork {
+    fn into_response(self) -> axum::response::Response {
+        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    }
+}
+
+#[timebox::get("/own", timeout_ms = 500)]
+async fn own_scope() -> Result<&'static str, OwnWork> {
+    Deadline::after(MS(100))
+        .scope(timebox::deadline::bounded(sleep(SECS(10))))
+        .await
+        .map_err(OwnWork)?;
+    Ok("done")
+}
+
+/// O1: a deadline the handler's work stopped at by itself (here a shorter
+/// scope of its own) is told by the route, once, at the `handler` stage.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_the_handlers_own_work_stopped_at_is_told_once() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let app = timebox::routes![own_scope].into_router(&config);
+    let response = tower::ServiceExt::oneshot(app, request("GET", "/own"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 504);
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "deadline_set source=route budget=500ms route=/own",
+            "deadline_exceeded stage=handler route=/own",
+        ]
+    );
+}
+
+#[timebox::get("/call", timeout_ms = 1000)]
+async fn calls_with_less_time(
+    axum::extract::State(client): axum::extract::State<timebox::client::Client>,
+) -> Result<&'static str, ClientError> {
+    Deadline::after(MS(100))
+        .scope(client.get("http://up/").send())
+        .await?;
+    Ok("answered")
+}
+
+/// O1: a deadline an outbound call of the handler stopped at is told by
+/// the call, at the `outbound` stage, and not again by the route.
+#[sim_test]
+async fn a_deadline_an_outbound_call_stopped_at_is_not_told_again_by_the_route(sim: Sim) {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
+    );
+    let client = sim.client_with(&sim.config());
+    let app = timebox::routes![calls_with_less_time]
+        .into_router(&sim.config())
+        .with_state(client);
+    let response = sim.app(app).request(request("GET", "/call")).await;
+    assert_eq!(response.status(), 504);
+    let told = lines(&sim.observed());
+    assert_eq!(
+        exceeded(&told),
+        ["deadline_exceeded stage=outbound route=-"],
+        "{told:?}"
+    );
+}
+
 /// O3: `route` is the matched template, also for a macro route nested in
 /// a larger router.
 #[tokio::test(start_paused = true)]

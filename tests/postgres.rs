@@ -389,10 +389,12 @@ async fn sleeps(State(pool): State<PgPool>) -> Result<&'static str, PgError> {
 async fn a_handler_whose_statement_postgres_stops_answers_504() {
     let server = start().await;
     let pool = pool(&server).await;
+    let recording = Recording::new();
     let app = routes![sleeps]
-        .into_router(&Config::default())
+        .into_router(&Config::default().observed_by(recording.clone()))
         .with_state(pool.clone());
     sleep_answers_504(app, &pool).await;
+    assert_eq!(exceeded(&recording), [Stage::Outbound]);
 }
 
 /// The same handler as a plain route under `TimeboxLayer`'s global
@@ -401,13 +403,28 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
 async fn a_plain_route_whose_statement_postgres_stops_answers_504_too() {
     let server = start().await;
     let pool = pool(&server).await;
-    let mut config = Config::default();
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
     config.server.timeouts.request_timeout_ms = Some(300);
     let app = axum::Router::new()
         .route("/sleep", axum::routing::get(sleeps))
         .layer(timebox::server::TimeboxLayer::new(&config))
         .with_state(pool.clone());
     sleep_answers_504(app, &pool).await;
+    assert_eq!(exceeded(&recording), [Stage::Outbound]);
+}
+
+/// The stages of the deadlines `recording` heard were exceeded (O1: a
+/// statement Postgres stopped at the deadline is one, at `outbound`).
+fn exceeded(recording: &Recording) -> Vec<Stage> {
+    recording
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            Event::DeadlineExceeded { stage, .. } => Some(*stage),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `GET /sleep` on `app`: Postgres stops the statement, the answer is 504
@@ -457,15 +474,7 @@ async fn a_deadline_that_passes_waiting_for_begin_is_told_at_the_pool_wait_stage
     let response = app.oneshot(request).await.expect("the router answers");
 
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let stages: Vec<Stage> = recording
-        .events()
-        .iter()
-        .filter_map(|event| match event {
-            Event::DeadlineExceeded { stage, .. } => Some(*stage),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(stages, [Stage::PoolWait]);
+    assert_eq!(exceeded(&recording), [Stage::PoolWait]);
     drop(held);
 }
 

@@ -84,6 +84,22 @@ pub(crate) fn deadline_error() -> Response {
     response
 }
 
+/// Marks a handler's answer to a deadline that passed in its work and that
+/// nothing has told yet (O1): the route deadline, or `TimeboxLayer` for a
+/// plain route, tells it at this stage and takes the mark off. An outbound
+/// call tells its own deadline, so the answers to its errors carry none.
+#[cfg(feature = "server")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UntoldDeadline(pub(crate) crate::observe::Stage);
+
+/// `response`, marked as the answer to a deadline that passed at `stage`
+/// and that nothing has told yet.
+#[cfg(feature = "server")]
+pub(crate) fn untold(mut response: Response, stage: crate::observe::Stage) -> Response {
+    response.extensions_mut().insert(UntoldDeadline(stage));
+    response
+}
+
 /// 503 for a request that arrived after the server began shutting down
 /// (phase 1), and for the readiness route from then on.
 pub(crate) fn shutting_down(entropy: &Entropy) -> Response {
@@ -166,7 +182,7 @@ pub(crate) fn wait_cancelled(what: &str, entropy: &Entropy) -> Response {
     let mut response = problem(StatusCode::SERVICE_UNAVAILABLE, &detail);
     set_retry_after(&mut response, entropy);
     response.extensions_mut().insert(DeadlineCancelled);
-    response
+    untold(response, crate::observe::Stage::PoolWait)
 }
 
 fn set_retry_after(response: &mut Response, entropy: &Entropy) {

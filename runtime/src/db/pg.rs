@@ -250,12 +250,15 @@ impl Error for PgError {
 }
 
 impl IntoResponse for PgError {
-    /// `504` for a statement stopped at the deadline; what
+    /// `504` for a statement stopped at the deadline (told by the route
+    /// as a deadline exceeded at the `outbound` stage); what
     /// [`PoolWaitError`] answers for the pool; `500` for a database error,
     /// whose details are logged, not sent.
     fn into_response(self) -> Response {
         match self {
-            PgError::DeadlineExceeded { .. } => problem::deadline_error(),
+            PgError::DeadlineExceeded { .. } => {
+                problem::untold(problem::deadline_error(), Stage::Outbound)
+            }
             PgError::Pool(err) => err.into_response(),
             PgError::Database(err) => {
                 tracing::error!(error = %err, "database error");

@@ -18,6 +18,7 @@ use std::error::Error;
 use axum::response::{IntoResponse, Response};
 
 use crate::deadline::is_deadline_exceeded;
+use crate::observe::Stage;
 use crate::problem;
 
 /// The kind of a `Result` whose error is an `Error`.
@@ -66,15 +67,36 @@ impl DeadlineAware {
 }
 
 /// The answer to a handler's deadline error: 504 (S6), except for a pool
-/// wait the deadline cut short, which answers as S11 says (503).
+/// wait the deadline cut short, which answers as S11 says (503). The route
+/// tells the deadline, unless an outbound call told it already.
 fn deadline_answer(err: &(dyn Error + 'static)) -> Response {
     #[cfg(feature = "sqlx")]
     if crate::db::holds_cut_short_wait(err) {
         return crate::db::cut_short_answer();
     }
-    #[cfg(not(feature = "sqlx"))]
-    let _ = err; // no pool waits without `sqlx`
-    problem::deadline_error()
+    match untold_stage(err) {
+        Some(stage) => problem::untold(problem::deadline_error(), stage),
+        None => problem::deadline_error(),
+    }
+}
+
+/// The stage a handler's deadline error is told at: `outbound` for a
+/// statement Postgres stopped, `handler` for the handler's own; `None` for
+/// an outbound call's, which the call told.
+fn untold_stage(err: &(dyn Error + 'static)) -> Option<Stage> {
+    let mut link = Some(err);
+    while let Some(err) = link {
+        #[cfg(feature = "client")]
+        if err.is::<crate::client::ClientError>() {
+            return None;
+        }
+        #[cfg(feature = "postgres")]
+        if err.is::<crate::db::pg::PgError>() {
+            return Some(Stage::Outbound);
+        }
+        link = err.source();
+    }
+    Some(Stage::Handler)
 }
 
 impl Plain {

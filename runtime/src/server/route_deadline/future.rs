@@ -16,7 +16,7 @@ use crate::admission::DeadlineCheck;
 use crate::deadline::Gated;
 use crate::entropy::Entropy;
 use crate::observe::{noting, owner_tells, DeadlineSource, Event, Label, Observers, Stage};
-use crate::problem::{self, NoWork};
+use crate::problem::{self, NoWork, UntoldDeadline};
 
 use super::{admit, Learn, RouteClaim};
 
@@ -139,17 +139,33 @@ pub(crate) enum Answer<T> {
 /// its service time from (A1): a 2xx or 3xx response.
 pub(crate) trait Outcome {
     fn is_success(&self) -> bool;
+
+    /// Takes the mark of a deadline that passed in the work and that
+    /// nothing has told yet ([`UntoldDeadline`]): its stage.
+    fn take_untold(&mut self) -> Option<Stage>;
 }
 
 impl Outcome for Response {
     fn is_success(&self) -> bool {
         self.status().is_success() || self.status().is_redirection()
     }
+
+    fn take_untold(&mut self) -> Option<Stage> {
+        if !self.status().is_server_error() {
+            return None;
+        }
+        let UntoldDeadline(stage) = self.extensions_mut().remove::<UntoldDeadline>()?;
+        Some(stage)
+    }
 }
 
 impl<E> Outcome for Result<Response, E> {
     fn is_success(&self) -> bool {
         self.as_ref().is_ok_and(Outcome::is_success)
+    }
+
+    fn take_untold(&mut self) -> Option<Stage> {
+        self.as_mut().ok().and_then(Outcome::take_untold)
     }
 }
 
@@ -277,7 +293,18 @@ where
                         }
                         return Poll::Pending;
                     }
-                    Poll::Ready(Ok(output)) => {
+                    Poll::Ready(Ok(mut output)) => {
+                        // A deadline the work stopped at by itself (a
+                        // statement Postgres stopped, a shorter scope of
+                        // its own) is told here, once.
+                        if let (Some(expiry), Some(stage)) = (expiry.as_mut(), output.take_untold())
+                        {
+                            expiry.tell_set();
+                            expiry.observers.emit(|| Event::DeadlineExceeded {
+                                stage,
+                                route: expiry.route.label(),
+                            });
+                        }
                         if let Some(expiry) = expiry.as_ref().filter(|_| output.is_success()) {
                             if let (Some(learn), Some(first_poll)) =
                                 (&expiry.learn, future.first_poll())
