@@ -199,6 +199,66 @@ async fn a_later_statement_is_given_only_what_is_left_by_then() {
     );
 }
 
+/// A call under a shorter scope of its own does not hold a later call of
+/// the transaction to its shorter time.
+#[tokio::test]
+async fn a_later_call_under_the_longer_deadline_gets_its_time_back() {
+    let server = start().await;
+    let pool = pool(&server).await;
+
+    let (inner, outer) = Deadline::after(SECS(10))
+        .scope(async {
+            let mut tx = pg::begin(&pool).await.expect("a transaction");
+            let inner = Deadline::after(MS(200))
+                .scope(async {
+                    pg::set_statement_timeout(&mut tx)
+                        .await
+                        .expect("the setting is taken");
+                    millis(&shown(&mut tx).await)
+                })
+                .await;
+            pg::set_statement_timeout(&mut tx)
+                .await
+                .expect("the setting is taken");
+            (inner, millis(&shown(&mut tx).await))
+        })
+        .await;
+
+    assert!(inner <= 150, "{inner} ms under the 200 ms scope");
+    assert!(outer > 9_000, "{outer} ms back under the 10 s deadline");
+}
+
+/// An expired deadline inside a transaction sends nothing, and answers as
+/// the deadline's error.
+#[tokio::test]
+async fn setting_the_timeout_after_the_deadline_is_the_deadlines_error() {
+    let server = start().await;
+    let pool = pool(&server).await;
+    let mut tx = pool.begin().await.expect("a transaction");
+
+    let set = Deadline::after(Duration::ZERO)
+        .scope(pg::set_statement_timeout(&mut tx))
+        .await;
+
+    let err = set.expect_err("nothing left to set");
+    assert!(err.is_deadline_exceeded(), "{err}");
+    assert!(
+        matches!(
+            err,
+            PgError::DeadlineExceeded {
+                cancelled: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        axum::response::IntoResponse::into_response(err).status(),
+        StatusCode::GATEWAY_TIMEOUT
+    );
+    assert_eq!(shown(&mut tx).await, "0", "nothing was set");
+}
+
 #[tokio::test]
 async fn without_a_deadline_setting_the_timeout_changes_nothing() {
     let server = start().await;

@@ -120,14 +120,23 @@ pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgEr
 /// travel back (whole milliseconds, rounded down, at least 1); with no
 /// current deadline, does nothing.
 ///
-/// A timeout already in force that is shorter (the role's or the
-/// database's) is kept. Outside a transaction the setting would end with the
-/// statement that made it: call this on a transaction.
+/// A timeout already in force that is shorter (the role's, the
+/// database's or the session's) is kept: the one in force before the
+/// transaction's first call, so a later call under a longer deadline (a
+/// shorter scope of its own having ended) gets its own time left, not an
+/// earlier call's. The transaction keeps that value in the setting
+/// `timebox.statement_timeout_before`. Outside a transaction the setting
+/// would end with the statement that made it: call this on a transaction.
 ///
 /// # Errors
 ///
 /// [`PgError::DeadlineExceeded`] when the deadline has already passed
 /// (nothing is sent), or [`PgError::Database`].
+///
+/// # Cancellation safety
+///
+/// Dropping the future may leave the setting made or not: call it again,
+/// or roll the transaction back (dropping it does).
 pub async fn set_statement_timeout(conn: &mut PgConnection) -> Result<(), PgError> {
     let Some(deadline) = Deadline::current() else {
         return Ok(());
@@ -144,12 +153,16 @@ pub async fn set_statement_timeout(conn: &mut PgConnection) -> Result<(), PgErro
         return Ok(());
     };
     // `SET LOCAL`, as the function that takes a bind parameter, and never
-    // longer than a timeout already in force (the role's, say). Unnamed
-    // (not kept prepared), so a transaction-mode PgBouncer passes it.
+    // longer than the timeout in force before the transaction's first call
+    // (the role's, say): kept for the transaction in a setting of its own,
+    // so a later call is not held to an earlier call's shorter deadline.
+    // Unnamed (not kept prepared), so a transaction-mode PgBouncer passes
+    // it.
     sqlx::query(
-        "SELECT set_config('statement_timeout', \
-         LEAST(NULLIF(setting::int, 0), $1)::text, true) \
-         FROM pg_settings WHERE name = 'statement_timeout'",
+        "SELECT set_config('timebox.statement_timeout_before', before::text, true), \
+         set_config('statement_timeout', LEAST(NULLIF(before, 0), $1)::text, true) \
+         FROM (SELECT COALESCE(NULLIF(current_setting('timebox.statement_timeout_before', true), '')::int, \
+         setting::int) AS before FROM pg_settings WHERE name = 'statement_timeout') AS in_force",
     )
     .bind(millis)
     .persistent(false)
