@@ -50,8 +50,8 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes an `async fn` the handler of `GET path`, with a route deadline.
 ///
-/// The handler is an ordinary axum handler (extractors in, `IntoResponse`
-/// out), a free `async fn` (not one in an `impl`), and stays callable
+/// The handler is an ordinary axum handler (extractors in, each taken by
+/// value; `IntoResponse` out), a free `async fn` (not one in an `impl`), and stays callable
 /// exactly as written, so unit tests can call it. Beside it goes a hidden
 /// type of the same name, which `routes!` finds: the handler cannot share
 /// its name with a module or a type of its module, or with a crate a path

@@ -1,6 +1,7 @@
 //! Every rule across the attribute and the handler, checked before expansion.
 
 use proc_macro2::Span;
+use quote::ToTokens;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, Type, UnOp};
 
 use super::attr::{Attr, Entry, Key, Path};
@@ -333,6 +334,17 @@ fn validate_fn(method: Method, function: &syn::ItemFn) -> syn::Result<()> {
                     impl_trait,
                     format!("`#[{name}]` handlers cannot be generic; name the extractor's type instead of `impl Trait`"),
                 ));
+            } else if let Some(borrow) = borrowed(&input.ty) {
+                let fix = match &borrow {
+                    Borrow::Reference(_) => "take it by value: remove the `&`".to_owned(),
+                    Borrow::Lifetime(lifetime) => format!(
+                        "an extractor owns what it holds: use an owned type instead of one that borrows for `{lifetime}`"
+                    ),
+                };
+                errors.push(syn::Error::new_spanned(
+                    borrow,
+                    format!("`#[{name}]` handler arguments are extractors; {fix}"),
+                ));
             }
         }
     }
@@ -358,21 +370,66 @@ fn impl_trait(ty: &Type) -> Option<&Type> {
         Type::Reference(reference) => impl_trait(&reference.elem),
         Type::Slice(slice) => impl_trait(&slice.elem),
         Type::Tuple(tuple) => tuple.elems.iter().find_map(impl_trait),
-        Type::Path(path) => path
-            .path
-            .segments
-            .iter()
-            .filter_map(|segment| match &segment.arguments {
-                syn::PathArguments::AngleBracketed(arguments) => Some(arguments),
-                _ => None,
-            })
-            .flat_map(|arguments| &arguments.args)
-            .find_map(|argument| match argument {
-                syn::GenericArgument::Type(ty) => impl_trait(ty),
-                _ => None,
-            }),
+        Type::Path(path) => type_arguments(path).find_map(|argument| match argument {
+            syn::GenericArgument::Type(ty) => impl_trait(ty),
+            _ => None,
+        }),
         _ => None,
     }
+}
+
+/// A borrow in an argument's type, which no extractor can be.
+enum Borrow<'a> {
+    /// `&T`, `&'a T`.
+    Reference(&'a syn::TypeReference),
+    /// A lifetime argument other than `'static` (`Cow<'_, str>`).
+    Lifetime(&'a syn::Lifetime),
+}
+
+impl ToTokens for Borrow<'_> {
+    fn to_tokens(&self, tokens: &mut proc_macro2::TokenStream) {
+        match self {
+            Borrow::Reference(reference) => reference.to_tokens(tokens),
+            Borrow::Lifetime(lifetime) => lifetime.to_tokens(tokens),
+        }
+    }
+}
+
+/// A borrow anywhere in an argument's type (a reference, or a lifetime
+/// other than `'static`): an extractor owns what it holds, and the
+/// companion's bounds could not name the lifetime.
+fn borrowed(ty: &Type) -> Option<Borrow<'_>> {
+    match ty {
+        Type::Reference(reference) => match &reference.lifetime {
+            Some(lifetime) if lifetime.ident == "static" => borrowed(&reference.elem),
+            _ => Some(Borrow::Reference(reference)),
+        },
+        Type::Array(array) => borrowed(&array.elem),
+        Type::Group(group) => borrowed(&group.elem),
+        Type::Paren(paren) => borrowed(&paren.elem),
+        Type::Slice(slice) => borrowed(&slice.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(borrowed),
+        Type::Path(path) => type_arguments(path).find_map(|argument| match argument {
+            syn::GenericArgument::Type(ty) => borrowed(ty),
+            syn::GenericArgument::Lifetime(lifetime) if lifetime.ident != "static" => {
+                Some(Borrow::Lifetime(lifetime))
+            }
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The generic arguments of every segment of `path` (`Option<T>`'s `T`).
+fn type_arguments(path: &syn::TypePath) -> impl Iterator<Item = &syn::GenericArgument> {
+    path.path
+        .segments
+        .iter()
+        .filter_map(|segment| match &segment.arguments {
+            syn::PathArguments::AngleBracketed(arguments) => Some(arguments),
+            _ => None,
+        })
+        .flat_map(|arguments| &arguments.args)
 }
 
 /// Whether the handler carries another route attribute, which defines its
