@@ -1,5 +1,6 @@
 //! Parsing the attribute's keys: `seed = N`, `seeds = N`.
 
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{LitInt, Token};
@@ -65,8 +66,9 @@ impl Parse for Entry {
             (Key::Seed, input.parse::<kw::seed>()?.span)
         } else if lookahead.peek(kw::seeds) {
             (Key::Seeds, input.parse::<kw::seeds>()?.span)
-        } else if input.peek(syn::Ident) {
-            let unknown: syn::Ident = input.parse()?;
+        } else if input.peek(syn::Ident::peek_any) {
+            // A keyword too (`crate = ..`, a `#[tokio::test]` habit).
+            let unknown = input.call(syn::Ident::parse_any)?;
             return Err(syn::Error::new_spanned(
                 &unknown,
                 format!("unknown key `{unknown}`; use {}", in_words(&KEYS, "or")),
