@@ -66,7 +66,9 @@ impl Sim {
     ///
     /// # Panics
     ///
-    /// When the clock is not paused (`#[sim_test]` pauses it).
+    /// When the clock is not paused (`#[sim_test]` pauses it), and when
+    /// `duration` takes the clock past what an `Instant` can hold (as
+    /// `tokio::time::advance` does).
     ///
     /// # Cancellation safety
     ///

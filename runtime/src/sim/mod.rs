@@ -6,8 +6,14 @@
 //! [`Sim::advance`]. A test that waits an hour of virtual time finishes in
 //! microseconds, and what it observes does not depend on the machine's load.
 //!
-//! Everything random comes from the simulation's seeded [`Entropy`](crate::entropy::Entropy), so a
-//! failing run is replayed exactly by running it again with the same seed.
+//! Everything random that timebox draws comes from the simulation's seeded
+//! [`Entropy`](crate::entropy::Entropy), so a failing run is replayed
+//! exactly by running it again with the same seed. Two things in a test's
+//! own code are not covered: an unbiased `tokio::select!` picks among
+//! branches ready at once with tokio's own random source (write `biased;`
+//! where the order matters), and a panic in a task the test spawned fails
+//! only that task (await its `JoinHandle` to fail the test, with the replay
+//! line).
 //!
 //! ```
 //! use std::time::Duration;
@@ -16,6 +22,12 @@
 //!
 //! #[timebox::sim_test(seed = 42)]
 //! async fn slow_work_is_stopped_at_the_deadline(sim: Sim) {
+//!     stops_slow_work(&sim).await;
+//! }
+//!
+//! // Helpers are plain async fns (this one also runs below, where `cargo
+//! // test` would run the test).
+//! async fn stops_slow_work(sim: &Sim) {
 //!     let deadline = Deadline::after(Duration::from_secs(1));
 //!     let result = deadline
 //!         .scope(bounded(tokio::time::sleep(Duration::from_secs(10))))
@@ -23,7 +35,10 @@
 //!     assert!(result.is_err());
 //!     assert_eq!(sim.seed(), 42);
 //! }
-//! # fn main() {}
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! #     stops_slow_work(&Sim::new(42)).await;
+//! # }
 //! ```
 //!
 //! # Seeds

@@ -21,7 +21,10 @@ use crate::problem;
 /// latency, dropped requests, partitions and a log of every delivery.
 ///
 /// A [`Client`](crate::client::Client) made by [`Sim::client`](super::Sim::client)
-/// reaches only these hosts, at `http://<name>/...`. Each request waits a
+/// reaches only these hosts, at `http://<name>/...`. A host is found by its
+/// name alone, whatever the port: `http://api:8080/` and `http://api:9090/`
+/// reach the same router (while the client's budgets and breakers, keyed
+/// by `host:port`, tell the two apart). Each request waits a
 /// latency drawn uniformly from the configured range, then is delivered (or
 /// dropped, or refused by a partition). Hosts run [`unscoped`]: like a real
 /// remote service, they learn the caller's deadline only from the header.
