@@ -268,6 +268,28 @@ fn every_section_can_be_set_from_the_environment() {
     assert!((config.breaker.failure_ratio_threshold - 1.0).abs() < f64::EPSILON);
 }
 
+/// A list from the environment is written in brackets, as in TOML; a bare
+/// comma-separated value is one string, which an error names.
+#[test]
+fn a_list_key_is_set_from_the_environment_in_brackets() {
+    let config = load_env(&[(
+        "TIMEBOX_HTTP__CLIENT__DEADLINE_HEADERS",
+        "[x-timebox-deadline-ms, grpc-timeout]",
+    )])
+    .unwrap();
+    assert_eq!(
+        config.http.client.deadline_headers,
+        ["x-timebox-deadline-ms", "grpc-timeout"]
+    );
+
+    let err = load_env(&[(
+        "TIMEBOX_HTTP__CLIENT__DEADLINE_HEADERS",
+        "x-timebox-deadline-ms,grpc-timeout",
+    )])
+    .unwrap_err();
+    assert_eq!(keys(&err), ["http.client.deadline_headers"]);
+}
+
 #[test]
 fn env_key_names_are_case_insensitive() {
     let config = load_env(&[("TIMEBOX_server__Shutdown_Timeout_Secs", "12")]).unwrap();

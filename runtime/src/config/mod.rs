@@ -27,7 +27,10 @@
 //! `http.client.retry_budget.capacity`. Only names holding `__` after the
 //! prefix are keys, so `TIMEBOX_PROFILE`, `TIMEBOX_SIM_SEED` and
 //! `TIMEBOX_SIM_LIVENESS_SECS` are never read as keys. Values are read as
-//! integers, floats or `true`/`false` when they look like one, else as strings.
+//! integers, floats or `true`/`false` when they look like one, else as strings;
+//! a list is written in brackets, as in TOML:
+//! `TIMEBOX_HTTP__CLIENT__DEADLINE_HEADERS="[x-timebox-deadline-ms, grpc-timeout]"`
+//! (without them, the value is one string, which is an error naming the key).
 //!
 //! ```toml
 //! # timebox.toml
