@@ -52,7 +52,9 @@ pub(crate) use handler::{DeadlineHandler, RouteSettings, UnappliedLimit};
 /// (a longer override and [`RouteTimeout::Off`] included), counted from
 /// when the request reached the `TimeboxLayer`. Used without one, the
 /// deadline counts from this layer and [`RouteTimeout::Inherit`] means no
-/// deadline (there is no global one).
+/// deadline (there is no global one). Its events go to the observers of
+/// the `TimeboxLayer`'s config: without one, only the `tracing` sink hears
+/// them, since this layer is built from no config.
 ///
 /// # Examples
 ///
