@@ -387,6 +387,37 @@ async fn a_deadline_an_outbound_call_stopped_at_is_not_told_again_by_the_route(s
     );
 }
 
+/// O3: the `tracing` sink is on with no observer at all: each event is a
+/// `DEBUG` line at `timebox::observe`, its attributes as fields.
+#[tokio::test(start_paused = true)]
+async fn with_no_observer_the_tracing_sink_tells_each_event() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let app = timebox::routes![slow_item].into_router(&Config::default());
+    let response = tower::ServiceExt::oneshot(app, request("GET", "/slow/7"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    logs.one_line_with(
+        "event=\"deadline_set\"",
+        &[
+            "DEBUG",
+            "timebox::observe",
+            "source=\"route\"",
+            "budget_s=0.5",
+            "route=\"/slow/{id}\"",
+        ],
+    );
+    logs.one_line_with(
+        "event=\"deadline_exceeded\"",
+        &[
+            "DEBUG",
+            "timebox::observe",
+            "stage=\"handler\"",
+            "route=\"/slow/{id}\"",
+        ],
+    );
+}
+
 /// O3: `route` is the matched template, also for a macro route nested in
 /// a larger router.
 #[tokio::test(start_paused = true)]
