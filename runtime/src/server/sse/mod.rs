@@ -46,6 +46,7 @@
 //! past the total bound, and until a shutdown's drain, then at most 500 ms.
 
 mod driver;
+mod ending;
 mod stream;
 
 pub use driver::Step;
