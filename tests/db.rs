@@ -11,13 +11,14 @@ use timebox::config::Config;
 use timebox::db::{acquire, Conn, PoolWaitError};
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::entropy::Entropy;
-use timebox::observe::{Event, Recording, Stage};
+use timebox::observe::{Recording, Stage};
 use timebox::server::{DeadlineCancelled, TimeboxLayer};
 use timebox::{get, routes};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use support::http::{request, send, text};
+use support::observe::exceeded_stages;
 
 async fn pool_of_one() -> SqlitePool {
     SqlitePoolOptions::new()
@@ -82,18 +83,6 @@ async fn a_request_waiting_for_a_held_connection_gets_503_at_its_deadline() {
     assert!(matches!(next, Ok(Ok(_))), "{next:?}");
 }
 
-/// The stages of the `deadline_exceeded` events `recording` heard.
-fn exceeded_stages(recording: &Recording) -> Vec<Stage> {
-    recording
-        .events()
-        .iter()
-        .filter_map(|event| match event {
-            Event::DeadlineExceeded { stage, .. } => Some(*stage),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_deadline_that_passes_in_a_pool_wait_is_told_at_the_pool_wait_stage() {
     let pool = pool_of_one().await;
@@ -105,7 +94,7 @@ async fn a_deadline_that_passes_in_a_pool_wait_is_told_at_the_pool_wait_stage() 
     tokio::time::pause();
     let response = send(&app, request("GET", "/answer")).await;
     assert_eq!(response.status(), 503);
-    assert_eq!(exceeded_stages(&recording), [Stage::PoolWait]);
+    assert_eq!(exceeded_stages(&recording.events()), [Stage::PoolWait]);
     // Once the connection is free, a deadline that passes later in the
     // handler is the handler's.
     drop(held);
@@ -128,7 +117,7 @@ async fn a_deadline_that_passes_in_a_pool_wait_is_told_at_the_pool_wait_stage() 
         .with_state(pool);
     let response = send(&slow, request("GET", "/slow")).await;
     assert_eq!(response.status(), 503);
-    assert_eq!(exceeded_stages(&recording), [Stage::Handler]);
+    assert_eq!(exceeded_stages(&recording.events()), [Stage::Handler]);
 }
 
 #[get("/slow", timeout_ms = 200)]

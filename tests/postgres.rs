@@ -19,7 +19,7 @@ use timebox::config::Config;
 use timebox::db::pg::{self, PgError};
 use timebox::db::PoolWaitError;
 use timebox::deadline::{is_deadline_exceeded, Deadline};
-use timebox::observe::{Event, Recording, Stage};
+use timebox::observe::{Recording, Stage};
 use timebox::{get, routes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -27,6 +27,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
+use support::observe::exceeded_stages;
 use support::postgres::Postgres;
 use support::time::{MS, SECS};
 
@@ -454,7 +455,7 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
         .into_router(&Config::default().observed_by(recording.clone()))
         .with_state(pool.clone());
     sleep_answers_504(app, &pool).await;
-    assert_eq!(exceeded(&recording), [Stage::Outbound]);
+    assert_eq!(exceeded_stages(&recording.events()), [Stage::Outbound]);
 }
 
 /// The same handler as a plain route under `TimeboxLayer`'s global
@@ -471,20 +472,7 @@ async fn a_plain_route_whose_statement_postgres_stops_answers_504_too() {
         .layer(timebox::server::TimeboxLayer::new(&config))
         .with_state(pool.clone());
     sleep_answers_504(app, &pool).await;
-    assert_eq!(exceeded(&recording), [Stage::Outbound]);
-}
-
-/// The stages of the deadlines `recording` heard were exceeded (O1: a
-/// statement Postgres stopped at the deadline is one, at `outbound`).
-fn exceeded(recording: &Recording) -> Vec<Stage> {
-    recording
-        .events()
-        .iter()
-        .filter_map(|event| match event {
-            Event::DeadlineExceeded { stage, .. } => Some(*stage),
-            _ => None,
-        })
-        .collect()
+    assert_eq!(exceeded_stages(&recording.events()), [Stage::Outbound]);
 }
 
 /// `GET /sleep` on `app`: Postgres stops the statement, the answer is 504
@@ -534,7 +522,7 @@ async fn a_deadline_that_passes_waiting_for_begin_is_told_at_the_pool_wait_stage
     let response = app.oneshot(request).await.expect("the router answers");
 
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(exceeded(&recording), [Stage::PoolWait]);
+    assert_eq!(exceeded_stages(&recording.events()), [Stage::PoolWait]);
     drop(held);
 }
 

@@ -99,21 +99,22 @@ async fn ended(reader: JoinHandle<Vec<(Duration, String)>>) -> Vec<(Duration, St
         .expect("the stream ended in order")
 }
 
+/// The steps of a timeout's ending (R3), with the tool's notice of the
+/// remote cleanup and the eviction hook's entry.
+const TIMEOUT_STEPS: [&str; 7] = [
+    "cancel",
+    "tool notified",
+    "remote_cleanup",
+    "evicted",
+    "evict",
+    "error_event",
+    "done",
+];
+
 /// How a stream that timed out ends (R3, R5): its steps in order, then, at
 /// `at`, the error event naming `cause`, and `[DONE]`.
 fn assert_timeout_ending(log: &Log, frames: &[(Duration, String)], at: Duration, cause: &str) {
-    assert_eq!(
-        log.entries(),
-        [
-            "cancel",
-            "tool notified",
-            "remote_cleanup",
-            "evicted",
-            "evict",
-            "error_event",
-            "done"
-        ]
-    );
+    assert_eq!(log.entries(), TIMEOUT_STEPS);
     let (at_error, error) = &frames[frames.len() - 2];
     assert_eq!(*at_error, at);
     assert!(error.starts_with("event: error\n"), "{error}");
@@ -420,18 +421,7 @@ async fn a_stream_that_timed_out_is_dropped_before_its_ending_steps() {
     tx.send(Event::default().data("first")).await.unwrap();
     let frames = frames(served(stream).await).await;
     assert_eq!(log.entries()[0], "stream dropped");
-    assert_eq!(
-        log.entries()[1..],
-        [
-            "cancel",
-            "tool notified",
-            "remote_cleanup",
-            "evicted",
-            "evict",
-            "error_event",
-            "done"
-        ]
-    );
+    assert_eq!(log.entries()[1..], TIMEOUT_STEPS);
     assert_eq!(frames.last().unwrap().1, "data: [DONE]\n\n");
     drop(tx);
 }

@@ -104,3 +104,14 @@ pub fn breaker_calls(events: &[Event]) -> Vec<timebox::observe::BreakerCallOutco
         })
         .collect()
 }
+
+/// The stages of the deadlines exceeded, in order.
+pub fn exceeded_stages(events: &[Event]) -> Vec<timebox::observe::Stage> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::DeadlineExceeded { stage, .. } => Some(*stage),
+            _ => None,
+        })
+        .collect()
+}
