@@ -1238,6 +1238,32 @@ async fn behind_a_buffer_the_layer_takes_its_callers_deadline() {
     );
 }
 
+/// D3: a call made under one deadline and polled inside a shorter scope
+/// goes out with the shorter one.
+#[tokio::test(start_paused = true)]
+async fn a_layer_call_polled_in_a_shorter_scope_takes_its_deadline() {
+    let (seen, inner) = header_seen();
+    let mut client = ClientLayer::new(&config()).layer(inner);
+    let request = http::Request::get("http://in-memory/")
+        .body(Full::default())
+        .unwrap();
+
+    #[allow(clippy::async_yields_async)] // the point: made here, awaited there
+    let call = Deadline::after(SECS(10))
+        .scope(async {
+            client.ready().await.expect("ready");
+            client.call(request)
+        })
+        .await;
+    let response = Deadline::after(MS(300)).scope(call).await.unwrap();
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [Some(http::HeaderValue::from_static("300"))]
+    );
+}
+
 #[tokio::test]
 async fn a_reqwest_timeout_bounds_each_attempt_and_is_not_retried() {
     let recorder = Recorder::new();

@@ -50,7 +50,10 @@ pub(crate) trait Sender<B> {
 
 /// Drives `call` to its end: each attempt through `sender`, bounded by its
 /// timeout and the deadline, and each wait before a retry within the
-/// deadline.
+/// deadline. A deadline current at the first poll that is earlier than the
+/// call's becomes the call's (D3: a scope shortens what is polled in it),
+/// also when the call was made where none was (a `ClientLayer` called by a
+/// `tower::Buffer`'s worker task, whose caller polls the future).
 ///
 /// A block rather than an `async fn`, whose state would keep `call` and
 /// `sender` twice (as arguments, and as the locals they are moved to).
@@ -66,6 +69,9 @@ where
     // Said while pending: a request deadline that passes while its handler
     // waits on the call is told at the `outbound` stage.
     waiting_at(Stage::Outbound, async move {
+        if let Some(current) = Deadline::current() {
+            call.shorten_to(current);
+        }
         let result = run(&mut call, &mut sender).await;
         call.end(&result);
         result

@@ -12,7 +12,6 @@ use tower_service::Service;
 use url::Url;
 
 use crate::config::Config;
-use crate::deadline::Deadline;
 use crate::entropy::Entropy;
 use crate::retry::RetryBudgets;
 
@@ -27,9 +26,10 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// fit the time left and the host's budget, the host's breaker, redirects
 /// hop by hop, and the deadline headers on every request. It is the same
 /// engine as `Client`'s, not a copy. The call takes the deadline current
-/// where [`Service::call`] is called; with none there, the one current at
-/// the returned future's first poll (a `tower::Buffer` outside the layer
-/// calls it from its own worker task, and its caller polls the future).
+/// where [`Service::call`] is called, shortened by one current at the
+/// returned future's first poll (a `tower::Buffer` outside the layer calls
+/// it from its own worker task, where none is, and its caller polls the
+/// future).
 ///
 /// The inner service is any `Service<http::Request<B>, Response =
 /// http::Response<R>>`: hyper-util's legacy client, for one. It must be
@@ -158,11 +158,11 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> ResponseFuture<R> {
         // The call is made here, so it takes the deadline current where
-        // `call` is, even if the future is polled elsewhere.
-        let none_here = Deadline::current().is_none();
+        // `call` is, even if the future is polled elsewhere; one current
+        // where it is first polled shortens it.
         let options = CallOptions::in_extensions(request.extensions());
         let request = engine::Request::from_http(request).map_body(Replay);
-        let mut call = match Call::new(Arc::clone(&self.rules), request, options) {
+        let call = match Call::new(Arc::clone(&self.rules), request, options) {
             Ok(call) => call,
             Err(err) => {
                 return ResponseFuture {
@@ -177,21 +177,8 @@ where
             service: std::mem::replace(&mut self.inner, clone),
             readied: true,
         };
-        if !none_here {
-            return ResponseFuture {
-                inner: Box::pin(call::drive(call, sender)),
-            };
-        }
-        // With none here, the deadline current at the future's first poll
-        // is the call's too: a `tower::Buffer` calls `call` from its worker
-        // task, and its caller polls the future.
         ResponseFuture {
-            inner: Box::pin(async move {
-                if let Some(deadline) = Deadline::current() {
-                    call.shorten_to(deadline);
-                }
-                call::drive(call, sender).await
-            }),
+            inner: Box::pin(call::drive(call, sender)),
         }
     }
 }
