@@ -355,6 +355,33 @@ async fn a_deadline_the_handlers_own_work_stopped_at_is_told_once() {
     );
 }
 
+#[timebox::get("/own-off", timeout = "off")]
+async fn own_scope_on_an_off_route() -> Result<&'static str, OwnWork> {
+    Deadline::after(MS(100))
+        .scope(timebox::deadline::bounded(sleep(SECS(10))))
+        .await
+        .map_err(OwnWork)?;
+    Ok("done")
+}
+
+/// A route whose rule is `off` has no deadline of ours: under a
+/// `TimeboxLayer` whose global deadline it replaced, its handler's own
+/// shorter deadline is told by neither.
+#[tokio::test(start_paused = true)]
+async fn an_off_routes_own_deadline_is_not_told_as_the_layers() {
+    let recording = Recording::new();
+    let mut config = Config::default().observed_by(recording.clone());
+    config.server.timeouts.request_timeout_ms = Some(2_000);
+    let app = timebox::routes![own_scope_on_an_off_route]
+        .into_router(&config)
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    let response = tower::ServiceExt::oneshot(app, request("GET", "/own-off"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 504);
+    assert_eq!(lines(&recording.events()), Vec::<String>::new());
+}
+
 #[timebox::get("/call", timeout_ms = 1000)]
 async fn calls_with_less_time(
     axum::extract::State(client): axum::extract::State<timebox::client::Client>,

@@ -90,6 +90,9 @@ pub(crate) fn deadline_status(message: String) -> Status {
 /// trailers): its message and metadata as the peer said them, with a
 /// [`DeadlineExceeded`] as its source all the same.
 pub(crate) fn peers_deadline(headers: &http::HeaderMap) -> Status {
+    // The peer's deadline, not ours: nothing tells it, the route that
+    // answers with it neither.
+    crate::observe::deadline_told();
     let mut status = Status::from_header_map(headers)
         .unwrap_or_else(|| Status::deadline_exceeded("the peer answered DEADLINE_EXCEEDED"));
     status.set_source(Arc::new(DeadlineExceeded::new()));

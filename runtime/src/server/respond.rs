@@ -68,35 +68,32 @@ impl DeadlineAware {
 
 /// The answer to a handler's deadline error: 504 (S6), except for a pool
 /// wait the deadline cut short, which answers as S11 says (503). The route
-/// tells the deadline, unless an outbound call told it already.
+/// tells the deadline, unless a part told it already.
 fn deadline_answer(err: &(dyn Error + 'static)) -> Response {
     #[cfg(feature = "sqlx")]
     if crate::db::holds_cut_short_wait(err) {
         return crate::db::cut_short_answer();
     }
-    match untold_stage(err) {
-        Some(stage) => problem::untold(problem::deadline_error(), stage),
-        None => problem::deadline_error(),
-    }
+    problem::untold(problem::deadline_error(), untold_stage(err))
 }
 
-/// The stage a handler's deadline error is told at: `outbound` for a
-/// statement Postgres stopped, `handler` for the handler's own; `None` for
-/// an outbound call's, which the call told.
-fn untold_stage(err: &(dyn Error + 'static)) -> Option<Stage> {
-    let mut link = Some(err);
-    while let Some(err) = link {
-        #[cfg(feature = "client")]
-        if err.is::<crate::client::ClientError>() {
-            return None;
+/// The stage a handler's deadline error is told at, unless a part told it
+/// already (an outbound call, see `observe::deadline_told`): `outbound` for
+/// a statement Postgres stopped, `handler` for the rest.
+fn untold_stage(err: &(dyn Error + 'static)) -> Stage {
+    #[cfg(feature = "postgres")]
+    {
+        let mut link = Some(err);
+        while let Some(err) = link {
+            if err.is::<crate::db::pg::PgError>() {
+                return Stage::Outbound;
+            }
+            link = err.source();
         }
-        #[cfg(feature = "postgres")]
-        if err.is::<crate::db::pg::PgError>() {
-            return Some(Stage::Outbound);
-        }
-        link = err.source();
     }
-    Some(Stage::Handler)
+    #[cfg(not(feature = "postgres"))]
+    let _ = err; // no statements without `postgres`
+    Stage::Handler
 }
 
 impl Plain {

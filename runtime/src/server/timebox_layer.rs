@@ -250,6 +250,7 @@ where
                 .map(|learn| learn.judged_at(start)),
             stage: Stage::Handler,
             waiting: None,
+            deadline_told: false,
         };
         if budget.is_zero() {
             return TimeboxFuture::new(State::expired(expiry), None, None, None, entropy);
@@ -444,7 +445,7 @@ fn step_aside<F>(mut state: Pin<&mut State<F>>, plain: &mut Option<Arc<PlainRout
     if let Some(plain) = plain.take() {
         plain.ruled();
     }
-    state.as_mut().forget_learning();
+    state.as_mut().taken_over();
     state.release();
 }
 

@@ -83,6 +83,9 @@ pub(crate) struct Expiry {
     /// Where the handler said it was left waiting at its last poll (a pool
     /// wait): a timeout then is told at that stage instead.
     pub(crate) waiting: Option<Stage>,
+    /// Whether a part of the handler told a deadline itself (an outbound
+    /// call's): the handler's answer with that error is not told again.
+    pub(crate) deadline_told: bool,
 }
 
 impl Expiry {
@@ -242,11 +245,14 @@ impl<F> State<F> {
         }
     }
 
-    /// Stops learning from this request: a route rule of its own took it
-    /// over, and learns for itself.
-    pub(crate) fn forget_learning(self: Pin<&mut Self>) {
+    /// Leaves the request to a route rule of its own, which took it over:
+    /// this state neither learns from it nor tells the deadline its
+    /// handler answers with (the rule tells its own; a route whose rule is
+    /// `off` has no deadline of ours).
+    pub(crate) fn taken_over(self: Pin<&mut Self>) {
         if let Some(expiry) = self.expiry() {
             expiry.learn = None;
+            expiry.deadline_told = true;
         }
     }
 }
@@ -285,7 +291,11 @@ where
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
                 let first = future.first_poll().is_none();
-                let (polled, waiting) = noting(|| future.as_mut().poll_at(cx, reading));
+                let (polled, noted) = noting(|| future.as_mut().poll_at(cx, reading));
+                let waiting = noted.waiting;
+                if let Some(expiry) = expiry.as_mut() {
+                    expiry.deadline_told |= noted.told;
+                }
                 match polled {
                     Poll::Pending => {
                         if let Some(expiry) = expiry.as_mut() {
@@ -296,9 +306,14 @@ where
                     Poll::Ready(Ok(mut output)) => {
                         // A deadline the work stopped at by itself (a
                         // statement Postgres stopped, a shorter scope of
-                        // its own) is told here, once.
-                        if let (Some(expiry), Some(stage)) = (expiry.as_mut(), output.take_untold())
-                        {
+                        // its own) is told here, once: unless a part told
+                        // it (an outbound call), or a route rule took the
+                        // request over from this layer.
+                        let untold = output.take_untold();
+                        if let (Some(expiry), Some(stage)) = (
+                            expiry.as_mut().filter(|expiry| !expiry.deadline_told),
+                            untold,
+                        ) {
                             expiry.tell_set();
                             expiry.observers.emit(|| Event::DeadlineExceeded {
                                 stage,

@@ -142,6 +142,7 @@ where
             learn: None,
             stage: Stage::Handler,
             waiting: None,
+            deadline_told: false,
         };
         if budget.is_zero() {
             return HandlerFuture {
