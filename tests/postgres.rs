@@ -229,6 +229,30 @@ async fn a_later_call_under_the_longer_deadline_gets_its_time_back() {
     assert!(outer > 9_000, "{outer} ms back under the 10 s deadline");
 }
 
+/// A timeout the caller set in the transaction after an earlier call is
+/// the caller's, and shorter: kept.
+#[tokio::test]
+async fn a_shorter_timeout_the_caller_set_after_an_earlier_call_is_kept() {
+    let server = start().await;
+    let pool = pool(&server).await;
+
+    let shown = Deadline::after(SECS(10))
+        .scope(async {
+            let mut tx = pg::begin(&pool).await.expect("a transaction");
+            sqlx::query("SET LOCAL statement_timeout = 1234")
+                .execute(&mut *tx)
+                .await
+                .expect("the setting is taken");
+            pg::set_statement_timeout(&mut tx)
+                .await
+                .expect("the setting is taken");
+            shown(&mut tx).await
+        })
+        .await;
+
+    assert_eq!(shown, "1234ms");
+}
+
 /// An expired deadline inside a transaction sends nothing, and answers as
 /// the deadline's error.
 #[tokio::test]

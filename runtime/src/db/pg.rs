@@ -121,12 +121,14 @@ pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgEr
 /// current deadline, does nothing.
 ///
 /// A timeout already in force that is shorter (the role's, the
-/// database's or the session's) is kept: the one in force before the
-/// transaction's first call, so a later call under a longer deadline (a
-/// shorter scope of its own having ended) gets its own time left, not an
-/// earlier call's. The transaction keeps that value in the setting
-/// `timebox.statement_timeout_before`. Outside a transaction the setting
-/// would end with the statement that made it: call this on a transaction.
+/// database's, the session's, or one the caller set in the transaction) is
+/// kept. One this function set itself is not: a later call under a longer
+/// deadline (a shorter scope of the handler's own having ended) gets its
+/// own time left, not an earlier call's. The transaction keeps what this
+/// function set, and what was in force before, in the settings
+/// `timebox.statement_timeout_set` and `timebox.statement_timeout_before`.
+/// Outside a transaction the setting would end with the statement that
+/// made it: call this on a transaction.
 ///
 /// # Errors
 ///
@@ -153,16 +155,25 @@ pub async fn set_statement_timeout(conn: &mut PgConnection) -> Result<(), PgErro
         return Ok(());
     };
     // `SET LOCAL`, as the function that takes a bind parameter, and never
-    // longer than the timeout in force before the transaction's first call
-    // (the role's, say): kept for the transaction in a setting of its own,
-    // so a later call is not held to an earlier call's shorter deadline.
-    // Unnamed (not kept prepared), so a transaction-mode PgBouncer passes
-    // it.
+    // longer than the timeout in force before (the role's, or one the
+    // caller set in the transaction). The value this function set last is
+    // kept for the transaction in a setting of its own, with the one in
+    // force before it: while `statement_timeout` is still that value, the
+    // one before is what bounds, so a later call is not held to an earlier
+    // call's shorter deadline. `OFFSET 0` keeps the planner from folding
+    // the readings into the `set_config` calls, which would read the
+    // settings the calls before them had just changed. Unnamed (not kept
+    // prepared), so a transaction-mode PgBouncer passes it.
     sqlx::query(
         "SELECT set_config('timebox.statement_timeout_before', before::text, true), \
-         set_config('statement_timeout', LEAST(NULLIF(before, 0), $1)::text, true) \
-         FROM (SELECT COALESCE(NULLIF(current_setting('timebox.statement_timeout_before', true), '')::int, \
-         setting::int) AS before FROM pg_settings WHERE name = 'statement_timeout') AS in_force",
+         set_config('timebox.statement_timeout_set', chosen::text, true), \
+         set_config('statement_timeout', chosen::text, true) \
+         FROM (SELECT before, LEAST(NULLIF(before, 0), $1) AS chosen FROM \
+         (SELECT CASE WHEN setting::int = ours THEN kept ELSE setting::int END AS before \
+         FROM pg_settings, \
+         (SELECT NULLIF(current_setting('timebox.statement_timeout_set', true), '')::int AS ours, \
+         NULLIF(current_setting('timebox.statement_timeout_before', true), '')::int AS kept) AS last \
+         WHERE name = 'statement_timeout' OFFSET 0) AS in_force) AS timeout",
     )
     .bind(millis)
     .persistent(false)
