@@ -5,8 +5,9 @@
 //! request's [`RequestGuard`](crate::registry::RequestGuard) and the server's
 //! [`DrainToken`](crate::shutdown::DrainToken):
 //!
-//! - a heartbeat comment goes out at once (it sends the response's head),
-//!   then whenever the stream has been silent for the heartbeat interval
+//! - a heartbeat comment goes out at once unless an event is ready first
+//!   (either sends the response's head), then whenever the stream has been
+//!   silent for the heartbeat interval
 //!   (15 s by default): it finds dead clients during long silent tool runs,
 //!   and it never counts as activity;
 //! - a write that fails (the client went away) is a disconnect;
@@ -16,7 +17,9 @@
 //! Every way the stream can end has a fixed order of steps ([`Step`]).
 //! The inner stream is dropped first, as soon as it has ended, so whatever
 //! it holds (an upstream response, a pooled connection) is released before
-//! any step runs, as a handler's future is before its answer (S4). A
+//! any step runs, as a handler's future is before its answer (S4); work
+//! that feeds it through a channel sees the channel closed before the
+//! cancel step cancels its token. A
 //! stream that completes writes its final event, then `[DONE]`; one that
 //! is cancelled (a timeout, a disconnect, a shutdown, or its registry entry
 //! cancelled elsewhere) records the reason, the first one recorded, then

@@ -79,8 +79,8 @@ where
         self.watched.handle()
     }
 
-    /// Heartbeat comments: one at once, then every `interval` of silence;
-    /// `None` (or zero) for none. [`StreamConfig::heartbeat`](crate::config::StreamConfig::heartbeat)
+    /// Heartbeat comments: one at once unless an event is ready first, then
+    /// every `interval` of silence; `None` (or zero) for none. [`StreamConfig::heartbeat`](crate::config::StreamConfig::heartbeat)
     /// gives `[stream] heartbeat_secs` in this form.
     #[must_use]
     pub fn heartbeat(mut self, interval: impl Into<Option<Duration>>) -> Self {
