@@ -126,9 +126,11 @@ pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgEr
 /// deadline (a shorter scope of the handler's own having ended) gets its
 /// own time left, not an earlier call's. The transaction keeps what this
 /// function set, and what was in force before, in the settings
-/// `timebox.statement_timeout_set` and `timebox.statement_timeout_before`.
-/// Outside a transaction the setting would end with the statement that
-/// made it: call this on a transaction.
+/// `timebox.statement_timeout_set` and `timebox.statement_timeout_before`
+/// (a value the caller sets that equals the one this function set last is
+/// taken for this function's: Postgres does not say who set it). Outside a
+/// transaction the setting would end with the statement that made it: call
+/// this on a transaction.
 ///
 /// # Errors
 ///
