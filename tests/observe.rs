@@ -326,13 +326,18 @@ impl IntoResponse for OwnWork {
     }
 }
 
-#[timebox::get("/own", timeout_ms = 500)]
-async fn own_scope() -> Result<&'static str, OwnWork> {
+/// Work that runs out of a 100 ms deadline of its own.
+async fn own_work() -> Result<&'static str, OwnWork> {
     Deadline::after(MS(100))
         .scope(timebox::deadline::bounded(sleep(SECS(10))))
         .await
         .map_err(OwnWork)?;
     Ok("done")
+}
+
+#[timebox::get("/own", timeout_ms = 500)]
+async fn own_scope() -> Result<&'static str, OwnWork> {
+    own_work().await
 }
 
 /// O1: a deadline the handler's work stopped at by itself (here a shorter
@@ -357,11 +362,7 @@ async fn a_deadline_the_handlers_own_work_stopped_at_is_told_once() {
 
 #[timebox::get("/own-off", timeout = "off")]
 async fn own_scope_on_an_off_route() -> Result<&'static str, OwnWork> {
-    Deadline::after(MS(100))
-        .scope(timebox::deadline::bounded(sleep(SECS(10))))
-        .await
-        .map_err(OwnWork)?;
-    Ok("done")
+    own_work().await
 }
 
 /// A route whose rule is `off` has no deadline of ours: under a
@@ -382,6 +383,25 @@ async fn an_off_routes_own_deadline_is_not_told_as_the_layers() {
     assert_eq!(lines(&recording.events()), Vec::<String>::new());
 }
 
+/// The deadlines told when `GET path` on `routes`, whose handlers call the
+/// hanging host `up` with the simulation's client, has answered 504.
+async fn told_by_a_calling_route(
+    sim: &Sim,
+    routes: timebox::server::Routes<timebox::client::Client>,
+    path: &str,
+) -> Vec<String> {
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
+    );
+    let client = sim.client_with(&sim.config());
+    let app = routes.into_router(&sim.config()).with_state(client);
+    let response = sim.app(app).request(request("GET", path)).await;
+    assert_eq!(response.status(), 504);
+    let told = lines(&sim.observed());
+    exceeded(&told).into_iter().cloned().collect()
+}
+
 #[timebox::get("/call", timeout_ms = 1000)]
 async fn calls_with_less_time(
     axum::extract::State(client): axum::extract::State<timebox::client::Client>,
@@ -396,22 +416,8 @@ async fn calls_with_less_time(
 /// the call, at the `outbound` stage, and not again by the route.
 #[sim_test]
 async fn a_deadline_an_outbound_call_stopped_at_is_not_told_again_by_the_route(sim: Sim) {
-    sim.net().host(
-        "up",
-        recording(&Recorder::new(), |_| std::future::pending::<StatusCode>()),
-    );
-    let client = sim.client_with(&sim.config());
-    let app = timebox::routes![calls_with_less_time]
-        .into_router(&sim.config())
-        .with_state(client);
-    let response = sim.app(app).request(request("GET", "/call")).await;
-    assert_eq!(response.status(), 504);
-    let told = lines(&sim.observed());
-    assert_eq!(
-        exceeded(&told),
-        ["deadline_exceeded stage=outbound route=-"],
-        "{told:?}"
-    );
+    let told = told_by_a_calling_route(&sim, timebox::routes![calls_with_less_time], "/call").await;
+    assert_eq!(told, ["deadline_exceeded stage=outbound route=-"]);
 }
 
 /// O3: the `tracing` sink is on with no observer at all: each event is a
@@ -442,6 +448,58 @@ async fn with_no_observer_the_tracing_sink_tells_each_event() {
             "stage=\"handler\"",
             "route=\"/slow/{id}\"",
         ],
+    );
+}
+
+#[timebox::get("/call-in-a-task", timeout_ms = 1000)]
+async fn calls_with_less_time_in_a_task(
+    axum::extract::State(client): axum::extract::State<timebox::client::Client>,
+) -> Result<&'static str, ClientError> {
+    let call = Deadline::after(MS(100)).scope(async move { client.get("http://up/").send().await });
+    tokio::spawn(call).await.expect("the call's task ends")?;
+    Ok("answered")
+}
+
+/// O1: the call told its deadline in the task it ran in; the route that
+/// answers with its error does not tell it again.
+#[sim_test]
+async fn a_deadline_a_call_told_in_another_task_is_not_told_again_by_the_route(sim: Sim) {
+    let told = told_by_a_calling_route(
+        &sim,
+        timebox::routes![calls_with_less_time_in_a_task],
+        "/call-in-a-task",
+    )
+    .await;
+    assert_eq!(told, ["deadline_exceeded stage=outbound route=-"]);
+}
+
+#[timebox::get("/call-then-own", timeout_ms = 1000)]
+async fn calls_then_runs_out_of_its_own_time(
+    axum::extract::State(client): axum::extract::State<timebox::client::Client>,
+) -> Result<&'static str, OwnWork> {
+    // An outbound call cut at its own 100 ms, which it tells, and left.
+    let _ = Deadline::after(MS(100))
+        .scope(client.get("http://up/").send())
+        .await;
+    own_work().await
+}
+
+/// O1: each deadline is told once: the call's by the call, then the
+/// handler's own by the route.
+#[sim_test]
+async fn a_handlers_own_deadline_after_a_calls_is_told_too(sim: Sim) {
+    let told = told_by_a_calling_route(
+        &sim,
+        timebox::routes![calls_then_runs_out_of_its_own_time],
+        "/call-then-own",
+    )
+    .await;
+    assert_eq!(
+        told,
+        [
+            "deadline_exceeded stage=outbound route=-",
+            "deadline_exceeded stage=handler route=/call-then-own"
+        ]
     );
 }
 

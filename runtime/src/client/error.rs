@@ -67,8 +67,10 @@ impl ClientError {
         matches!(self, ClientError::DeadlineExceeded(_))
     }
 
+    /// The call's deadline passed: told as an event where the call ends
+    /// (see `observe::tell_outbound_deadline`), so marked told.
     pub(crate) fn deadline() -> Self {
-        ClientError::DeadlineExceeded(DeadlineExceeded::new())
+        ClientError::DeadlineExceeded(DeadlineExceeded::told())
     }
 }
 

@@ -9,13 +9,51 @@ use std::io;
 /// Returned by [`bounded`](super::bounded()) and carried as the `source()` of
 /// every other timebox error that a deadline caused, so
 /// [`is_deadline_exceeded`] needs to know only this type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DeadlineExceeded(());
+///
+/// All values are equal: the error says only that a deadline passed.
+#[derive(Clone, Copy)]
+pub struct DeadlineExceeded {
+    /// Whether the part that returned it told it as an event already (an
+    /// outbound call), so that a route answering with it does not tell it
+    /// again (O1); or decided it is not ours to tell (a peer's).
+    told: bool,
+}
 
 impl DeadlineExceeded {
     pub(crate) const fn new() -> Self {
-        Self(())
+        Self { told: false }
     }
+
+    /// One that was told as an event where it was made, or is not ours to
+    /// tell.
+    #[cfg(any(feature = "client", feature = "grpc"))]
+    pub(crate) const fn told() -> Self {
+        Self { told: true }
+    }
+
+    /// Whether it was told where it was made (see [`DeadlineExceeded::told`]).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // a route asks
+    pub(crate) const fn was_told(self) -> bool {
+        self.told
+    }
+}
+
+impl fmt::Debug for DeadlineExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DeadlineExceeded")
+    }
+}
+
+impl PartialEq for DeadlineExceeded {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for DeadlineExceeded {}
+
+impl std::hash::Hash for DeadlineExceeded {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl fmt::Display for DeadlineExceeded {

@@ -81,7 +81,10 @@ impl Budget {
 /// holds for it and for every error that wraps it.
 pub(crate) fn deadline_status(message: String) -> Status {
     let mut status = Status::deadline_exceeded(message);
-    status.set_source(Arc::new(DeadlineExceeded::new()));
+    // Told where it is made (a client call's, or the server's own answer,
+    // which leaves by the network), so a route answering with it does not
+    // tell it again.
+    status.set_source(Arc::new(DeadlineExceeded::told()));
     status
 }
 
@@ -90,12 +93,11 @@ pub(crate) fn deadline_status(message: String) -> Status {
 /// trailers): its message and metadata as the peer said them, with a
 /// [`DeadlineExceeded`] as its source all the same.
 pub(crate) fn peers_deadline(headers: &http::HeaderMap) -> Status {
-    // The peer's deadline, not ours: nothing tells it, the route that
-    // answers with it neither.
-    crate::observe::deadline_told();
     let mut status = Status::from_header_map(headers)
         .unwrap_or_else(|| Status::deadline_exceeded("the peer answered DEADLINE_EXCEEDED"));
-    status.set_source(Arc::new(DeadlineExceeded::new()));
+    // The peer's, not ours: told by no one, a route answering with it
+    // neither.
+    status.set_source(Arc::new(DeadlineExceeded::told()));
     status
 }
 

@@ -7,9 +7,7 @@
 //! when its future returns `Pending`, and [`noting`] clears it around one
 //! poll of a request's future and reads it after, so each poll says where
 //! the request was left waiting, and nothing is shared between requests or
-//! allocated. The same poll also says whether a part inside told a
-//! deadline itself (an outbound call whose deadline passed), so that the
-//! request's owner does not tell it again.
+//! allocated.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -20,19 +18,10 @@ use pin_project::pin_project;
 
 use super::Stage;
 
-/// What one poll of a request's future said (see [`noting`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Noted {
-    /// The stage the request was left waiting at, if a part said.
-    pub(crate) waiting: Option<Stage>,
-    /// Whether a part told a deadline of the request's itself (or, for a
-    /// peer's, decided that none is ours to tell).
-    pub(crate) told: bool,
-}
-
 thread_local! {
-    /// What the future being polled on this thread said so far.
-    static NOTED: Cell<Noted> = const { Cell::new(Noted { waiting: None, told: false }) };
+    /// The stage the future being polled on this thread was left waiting
+    /// at, if it said.
+    static WAITING: Cell<Option<Stage>> = const { Cell::new(None) };
     /// Set while a request's owner (a route, a gRPC method) drops its work
     /// because its deadline passed: the owner tells the deadline, at the
     /// stage the work was left waiting at, so what it drops need not.
@@ -64,43 +53,27 @@ pub(crate) fn tell_outbound_deadline(observers: &super::Observers) {
             stage: Stage::Outbound,
             route: None,
         });
-        deadline_told();
     }
 }
 
-/// Says that a deadline of the request being polled was told by a part
-/// inside it (an outbound call's), or is not to be told (a peer's): its
-/// owner does not tell the error it answers with again (O1).
-#[cfg_attr(not(any(feature = "client", feature = "grpc")), allow(dead_code))]
-pub(crate) fn deadline_told() {
-    let _ = NOTED.try_with(|noted| {
-        noted.set(Noted {
-            told: true,
-            ..noted.get()
-        });
-    });
-}
-
-/// Runs one poll (`poll`) of a request's future; the poll's result and
-/// what it said: the stage it was left waiting at, when a [`WaitingAt`]
-/// inside said, and whether a part told a deadline. An outer `noting`
-/// sees the same.
+/// Runs one poll (`poll`) of a request's future; the poll's result and the
+/// stage it was left waiting at, when a [`WaitingAt`] inside said. An outer
+/// `noting` sees the same stage.
 #[cfg_attr(not(any(feature = "server", feature = "grpc")), allow(dead_code))]
-pub(crate) fn noting<R>(poll: impl FnOnce() -> R) -> (R, Noted) {
-    let outer = NOTED
-        .try_with(|noted| noted.replace(Noted::default()))
-        .unwrap_or_default();
+pub(crate) fn noting<R>(poll: impl FnOnce() -> R) -> (R, Option<Stage>) {
+    let outer = WAITING
+        .try_with(|waiting| waiting.replace(None))
+        .ok()
+        .flatten();
     let polled = poll();
-    let seen = NOTED
-        .try_with(|noted| {
-            let seen = noted.get();
-            noted.set(Noted {
-                waiting: seen.waiting.or(outer.waiting),
-                told: seen.told || outer.told,
-            });
+    let seen = WAITING
+        .try_with(|waiting| {
+            let seen = waiting.get();
+            waiting.set(seen.or(outer));
             seen
         })
-        .unwrap_or_default();
+        .ok()
+        .flatten();
     (polled, seen)
 }
 
@@ -122,12 +95,7 @@ pub(crate) struct WaitingAt<F> {
     allow(dead_code)
 )]
 pub(crate) fn waiting_now(stage: Stage) {
-    let _ = NOTED.try_with(|noted| {
-        noted.set(Noted {
-            waiting: Some(stage),
-            ..noted.get()
-        });
-    });
+    let _ = WAITING.try_with(|waiting| waiting.set(Some(stage)));
 }
 
 /// `future`, which says that the request waits at `stage` while it is
@@ -160,8 +128,7 @@ mod tests {
 
     fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> (Poll<F::Output>, Option<Stage>) {
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        let (polled, noted) = noting(|| future.poll(&mut cx));
-        (polled, noted.waiting)
+        noting(|| future.poll(&mut cx))
     }
 
     #[test]
@@ -180,8 +147,8 @@ mod tests {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let mut waiting = pin!(waiting_at(Stage::PoolWait, pending::<()>()));
         let (inner, outer) = noting(|| noting(|| waiting.as_mut().poll(&mut cx)));
-        assert_eq!(inner.1.waiting, Some(Stage::PoolWait));
-        assert_eq!(outer.waiting, Some(Stage::PoolWait));
+        assert_eq!(inner.1, Some(Stage::PoolWait));
+        assert_eq!(outer, Some(Stage::PoolWait));
         let mut other = pin!(pending::<()>());
         assert_eq!(poll_once(other.as_mut()), (Poll::Pending, None));
     }
@@ -191,20 +158,9 @@ mod tests {
         let ((), outer) = noting(|| {
             super::waiting_now(Stage::Outbound);
             let ((), inner) = noting(|| ());
-            assert_eq!(inner.waiting, None);
+            assert_eq!(inner, None);
         });
-        assert_eq!(outer.waiting, Some(Stage::Outbound));
-    }
-
-    #[test]
-    fn a_deadline_told_inside_is_seen_by_this_poll_and_the_outer_one_only() {
-        let ((), outer) = noting(|| {
-            let ((), inner) = noting(super::deadline_told);
-            assert!(inner.told);
-        });
-        assert!(outer.told);
-        let ((), next) = noting(|| ());
-        assert!(!next.told, "each poll says afresh");
+        assert_eq!(outer, Some(Stage::Outbound));
     }
 
     #[test]

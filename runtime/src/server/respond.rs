@@ -17,7 +17,7 @@ use std::error::Error;
 
 use axum::response::{IntoResponse, Response};
 
-use crate::deadline::is_deadline_exceeded;
+use crate::deadline::{is_deadline_exceeded, DeadlineExceeded};
 use crate::observe::Stage;
 use crate::problem;
 
@@ -68,32 +68,37 @@ impl DeadlineAware {
 
 /// The answer to a handler's deadline error: 504 (S6), except for a pool
 /// wait the deadline cut short, which answers as S11 says (503). The route
-/// tells the deadline, unless a part told it already.
+/// tells the deadline, unless the part that returned it told it already.
 fn deadline_answer(err: &(dyn Error + 'static)) -> Response {
     #[cfg(feature = "sqlx")]
     if crate::db::holds_cut_short_wait(err) {
         return crate::db::cut_short_answer();
     }
-    problem::untold(problem::deadline_error(), untold_stage(err))
+    match untold_stage(err) {
+        Some(stage) => problem::untold(problem::deadline_error(), stage),
+        None => problem::deadline_error(),
+    }
 }
 
-/// The stage a handler's deadline error is told at, unless a part told it
-/// already (an outbound call, see `observe::deadline_told`): `outbound` for
-/// a statement Postgres stopped, `handler` for the rest.
-fn untold_stage(err: &(dyn Error + 'static)) -> Stage {
-    #[cfg(feature = "postgres")]
-    {
-        let mut link = Some(err);
-        while let Some(err) = link {
-            if err.is::<crate::db::pg::PgError>() {
-                return Stage::Outbound;
-            }
-            link = err.source();
+/// The stage a handler's deadline error is told at: `None` when the part
+/// that returned it told it (an outbound call, see
+/// [`DeadlineExceeded::told`]); `outbound` for a statement Postgres
+/// stopped; `handler` for the rest.
+fn untold_stage(err: &(dyn Error + 'static)) -> Option<Stage> {
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))] // only a statement moves it
+    let mut stage = Stage::Handler;
+    let mut link = Some(err);
+    while let Some(err) = link {
+        if let Some(deadline) = err.downcast_ref::<DeadlineExceeded>() {
+            return (!deadline.was_told()).then_some(stage);
         }
+        #[cfg(feature = "postgres")]
+        if err.is::<crate::db::pg::PgError>() {
+            stage = Stage::Outbound;
+        }
+        link = err.source();
     }
-    #[cfg(not(feature = "postgres"))]
-    let _ = err; // no statements without `postgres`
-    Stage::Handler
+    Some(stage)
 }
 
 impl Plain {

@@ -250,7 +250,7 @@ where
                 .map(|learn| learn.judged_at(start)),
             stage: Stage::Handler,
             waiting: None,
-            deadline_told: false,
+            taken_over: false,
         };
         if budget.is_zero() {
             return TimeboxFuture::new(State::expired(expiry), None, None, None, entropy);

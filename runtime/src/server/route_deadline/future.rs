@@ -83,9 +83,9 @@ pub(crate) struct Expiry {
     /// Where the handler said it was left waiting at its last poll (a pool
     /// wait): a timeout then is told at that stage instead.
     pub(crate) waiting: Option<Stage>,
-    /// Whether a part of the handler told a deadline itself (an outbound
-    /// call's): the handler's answer with that error is not told again.
-    pub(crate) deadline_told: bool,
+    /// Whether a route rule of its own took the request over: it tells
+    /// what its handler answers, not this state.
+    pub(crate) taken_over: bool,
 }
 
 impl Expiry {
@@ -252,7 +252,7 @@ impl<F> State<F> {
     pub(crate) fn taken_over(self: Pin<&mut Self>) {
         if let Some(expiry) = self.expiry() {
             expiry.learn = None;
-            expiry.deadline_told = true;
+            expiry.taken_over = true;
         }
     }
 }
@@ -291,11 +291,7 @@ where
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
                 let first = future.first_poll().is_none();
-                let (polled, noted) = noting(|| future.as_mut().poll_at(cx, reading));
-                let waiting = noted.waiting;
-                if let Some(expiry) = expiry.as_mut() {
-                    expiry.deadline_told |= noted.told;
-                }
+                let (polled, waiting) = noting(|| future.as_mut().poll_at(cx, reading));
                 match polled {
                     Poll::Pending => {
                         if let Some(expiry) = expiry.as_mut() {
@@ -306,14 +302,12 @@ where
                     Poll::Ready(Ok(mut output)) => {
                         // A deadline the work stopped at by itself (a
                         // statement Postgres stopped, a shorter scope of
-                        // its own) is told here, once: unless a part told
-                        // it (an outbound call), or a route rule took the
-                        // request over from this layer.
+                        // its own) is told here, once, unless a route rule
+                        // took the request over from this layer.
                         let untold = output.take_untold();
-                        if let (Some(expiry), Some(stage)) = (
-                            expiry.as_mut().filter(|expiry| !expiry.deadline_told),
-                            untold,
-                        ) {
+                        if let (Some(expiry), Some(stage)) =
+                            (expiry.as_mut().filter(|expiry| !expiry.taken_over), untold)
+                        {
                             expiry.tell_set();
                             expiry.observers.emit(|| Event::DeadlineExceeded {
                                 stage,

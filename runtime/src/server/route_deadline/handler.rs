@@ -142,7 +142,7 @@ where
             learn: None,
             stage: Stage::Handler,
             waiting: None,
-            deadline_told: false,
+            taken_over: false,
         };
         if budget.is_zero() {
             return HandlerFuture {

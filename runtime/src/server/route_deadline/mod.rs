@@ -155,7 +155,7 @@ where
             learn: None,
             stage: Stage::Handler,
             waiting: None,
-            deadline_told: false,
+            taken_over: false,
         };
         // A zero budget (an inbound header of 0) is answered without calling
         // the inner service and without reading the clock; any other passed
