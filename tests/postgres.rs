@@ -167,6 +167,13 @@ fn millis(shown: &str) -> u64 {
         .expect("a number")
 }
 
+/// `set_statement_timeout` on `conn`, under the current deadline.
+async fn set_under_the_deadline(conn: &mut sqlx::PgConnection) {
+    pg::set_statement_timeout(conn)
+        .await
+        .expect("the setting is taken");
+}
+
 /// `SHOW statement_timeout` on `conn`.
 async fn shown(conn: &mut sqlx::PgConnection) -> String {
     let (shown,): (String,) = sqlx::query_as("SHOW statement_timeout")
@@ -186,9 +193,7 @@ async fn a_later_statement_is_given_only_what_is_left_by_then() {
             let mut tx = pg::begin(&pool).await.expect("a transaction");
             let at_begin = millis(&shown(&mut tx).await);
             tokio::time::sleep(MS(500)).await;
-            pg::set_statement_timeout(&mut tx)
-                .await
-                .expect("the setting is taken");
+            set_under_the_deadline(&mut tx).await;
             (at_begin, millis(&shown(&mut tx).await))
         })
         .await;
@@ -212,15 +217,11 @@ async fn a_later_call_under_the_longer_deadline_gets_its_time_back() {
             let mut tx = pg::begin(&pool).await.expect("a transaction");
             let inner = Deadline::after(MS(200))
                 .scope(async {
-                    pg::set_statement_timeout(&mut tx)
-                        .await
-                        .expect("the setting is taken");
+                    set_under_the_deadline(&mut tx).await;
                     millis(&shown(&mut tx).await)
                 })
                 .await;
-            pg::set_statement_timeout(&mut tx)
-                .await
-                .expect("the setting is taken");
+            set_under_the_deadline(&mut tx).await;
             (inner, millis(&shown(&mut tx).await))
         })
         .await;
@@ -243,9 +244,7 @@ async fn a_shorter_timeout_the_caller_set_after_an_earlier_call_is_kept() {
                 .execute(&mut *tx)
                 .await
                 .expect("the setting is taken");
-            pg::set_statement_timeout(&mut tx)
-                .await
-                .expect("the setting is taken");
+            set_under_the_deadline(&mut tx).await;
             shown(&mut tx).await
         })
         .await;
