@@ -503,6 +503,82 @@ async fn a_handlers_own_deadline_after_a_calls_is_told_too(sim: Sim) {
     );
 }
 
+#[timebox::get("/call-gated", timeout_ms = 1000)]
+async fn calls_under_a_gate_of_its_own(
+    axum::extract::State(client): axum::extract::State<timebox::client::Client>,
+) -> Result<&'static str, OwnWork> {
+    // The gate cuts the call at 100 ms, and the call, dropped, tells it.
+    let _answer = Deadline::after(MS(100))
+        .scope(timebox::deadline::bounded(client.get("http://up/").send()))
+        .await
+        .map_err(OwnWork)?;
+    Ok("answered")
+}
+
+/// O1: a call that a gate of the handler's own cut tells its deadline as
+/// it is dropped; the route that answers with the gate's error does not
+/// tell it again.
+#[sim_test]
+async fn a_call_cut_by_the_handlers_own_gate_is_told_once(sim: Sim) {
+    let told = told_by_a_calling_route(
+        &sim,
+        timebox::routes![calls_under_a_gate_of_its_own],
+        "/call-gated",
+    )
+    .await;
+    assert_eq!(told, ["deadline_exceeded stage=outbound route=-"]);
+}
+
+/// A handler's error holding an `io::Error` made from a deadline error.
+#[derive(Debug)]
+struct IoWork(std::io::Error);
+
+impl std::fmt::Display for IoWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("reading failed")
+    }
+}
+
+impl std::error::Error for IoWork {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl IntoResponse for IoWork {
+    fn into_response(self) -> axum::response::Response {
+        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    }
+}
+
+#[timebox::get("/call-as-io", timeout_ms = 1000)]
+async fn calls_and_answers_an_io_error(
+    axum::extract::State(client): axum::extract::State<timebox::client::Client>,
+) -> Result<&'static str, IoWork> {
+    let sent = Deadline::after(MS(100))
+        .scope(client.get("http://up/").send())
+        .await;
+    // Answered in a later poll than the one the call told its deadline in.
+    sleep(MS(1)).await;
+    match sent {
+        Err(ClientError::DeadlineExceeded(deadline)) => Err(IoWork(deadline.into())),
+        _ => Ok("answered"),
+    }
+}
+
+/// O1: a call's deadline error carried inside an `io::Error` (D6) is still
+/// known as told.
+#[sim_test]
+async fn a_calls_deadline_inside_an_io_error_is_told_once(sim: Sim) {
+    let told = told_by_a_calling_route(
+        &sim,
+        timebox::routes![calls_and_answers_an_io_error],
+        "/call-as-io",
+    )
+    .await;
+    assert_eq!(told, ["deadline_exceeded stage=outbound route=-"]);
+}
+
 /// O3: `route` is the matched template, also for a macro route nested in
 /// a larger router.
 #[tokio::test(start_paused = true)]

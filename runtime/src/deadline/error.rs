@@ -100,22 +100,26 @@ impl From<DeadlineExceeded> for io::Error {
 /// ```
 #[must_use]
 pub fn is_deadline_exceeded(err: &(dyn Error + 'static)) -> bool {
+    find(err).is_some()
+}
+
+/// The first [`DeadlineExceeded`] in `err`'s `source()` chain, `err`
+/// included, looking inside an [`io::Error`]'s payload too (its `source()`
+/// skips it).
+pub(crate) fn find(err: &(dyn Error + 'static)) -> Option<DeadlineExceeded> {
     let mut link = Some(err);
     while let Some(err) = link {
-        if is_this_link(err) {
-            return true;
+        if let Some(found) = err.downcast_ref::<DeadlineExceeded>() {
+            return Some(*found);
+        }
+        let inside = err
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::get_ref)
+            .and_then(|payload| find(payload));
+        if inside.is_some() {
+            return inside;
         }
         link = err.source();
     }
-    false
-}
-
-fn is_this_link(err: &(dyn Error + 'static)) -> bool {
-    if err.is::<DeadlineExceeded>() {
-        return true;
-    }
-    // `io::Error::source()` skips its own payload, so look inside it here.
-    err.downcast_ref::<io::Error>()
-        .and_then(io::Error::get_ref)
-        .is_some_and(|inner| is_deadline_exceeded(inner))
+    None
 }

@@ -55,6 +55,8 @@ mod scope;
 #[cfg(feature = "client")]
 pub(crate) use bounded::BoundedStream;
 pub use bounded::{bounded, Bounded};
+#[cfg(feature = "server")]
+pub(crate) use error::find;
 pub use error::{is_deadline_exceeded, DeadlineExceeded};
 #[cfg(feature = "grpc")]
 pub(crate) use formats::trusted_value;

@@ -13,7 +13,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::{Code, Status};
 
 use crate::deadline::{Deadline, Gated};
-use crate::observe::{owner_tells, waiting_now, Event, Label, Observers, Stage};
+use crate::observe::{deadline_told, owner_tells, waiting_now, Event, Label, Observers, Stage};
 use crate::registry::CancelReason;
 use crate::shutdown::{DrainToken, InFlightGuard};
 
@@ -195,6 +195,7 @@ impl Told {
             stage,
             route: self.route.clone(),
         });
+        deadline_told();
     }
 }
 

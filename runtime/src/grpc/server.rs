@@ -347,7 +347,7 @@ where
                 waiting,
             } => match noting(|| future.as_mut().poll(cx)) {
                 (Poll::Pending, seen) => {
-                    *waiting = seen;
+                    *waiting = seen.waiting;
                     if !ended(this.counted, cx) {
                         return Poll::Pending;
                     }
@@ -367,7 +367,7 @@ where
                     }
                     Err(_) => {
                         let budget = budget.as_ref().expect("polled after completion");
-                        let stage = seen.or(*waiting).unwrap_or(Stage::Handler);
+                        let stage = seen.waiting.or(*waiting).unwrap_or(Stage::Handler);
                         expired(uri, budget, told, stage)
                     }
                 },

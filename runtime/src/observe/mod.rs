@@ -98,6 +98,8 @@ pub use observers::{Observer, Observers};
 #[cfg(feature = "otel")]
 pub use otel::OtelObserver;
 pub use recording::Recording;
+#[cfg(feature = "grpc")]
+pub(crate) use waiting::deadline_told;
 #[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use waiting::noting;
 #[cfg(any(feature = "server", feature = "grpc"))]

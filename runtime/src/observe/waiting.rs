@@ -7,7 +7,10 @@
 //! when its future returns `Pending`, and [`noting`] clears it around one
 //! poll of a request's future and reads it after, so each poll says where
 //! the request was left waiting, and nothing is shared between requests or
-//! allocated.
+//! allocated. The same poll also says whether a part inside told a
+//! deadline itself (an outbound call whose deadline passed, dropped in that
+//! poll after a gate of the handler's own cut it), so that the request's
+//! owner does not tell the error it answers with in that poll again.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -18,10 +21,18 @@ use pin_project::pin_project;
 
 use super::Stage;
 
+/// What one poll of a request's future said (see [`noting`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Noted {
+    /// The stage the request was left waiting at, if a part said.
+    pub(crate) waiting: Option<Stage>,
+    /// Whether a part told a deadline of the request's itself.
+    pub(crate) told: bool,
+}
+
 thread_local! {
-    /// The stage the future being polled on this thread was left waiting
-    /// at, if it said.
-    static WAITING: Cell<Option<Stage>> = const { Cell::new(None) };
+    /// What the future being polled on this thread said so far.
+    static NOTED: Cell<Noted> = const { Cell::new(Noted { waiting: None, told: false }) };
     /// Set while a request's owner (a route, a gRPC method) drops its work
     /// because its deadline passed: the owner tells the deadline, at the
     /// stage the work was left waiting at, so what it drops need not.
@@ -53,27 +64,43 @@ pub(crate) fn tell_outbound_deadline(observers: &super::Observers) {
             stage: Stage::Outbound,
             route: None,
         });
+        deadline_told();
     }
 }
 
-/// Runs one poll (`poll`) of a request's future; the poll's result and the
-/// stage it was left waiting at, when a [`WaitingAt`] inside said. An outer
-/// `noting` sees the same stage.
+/// Says that a deadline of the request being polled was told by a part
+/// inside it (an outbound call's): its owner does not tell the error it
+/// answers with in this poll again (O1).
+#[cfg_attr(not(any(feature = "client", feature = "grpc")), allow(dead_code))]
+pub(crate) fn deadline_told() {
+    let _ = NOTED.try_with(|noted| {
+        noted.set(Noted {
+            told: true,
+            ..noted.get()
+        });
+    });
+}
+
+/// Runs one poll (`poll`) of a request's future; the poll's result and
+/// what it said: the stage it was left waiting at, when a [`WaitingAt`]
+/// inside said, and whether a part told a deadline. An outer `noting`
+/// sees the same.
 #[cfg_attr(not(any(feature = "server", feature = "grpc")), allow(dead_code))]
-pub(crate) fn noting<R>(poll: impl FnOnce() -> R) -> (R, Option<Stage>) {
-    let outer = WAITING
-        .try_with(|waiting| waiting.replace(None))
-        .ok()
-        .flatten();
+pub(crate) fn noting<R>(poll: impl FnOnce() -> R) -> (R, Noted) {
+    let outer = NOTED
+        .try_with(|noted| noted.replace(Noted::default()))
+        .unwrap_or_default();
     let polled = poll();
-    let seen = WAITING
-        .try_with(|waiting| {
-            let seen = waiting.get();
-            waiting.set(seen.or(outer));
+    let seen = NOTED
+        .try_with(|noted| {
+            let seen = noted.get();
+            noted.set(Noted {
+                waiting: seen.waiting.or(outer.waiting),
+                told: seen.told || outer.told,
+            });
             seen
         })
-        .ok()
-        .flatten();
+        .unwrap_or_default();
     (polled, seen)
 }
 
@@ -95,7 +122,12 @@ pub(crate) struct WaitingAt<F> {
     allow(dead_code)
 )]
 pub(crate) fn waiting_now(stage: Stage) {
-    let _ = WAITING.try_with(|waiting| waiting.set(Some(stage)));
+    let _ = NOTED.try_with(|noted| {
+        noted.set(Noted {
+            waiting: Some(stage),
+            ..noted.get()
+        });
+    });
 }
 
 /// `future`, which says that the request waits at `stage` while it is
@@ -128,7 +160,8 @@ mod tests {
 
     fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> (Poll<F::Output>, Option<Stage>) {
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        noting(|| future.poll(&mut cx))
+        let (polled, noted) = noting(|| future.poll(&mut cx));
+        (polled, noted.waiting)
     }
 
     #[test]
@@ -147,8 +180,8 @@ mod tests {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         let mut waiting = pin!(waiting_at(Stage::PoolWait, pending::<()>()));
         let (inner, outer) = noting(|| noting(|| waiting.as_mut().poll(&mut cx)));
-        assert_eq!(inner.1, Some(Stage::PoolWait));
-        assert_eq!(outer, Some(Stage::PoolWait));
+        assert_eq!(inner.1.waiting, Some(Stage::PoolWait));
+        assert_eq!(outer.waiting, Some(Stage::PoolWait));
         let mut other = pin!(pending::<()>());
         assert_eq!(poll_once(other.as_mut()), (Poll::Pending, None));
     }
@@ -158,9 +191,20 @@ mod tests {
         let ((), outer) = noting(|| {
             super::waiting_now(Stage::Outbound);
             let ((), inner) = noting(|| ());
-            assert_eq!(inner, None);
+            assert_eq!(inner.waiting, None);
         });
-        assert_eq!(outer, Some(Stage::Outbound));
+        assert_eq!(outer.waiting, Some(Stage::Outbound));
+    }
+
+    #[test]
+    fn a_deadline_told_inside_is_seen_by_this_poll_and_the_outer_one_only() {
+        let ((), outer) = noting(|| {
+            let ((), inner) = noting(super::deadline_told);
+            assert!(inner.told);
+        });
+        assert!(outer.told);
+        let ((), next) = noting(|| ());
+        assert!(!next.told, "each poll says afresh");
     }
 
     #[test]

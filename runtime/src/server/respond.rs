@@ -85,20 +85,20 @@ fn deadline_answer(err: &(dyn Error + 'static)) -> Response {
 /// [`DeadlineExceeded::told`]); `outbound` for a statement Postgres
 /// stopped; `handler` for the rest.
 fn untold_stage(err: &(dyn Error + 'static)) -> Option<Stage> {
-    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))] // only a statement moves it
-    let mut stage = Stage::Handler;
-    let mut link = Some(err);
-    while let Some(err) = link {
-        if let Some(deadline) = err.downcast_ref::<DeadlineExceeded>() {
-            return (!deadline.was_told()).then_some(stage);
-        }
-        #[cfg(feature = "postgres")]
-        if err.is::<crate::db::pg::PgError>() {
-            stage = Stage::Outbound;
-        }
-        link = err.source();
+    if crate::deadline::find(err).is_some_and(DeadlineExceeded::was_told) {
+        return None;
     }
-    Some(stage)
+    #[cfg(feature = "postgres")]
+    {
+        let mut link = Some(err);
+        while let Some(err) = link {
+            if err.is::<crate::db::pg::PgError>() {
+                return Some(Stage::Outbound);
+            }
+            link = err.source();
+        }
+    }
+    Some(Stage::Handler)
 }
 
 impl Plain {

@@ -291,7 +291,8 @@ where
             StateProj::Passthrough(future) => return future.poll(cx).map(Answer::Inner),
             StateProj::Bounded { mut future, expiry } => {
                 let first = future.first_poll().is_none();
-                let (polled, waiting) = noting(|| future.as_mut().poll_at(cx, reading));
+                let (polled, noted) = noting(|| future.as_mut().poll_at(cx, reading));
+                let waiting = noted.waiting;
                 match polled {
                     Poll::Pending => {
                         if let Some(expiry) = expiry.as_mut() {
@@ -302,9 +303,11 @@ where
                     Poll::Ready(Ok(mut output)) => {
                         // A deadline the work stopped at by itself (a
                         // statement Postgres stopped, a shorter scope of
-                        // its own) is told here, once, unless a route rule
-                        // took the request over from this layer.
-                        let untold = output.take_untold();
+                        // its own) is told here, once: unless a route rule
+                        // took the request over from this layer, or an
+                        // outbound call its gate cut told it as it was
+                        // dropped in this poll.
+                        let untold = output.take_untold().filter(|_| !noted.told);
                         if let (Some(expiry), Some(stage)) =
                             (expiry.as_mut().filter(|expiry| !expiry.taken_over), untold)
                         {
