@@ -65,7 +65,7 @@ pub fn classify_answer(status: StatusCode, headers: &HeaderMap) -> Option<RetryK
     let kind = classify_status(status)?;
     match headers.get(SHED_HEADER) {
         None => Some(kind),
-        Some(_) if refused_for_its_deadline(headers) => None,
+        Some(reason) if reason == ShedReason::DeadlineTooShort.as_str() => None,
         Some(_) => Some(RetryKind::Throttling),
     }
 }
@@ -75,12 +75,11 @@ pub fn classify_answer(status: StatusCode, headers: &HeaderMap) -> Option<RetryK
 pub(crate) const SHED_HEADER: &str = "x-timebox-shed";
 
 /// Whether a timebox server refused the request because its deadline was
-/// too short for the route (A1): the caller's impatience, not the host's
-/// failure.
-pub(crate) fn refused_for_its_deadline(headers: &HeaderMap) -> bool {
-    headers
-        .get(SHED_HEADER)
-        .is_some_and(|reason| reason == ShedReason::DeadlineTooShort.as_str())
+/// too short for the route (A1, always a `504`): the caller's impatience,
+/// not the host's failure. Any other answer is not looked into.
+#[cfg(feature = "client")]
+pub(crate) fn refused_for_its_deadline(status: StatusCode, headers: &HeaderMap) -> bool {
+    status == StatusCode::GATEWAY_TIMEOUT && classify_answer(status, headers).is_none()
 }
 
 /// Whether sending `method` twice has the same effect as sending it once

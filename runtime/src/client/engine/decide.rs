@@ -155,7 +155,9 @@ impl<B: Body> Call<B> {
         self.tell_attempt_end(attempt, observed);
         let Some(permit) = permit else { return };
         match outcome {
-            Outcome::Response(response) if refused_for_its_deadline(response.headers()) => {
+            Outcome::Response(response)
+                if refused_for_its_deadline(response.status(), response.headers()) =>
+            {
                 drop(permit);
             }
             Outcome::Response(response) => permit.record_status(response.status()),
