@@ -304,34 +304,39 @@ async fn slow_item() -> &'static str {
     "late"
 }
 
-/// A handler's own error that a shorter deadline of its own ended.
+/// A handler's own error type (answered 500 by its `IntoResponse`), whose
+/// `source()` is what caused it: a deadline error, or an `io::Error` made
+/// from one.
 #[derive(Debug)]
-struct OwnWork(timebox::deadline::DeadlineExceeded);
+struct Failed<E>(E);
 
-impl std::fmt::Display for OwnWork {
+impl<E> std::fmt::Display for Failed<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the work ran out of its own time")
+        f.write_str("the handler's work failed")
     }
 }
 
-impl std::error::Error for OwnWork {
+impl<E: std::error::Error + 'static> std::error::Error for Failed<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.0)
     }
 }
 
-impl IntoResponse for OwnWork {
+impl<E> IntoResponse for Failed<E> {
     fn into_response(self) -> axum::response::Response {
         StatusCode::INTERNAL_SERVER_ERROR.into_response()
     }
 }
+
+/// A handler's own error that a shorter deadline of its own ended.
+type OwnWork = Failed<timebox::deadline::DeadlineExceeded>;
 
 /// Work that runs out of a 100 ms deadline of its own.
 async fn own_work() -> Result<&'static str, OwnWork> {
     Deadline::after(MS(100))
         .scope(timebox::deadline::bounded(sleep(SECS(10))))
         .await
-        .map_err(OwnWork)?;
+        .map_err(Failed)?;
     Ok("done")
 }
 
@@ -511,7 +516,7 @@ async fn calls_under_a_gate_of_its_own(
     let _answer = Deadline::after(MS(100))
         .scope(timebox::deadline::bounded(client.get("http://up/").send()))
         .await
-        .map_err(OwnWork)?;
+        .map_err(Failed)?;
     Ok("answered")
 }
 
@@ -530,26 +535,7 @@ async fn a_call_cut_by_the_handlers_own_gate_is_told_once(sim: Sim) {
 }
 
 /// A handler's error holding an `io::Error` made from a deadline error.
-#[derive(Debug)]
-struct IoWork(std::io::Error);
-
-impl std::fmt::Display for IoWork {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("reading failed")
-    }
-}
-
-impl std::error::Error for IoWork {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
-    }
-}
-
-impl IntoResponse for IoWork {
-    fn into_response(self) -> axum::response::Response {
-        StatusCode::INTERNAL_SERVER_ERROR.into_response()
-    }
-}
+type IoWork = Failed<std::io::Error>;
 
 #[timebox::get("/call-as-io", timeout_ms = 1000)]
 async fn calls_and_answers_an_io_error(
@@ -561,7 +547,7 @@ async fn calls_and_answers_an_io_error(
     // Answered in a later poll than the one the call told its deadline in.
     sleep(MS(1)).await;
     match sent {
-        Err(ClientError::DeadlineExceeded(deadline)) => Err(IoWork(deadline.into())),
+        Err(ClientError::DeadlineExceeded(deadline)) => Err(Failed(deadline.into())),
         _ => Ok("answered"),
     }
 }
