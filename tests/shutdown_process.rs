@@ -7,20 +7,26 @@ mod support;
 
 use std::future::Future;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
+use support::child::Killed;
 
 /// The server binary, started with short bounds: no pre-stop grace, 5 s for
-/// requests in flight, 2 s to drain.
-fn start_server() -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graceful-server"))
+/// requests in flight, `drain_force_secs` to drain. It is killed when the
+/// test drops it, pass or fail.
+fn start_server(drain_force_secs: u64) -> (Killed, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_graceful-server"));
+    support::child::without_timebox_env(&mut command)
         .env("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "0")
         .env("TIMEBOX_SERVER__SHUTDOWN_TIMEOUT_SECS", "5")
-        .env("TIMEBOX_SERVER__DRAIN_FORCE_SECS", "2")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the server starts");
-    let stdout = child.stdout.take().expect("piped stdout");
+        .env(
+            "TIMEBOX_SERVER__DRAIN_FORCE_SECS",
+            drain_force_secs.to_string(),
+        )
+        .stdout(Stdio::piped());
+    let mut child = Killed(command.spawn().expect("the server starts"));
+    let stdout = child.0.stdout.take().expect("piped stdout");
     let mut line = String::new();
     BufReader::new(stdout)
         .read_line(&mut line)
@@ -33,15 +39,15 @@ fn start_server() -> (Child, String) {
     (child, addr)
 }
 
-fn sigterm(child: &Child) {
-    support::child::sigterm(child.id());
+fn sigterm(child: &Killed) {
+    support::child::sigterm(child.0.id());
 }
 
 /// Waits for the process to exit, at most `bound`; its exit code.
-async fn exit_within(child: &mut Child, bound: Duration) -> Option<i32> {
+async fn exit_within(child: &mut Killed, bound: Duration) -> Option<i32> {
     let deadline = Instant::now() + bound;
     loop {
-        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+        if let Some(status) = child.0.try_wait().expect("the child can be waited for") {
             return status.code();
         }
         assert!(
@@ -119,7 +125,7 @@ async fn refused_at_phase_one(addr: &str) -> reqwest::Response {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_lets_admitted_requests_finish_refuses_later_ones_and_exits_0() {
-    let (mut child, addr) = start_server();
+    let (mut child, addr) = start_server(2);
     let client = reqwest::Client::new();
     let admitted: Vec<_> = (0..100u64)
         .map(|i| {
@@ -150,7 +156,7 @@ async fn a_sigterm_lets_admitted_requests_finish_refuses_later_ones_and_exits_0(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_during_the_grace_exits_at_once() {
-    let (mut child, addr) = start_server();
+    let (mut child, addr) = start_server(2);
     let client = reqwest::Client::new();
     let stuck = tokio::spawn({
         let url = format!("http://{addr}/work/60000");
@@ -160,7 +166,7 @@ async fn a_second_sigterm_during_the_grace_exits_at_once() {
     sigterm(&child);
     // The first signal was taken: phase 1 refuses new requests.
     assert_eq!(refused_at_phase_one(&addr).await.status(), 503);
-    assert!(child.try_wait().unwrap().is_none(), "still in its grace");
+    assert!(child.0.try_wait().unwrap().is_none(), "still in its grace");
     sigterm(&child);
     assert_eq!(
         exit_within(&mut child, Duration::from_secs(2)).await,
@@ -175,14 +181,14 @@ async fn a_second_sigterm_during_the_grace_exits_at_once() {
 /// G1: Ctrl-C (SIGINT) starts the same sequence as SIGTERM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigint_starts_the_same_shutdown() {
-    let (mut child, addr) = start_server();
+    let (mut child, addr) = start_server(2);
     let client = reqwest::Client::new();
     let admitted = tokio::spawn({
         let url = format!("http://{addr}/work/1000");
         async move { client.get(url).send().await.map(|r| r.status()) }
     });
     wait_in_flight(&addr, 1).await;
-    support::child::sigint(child.id());
+    support::child::sigint(child.0.id());
     assert_eq!(refused_at_phase_one(&addr).await.status(), 503);
     assert_eq!(admitted.await.unwrap().unwrap(), 200, "admitted, finished");
     assert_eq!(

@@ -802,7 +802,8 @@ fn a_server_that_cannot_be_reached_at_startup_is_an_error_naming_it() {
         "[mcp.servers.nowhere]\nurl = \"http://127.0.0.1:{port}/mcp\"\nconnect_timeout_ms = 2000\n"
     );
     std::fs::write(dir.join("timebox.toml"), toml).expect("write timebox.toml");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_chat-gateway"))
+    let mut gateway = std::process::Command::new(env!("CARGO_BIN_EXE_chat-gateway"));
+    let output = support::child::without_timebox_env(&mut gateway)
         .current_dir(&dir)
         .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
         .output()

@@ -28,12 +28,9 @@ pub fn run_fixture(exact_name: &str, env: &[(&str, &str)]) -> ChildRun {
         "--nocapture",
         "--test-threads=1",
     ]);
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("TIMEBOX_") {
-            command.env_remove(name);
-        }
-    }
-    command.envs(env.iter().copied()).env(FIXTURE_ENV, "1");
+    without_timebox_env(&mut command)
+        .envs(env.iter().copied())
+        .env(FIXTURE_ENV, "1");
     let Output {
         status,
         stdout,
@@ -44,6 +41,17 @@ pub fn run_fixture(exact_name: &str, env: &[(&str, &str)]) -> ChildRun {
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
+}
+
+/// Removes from `command`'s environment every `TIMEBOX_` variable of the
+/// test's own, so a child's configuration is only what the test sets.
+pub fn without_timebox_env(command: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("TIMEBOX_") {
+            command.env_remove(name);
+        }
+    }
+    command
 }
 
 /// A child process that is killed when the test drops it, pass or fail.

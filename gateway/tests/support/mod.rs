@@ -56,12 +56,7 @@ impl Gateway {
         if let Some(dir) = dir {
             command.current_dir(dir);
         }
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("TIMEBOX_") {
-                command.env_remove(name);
-            }
-        }
-        let mut child = command
+        let mut child = child::without_timebox_env(&mut command)
             .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
             .env("RUST_LOG", "info,rmcp=warn")
             .envs(env.iter().copied())
@@ -235,7 +230,7 @@ mod venv;
 
 #[cfg(unix)]
 #[path = "../../../tests/support/child.rs"]
-mod child;
+pub mod child;
 
 /// Fails, saying how to get it, unless `program` is on `PATH`: a real part
 /// that only Debian ships (`apt-get install <package>`), which `.ci/run`
