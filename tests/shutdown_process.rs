@@ -156,7 +156,9 @@ async fn a_sigterm_lets_admitted_requests_finish_refuses_later_ones_and_exits_0(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_during_the_grace_exits_at_once() {
-    let (mut child, addr) = start_server(2);
+    // A drain bound (10 s) far past the 2 s the test waits for the exit: a
+    // second signal that went on to drain would fail it.
+    let (mut child, addr) = start_server(10);
     let client = reqwest::Client::new();
     let stuck = tokio::spawn({
         let url = format!("http://{addr}/work/60000");
