@@ -31,6 +31,7 @@ use timebox::entropy::Entropy;
 use tokio::time::{sleep, Instant};
 use tower::{Layer, Service, ServiceExt};
 
+use support::ports::Refusing;
 use support::time::{MS, SECS};
 use support::upstream::{
     a_default_authorization, ends, recording, redirecting_to_another_origin, serve,
@@ -616,14 +617,6 @@ impl Attempts {
     }
 }
 
-/// A port of 127.0.0.1 that nothing listens on.
-fn closed_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-    listener
-        .local_addr()
-        .expect("a bound listener has an address")
-}
-
 /// A request body reqwest cannot copy: a stream of one chunk.
 fn streaming_body() -> reqwest::Body {
     reqwest::Body::wrap_stream(futures_util::stream::iter([Ok::<_, std::io::Error>(
@@ -1017,7 +1010,8 @@ async fn the_middlewares_deadline_error_holds_the_deadline_in_its_sources() {
 
 #[tokio::test]
 async fn an_error_of_the_chain_comes_back_from_the_middleware_as_it_was() {
-    let addr = closed_port();
+    let refusing = Refusing::new();
+    let addr = refusing.addr();
     let mut config = config();
     config.http.client.max_retries = 1;
     let client = ByMiddleware::new(&config).0;
@@ -1109,7 +1103,8 @@ async fn through_the_layer_a_header_set_before_the_call_started_goes_out_as_what
 
 #[tokio::test]
 async fn the_layer_retries_a_refused_connection_and_says_connect() {
-    let addr = closed_port();
+    let refusing = Refusing::new();
+    let addr = refusing.addr();
     let attempts = Attempts::default();
     let inner = attempts.around_hyper();
     let mut config = config();

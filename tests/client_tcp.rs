@@ -22,6 +22,7 @@ use timebox::deadline::header::DEADLINE_HEADER;
 use timebox::deadline::Deadline;
 use tokio::time::{sleep, Instant};
 
+use support::ports::Refusing;
 use support::time::{MS, SECS};
 use support::upstream::{
     a_default_authorization, ends, recording, redirecting_to_another_origin, serve,
@@ -520,13 +521,8 @@ async fn an_opted_in_post_keeps_the_callers_own_idempotency_key_on_every_attempt
 
 #[tokio::test]
 async fn a_refused_connection_without_retries_is_a_connect_error() {
-    // Bound and kept, but not listening: no other test can take the port,
-    // and a connection to it is refused.
-    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
-    socket
-        .bind("127.0.0.1:0".parse().expect("an address"))
-        .expect("a port on 127.0.0.1");
-    let addr = socket.local_addr().expect("a bound socket has an address");
+    let refusing = Refusing::new();
+    let addr = refusing.addr();
     let client = client();
 
     let err = ends(
@@ -537,7 +533,7 @@ async fn a_refused_connection_without_retries_is_a_connect_error() {
 
     assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
     assert_eq!(err.to_string(), "connection failed");
-    drop(socket);
+    drop(refusing);
 }
 
 // §15 C3: a caller's shorter header goes out as set on the first attempt.

@@ -793,11 +793,8 @@ async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named(
 #[test]
 fn a_server_that_cannot_be_reached_at_startup_is_an_error_naming_it() {
     let dir = scratch_dir("mcp-unreachable");
-    // A port that was just free: nothing listens on it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
+    let refusing = support::ports::Refusing::new();
+    let port = refusing.addr().port();
     let toml = format!(
         "[mcp.servers.nowhere]\nurl = \"http://127.0.0.1:{port}/mcp\"\nconnect_timeout_ms = 2000\n"
     );

@@ -9,6 +9,7 @@ pub mod drain;
 pub mod http;
 pub mod logs;
 pub mod observe;
+pub mod ports;
 pub mod postgres;
 pub mod raw;
 pub mod time;

@@ -232,6 +232,9 @@ mod venv;
 #[path = "../../../tests/support/child.rs"]
 pub mod child;
 
+#[path = "../../../tests/support/ports.rs"]
+pub mod ports;
+
 /// Fails, saying how to get it, unless `program` is on `PATH`: a real part
 /// that only Debian ships (`apt-get install <package>`), which `.ci/run`
 /// installs for the test that needs it.
