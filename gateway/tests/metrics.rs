@@ -378,19 +378,8 @@ async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
         ),
     )
     .expect("the config is written");
-    let listen = free_loopback_port();
-    let mut server = Command::new(binary)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{listen}"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("prometheus.log")).expect("a log file"))
-        .spawn()
-        .expect("prometheus starts");
-    let _kill = KillOnDrop(&mut server);
+    let client = reqwest::Client::new();
+    let prometheus = Prometheus::start(&binary, &config, &dir, &client).await;
     cause_a_hung_stream_and_a_timed_out_request(gateway).await;
     cause_a_burst_of_503s_from_a_failing_tool_host(&setup).await;
     // What the gateway's own page says once it has counted every 503: what
@@ -410,8 +399,7 @@ async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
         format!("timebox_breaker_transitions_total{{host=\"{host}\",from=\"closed\",to=\"open\"}}");
     let state = format!("timebox_breaker_state{{host=\"{host}\"}}");
     let refused = format!("timebox_breaker_calls_total{{host=\"{host}\",outcome=\"rejected\"}}");
-    let api = format!("http://127.0.0.1:{listen}");
-    let client = reqwest::Client::new();
+    let api = prometheus.api.as_str();
     let wanted = [
         (
             "timebox_stream_timeouts_total{kind=\"inactivity\",route=\"/v1/chat/completions\"}",
@@ -432,7 +420,7 @@ async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
     loop {
         let mut seen = Vec::new();
         for (expression, _) in wanted {
-            seen.push(query(&client, &api, expression).await);
+            seen.push(query(&client, api, expression).await);
         }
         let expected: Vec<_> = wanted.iter().map(|(_, value)| Some(*value)).collect();
         if seen == expected {
@@ -468,12 +456,74 @@ async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
     }
 }
 
-struct KillOnDrop<'a>(&'a mut std::process::Child);
+/// A Prometheus server on a loopback port, killed when dropped.
+struct Prometheus {
+    child: std::process::Child,
+    /// Its HTTP API, `http://127.0.0.1:port`.
+    api: String,
+}
 
-impl Drop for KillOnDrop<'_> {
+impl Prometheus {
+    /// Starts `binary` with `config`, its data and its log in `dir`, on a
+    /// loopback port that was free a moment before; once it says it is
+    /// ready. A port taken in that moment makes Prometheus exit, and it is
+    /// started again on another (three tries).
+    async fn start(binary: &str, config: &Path, dir: &Path, client: &reqwest::Client) -> Self {
+        let log = dir.join("prometheus.log");
+        for _ in 0..3 {
+            let listen = free_loopback_port();
+            let child = Command::new(binary)
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.join("data").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{listen}"))
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("a log file"))
+                .spawn()
+                .expect("prometheus starts");
+            let mut server = Prometheus {
+                child,
+                api: format!("http://127.0.0.1:{listen}"),
+            };
+            if server.ready(client).await {
+                return server;
+            }
+        }
+        panic!(
+            "prometheus exited at startup three times; its last log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    /// Waits for `/-/ready` to answer 200, at most 30 s; `false` when the
+    /// process exited first.
+    async fn ready(&mut self, client: &reqwest::Client) -> bool {
+        let give_up = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let exited = self.child.try_wait().expect("prometheus can be waited for");
+            if exited.is_some() {
+                return false;
+            }
+            let ready = client.get(format!("{}/-/ready", self.api)).send().await;
+            if ready.is_ok_and(|response| response.status().is_success()) {
+                return true;
+            }
+            assert!(
+                std::time::Instant::now() < give_up,
+                "prometheus at {} was not ready within 30 s",
+                self.api
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Prometheus {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
