@@ -30,6 +30,10 @@ fn readme_commands() -> Vec<String> {
 /// Runs `command` with the gateway's address in place of the README's, at
 /// most `bound` (as a user pressing Ctrl-C would); what curl printed.
 fn run(command: &str, gateway: &Gateway, bound: Duration) -> String {
+    assert!(
+        command.contains(README_ADDR),
+        "a README command that does not call the gateway at {README_ADDR}: {command}"
+    );
     let command = command.replace(README_ADDR, &gateway.base).replacen(
         "curl ",
         &format!("curl --silent --max-time {} ", bound.as_secs()),
