@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use timebox::server::TimeboxLayer;
 use timebox::sim::{Sim, SimApp};
 use timebox::{get, post, routes, sim_test};
 use tokio::time::{sleep, Instant};
+use tower::{Service, ServiceExt};
 
 use support::http::{get_with_deadline_header, request, retry_after_secs, text};
 use support::observe::lines;
@@ -631,6 +633,44 @@ async fn a_request_codel_sheds_gets_503_with_retry_after_and_its_body_is_never_r
     assert_eq!(
         sheds(&sim),
         ["request_shed reason=overloaded route=/upload"]
+    );
+}
+
+/// A shed request's future is finished: polled again (which the `Future`
+/// contract forbids, and hyper never does), it panics, as the crate's other
+/// finished futures do, and never runs the handler it refused.
+#[sim_test]
+async fn a_shed_requests_future_polled_again_runs_no_handler(sim: Sim) {
+    let (_, config) = limited(&sim, 1, None);
+    // The layer around the router as one service, so that its future is
+    // polled as it is (axum's routes poll theirs through a `Oneshot`).
+    let router = tower::Layer::layer(
+        &TimeboxLayer::new(&config),
+        routes![work, hold, upload].into_router(&config),
+    );
+    let _holder = tokio::spawn(router.clone().oneshot(request("GET", "/hold")));
+    tokio::task::yield_now().await;
+    let read = Arc::new(AtomicBool::new(false));
+    let flag = read.clone();
+    let body = Body::from_stream(futures_util::stream::poll_fn(move |_| {
+        flag.store(true, Ordering::SeqCst);
+        std::task::Poll::Ready(None::<Result<bytes::Bytes, std::io::Error>>)
+    }));
+    let mut service = router;
+    let upload = Request::post("/upload").body(body).unwrap();
+    let mut shed = std::pin::pin!(service.call(upload));
+    let response = std::future::poll_fn(|cx| shed.as_mut().poll(cx))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let _ = shed.as_mut().poll(&mut cx);
+    }));
+    assert!(again.is_err(), "polled after completion");
+    assert!(
+        !read.load(Ordering::SeqCst),
+        "the shed request's handler ran"
     );
 }
 

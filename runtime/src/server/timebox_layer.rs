@@ -351,6 +351,9 @@ where
             match acquired {
                 Ok(permit) => *this.permit = Some(permit),
                 Err(Refusal::Overloaded) => {
+                    // The route's future is dropped unpolled (and with it
+                    // the request's body): this future is done.
+                    this.state.set(State::Done);
                     queue.observers.emit(|| Event::RequestShed {
                         reason: ShedReason::Overloaded,
                         route: queue.route.label(),
