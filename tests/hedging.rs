@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::Request;
+use axum::response::IntoResponse;
 use axum::routing::any;
 use axum::Router;
 use http::StatusCode;
@@ -196,6 +197,51 @@ async fn a_first_attempt_that_fails_leaves_the_race_to_the_hedge(sim: Sim) {
         [
             "attempt_finished host=up:80 kind=first number=1 outcome=timeout",
             "attempt_finished host=up:80 kind=hedge number=2 outcome=2xx",
+        ]
+    );
+}
+
+/// A server that refuses a request before running it (a timebox server
+/// shutting down, overloaded, or judging the deadline too short) has not
+/// answered it: its refusal of the hedge leaves the race to the first
+/// attempt, which answers.
+#[sim_test]
+async fn a_hedge_a_server_refused_leaves_the_race_to_the_first_attempt(sim: Sim) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    sim.net().host(
+        "up",
+        Router::new().route(
+            "/",
+            any(move || {
+                let n = calls.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if n == 0 {
+                        sleep(MS(100)).await;
+                        return StatusCode::OK.into_response();
+                    }
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        [("retry-after", "1"), ("x-timebox-shed", "shutting_down")],
+                    )
+                        .into_response()
+                }
+            }),
+        ),
+    );
+    let client = sim.client_with(&hedging(&sim, 20));
+    let start = Instant::now();
+    let response = client.get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(Instant::now() - start, MS(100));
+    let told: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("attempt_finished"))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "attempt_finished host=up:80 kind=hedge number=2 outcome=5xx",
+            "attempt_finished host=up:80 kind=first number=1 outcome=2xx",
         ]
     );
 }

@@ -130,8 +130,10 @@ where
 /// `delay`, sends its hedge through `fork` when the call allows one, and
 /// the first of the two to answer wins (A3). The other is dropped (told as
 /// cancelled), with whatever it held on the host. One that fails (its
-/// transport, its own timeout) while the other still runs does not win:
-/// it is told as it failed, and the other's outcome is the race's.
+/// transport, its own timeout), or that a timebox server shed without
+/// running it (`x-timebox-shed`: shutting down, overloaded, deadline too
+/// short), while the other still runs does not win: it is told as it
+/// ended, and the other's outcome is the race's.
 ///
 /// `fork` goes as soon as no hedge will be sent: a readied service may hold
 /// a slot of the one beneath it (tower's `ConcurrencyLimit` holds a permit,
@@ -181,7 +183,7 @@ where
     tokio::select! {
         biased;
         outcome = &mut first => {
-            if outcome.is_failure() {
+            if outcome.leaves_the_race() {
                 call.lose(pending, &outcome);
                 return (hedge, second.await);
             }
@@ -189,7 +191,7 @@ where
             (pending, outcome)
         }
         outcome = &mut second => {
-            if outcome.is_failure() {
+            if outcome.leaves_the_race() {
                 call.lose(hedge, &outcome);
                 return (pending, first.await);
             }

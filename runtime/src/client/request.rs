@@ -223,7 +223,9 @@ impl RequestBuilder {
     /// when the first attempt has not answered after the delay
     /// (`http.client.hedge.delay_ms`, else the host's p95 latency), a
     /// second one, marked `x-timebox-attempt: 2;hedge`, is sent beside it,
-    /// and the first answer wins. Only a request that is safe to send twice
+    /// and the first answer wins (not a failure of the attempt's own, nor a
+    /// timebox server's `x-timebox-shed` refusal, while the other still
+    /// runs). Only a request that is safe to send twice
     /// (an idempotent method) is hedged, and a hedge is sent only while the
     /// time left covers the host's median latency, the host's retry bucket
     /// is at least half full (it pays `hedge_cost`) and fewer than

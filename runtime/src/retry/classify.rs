@@ -82,6 +82,15 @@ pub(crate) fn refused_for_its_deadline(status: StatusCode, headers: &HeaderMap) 
     status == StatusCode::GATEWAY_TIMEOUT && classify_answer(status, headers).is_none()
 }
 
+/// Whether a timebox server answered without running the request: a
+/// server error carrying `x-timebox-shed` (shutting down, overloaded, or
+/// its deadline too short for the route). The host has not answered the
+/// request itself.
+#[cfg(feature = "client")]
+pub(crate) fn was_shed(status: StatusCode, headers: &HeaderMap) -> bool {
+    status.is_server_error() && headers.contains_key(SHED_HEADER)
+}
+
 /// Whether sending `method` twice has the same effect as sending it once
 /// (RFC 9110 §9.2.2): `GET`, `HEAD`, `PUT`, `DELETE`, `OPTIONS`, `TRACE`.
 ///

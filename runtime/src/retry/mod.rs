@@ -86,10 +86,10 @@ pub use budget::RetryBudget;
 #[cfg(feature = "client")]
 pub(crate) use budgets::default_port;
 pub use budgets::{host_key, RetryBudgets};
-#[cfg(feature = "client")]
-pub(crate) use classify::refused_for_its_deadline;
 #[cfg(feature = "server")]
 pub(crate) use classify::SHED_HEADER;
 pub use classify::{classify_answer, classify_status, is_idempotent};
+#[cfg(feature = "client")]
+pub(crate) use classify::{refused_for_its_deadline, was_shed};
 pub use kind::RetryKind;
 pub use retry_after::{hint_wait, retry_after, DEFAULT_THROTTLING_HINT, MAX_HINT_WAIT};

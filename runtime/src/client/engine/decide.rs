@@ -14,7 +14,7 @@ use crate::client::transport::TransportError;
 use crate::client::{Attempt, AttemptKind, ClientError};
 use crate::deadline::Deadline;
 use crate::observe::{CallOutcome, Event, SkipReason};
-use crate::retry::{classify_answer, hint_wait, refused_for_its_deadline, RetryKind};
+use crate::retry::{classify_answer, hint_wait, refused_for_its_deadline, was_shed, RetryKind};
 
 use super::attempt::Pending;
 use super::call::{may_retry, Call};
@@ -356,10 +356,16 @@ impl<B: Body> Call<B> {
 }
 
 impl<R: Answer> Outcome<R> {
-    /// Whether the attempt failed on its own (its transport, its timeout),
-    /// as opposed to answering or running out of the call's time.
-    pub(crate) fn is_failure(&self) -> bool {
-        matches!(self, Self::Failed(_) | Self::TimedOut)
+    /// Whether the attempt leaves a hedge race to the other one: it failed
+    /// on its own (its transport, its timeout), or a timebox server shed it
+    /// without running it, so the host has not answered it. An answer of
+    /// the host's, or the call's time running out, ends the race.
+    pub(crate) fn leaves_the_race(&self) -> bool {
+        match self {
+            Self::Failed(_) | Self::TimedOut => true,
+            Self::Response(response) => was_shed(response.status(), response.headers()),
+            Self::DeadlineExceeded => false,
+        }
     }
 
     fn observed(&self) -> CallOutcome {
