@@ -11,13 +11,14 @@ use futures_util::StreamExt;
 use http::StatusCode;
 use timebox::client::{Client, ClientError, RequestBuilder};
 use timebox::config::Config;
-use timebox::deadline::Deadline;
+use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::sim::Sim;
 use timebox::{get, routes, sim_test};
 use tokio::time::{sleep, Instant};
 
 use support::http::request;
 use support::logs::has_field;
+use support::observe::lines;
 use support::time::{MS, SECS};
 use support::upstream::{recording, Hit, Recorder};
 
@@ -110,6 +111,49 @@ async fn an_upstream_sees_the_time_left_of_the_route(sim: Sim) {
         .await
         .unwrap();
     assert_eq!(recorder.hits()[0].deadline_header.as_deref(), Some("5000"));
+}
+
+/// Waits for ever, under its 5 s deadline, or a shorter one its request
+/// carried.
+#[get("/forever", timeout_ms = 5000)]
+async fn forever() -> &'static str {
+    pending::<()>().await;
+    "never"
+}
+
+/// C2, B6: a timebox server that trusts the deadline it was sent answers
+/// it when that time runs out, a fraction of a millisecond before the
+/// caller's own deadline (the request carried whole milliseconds). That
+/// answer is the caller's deadline passing, not the host failing.
+#[sim_test]
+async fn a_servers_answer_to_the_time_sent_is_the_callers_deadline(sim: Sim) {
+    let mut server = sim.config();
+    server.server.timeouts.accept_deadline_header = true;
+    sim.net().host("up", routes![forever].into_router(&server));
+    let client = sim.client();
+    let start = Instant::now();
+    // The request carries `100`.
+    let err = Deadline::after(Duration::from_micros(100_500))
+        .scope(client.get("http://up/forever").send())
+        .await
+        .expect_err("the server answered the time it was sent");
+    assert_eq!(
+        Instant::now() - start,
+        MS(100),
+        "before the caller's own deadline"
+    );
+    assert!(is_deadline_exceeded(&err), "{err:?}");
+    let told: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("attempt_finished") || line.starts_with("breaker_call"))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "attempt_finished host=up:80 kind=first number=1 outcome=deadline_exceeded",
+            "breaker_call host=up:80 outcome=cancelled",
+        ]
+    );
 }
 
 #[sim_test]

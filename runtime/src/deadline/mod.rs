@@ -70,3 +70,11 @@ pub(crate) use formats::Formats;
 pub(crate) use gated::{Gated, Start};
 pub use point::Deadline;
 pub use scope::{unscoped, Scope, Unscoped};
+
+/// How early a peer may answer the time left it was sent and still be
+/// answering that time running out, not a deadline of its own: what was
+/// sent is whole milliseconds, a timebox server counts a `grpc-timeout`
+/// from a millisecond before it reads its clock (so that its answer comes
+/// before tonic's own), and timers keep whole milliseconds.
+#[cfg(any(feature = "client", feature = "grpc"))]
+pub(crate) const PEER_LEAD: std::time::Duration = std::time::Duration::from_millis(2);

@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Buf;
 use http::HeaderMap;
@@ -12,7 +11,7 @@ use pin_project::pin_project;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::{Code, Status};
 
-use crate::deadline::{Deadline, Gated};
+use crate::deadline::{Deadline, Gated, PEER_LEAD};
 use crate::observe::{deadline_told, owner_tells, waiting_now, Event, Label, Observers, Stage};
 use crate::registry::CancelReason;
 use crate::shutdown::{DrainToken, InFlightGuard};
@@ -209,12 +208,6 @@ pub(crate) enum Side {
     /// channel enforces the header itself, with `CANCELLED`).
     Client { sent: Deadline },
 }
-
-/// How early a peer may answer the `grpc-timeout` it was sent and still be
-/// answering that timeout: a timebox server counts one from a millisecond
-/// before it reads its clock, so that its answer comes before tonic's own,
-/// and timers keep whole milliseconds.
-const PEER_LEAD: Duration = Duration::from_millis(2);
 
 impl Side {
     /// Whether a failure now is the deadline's, on the client.

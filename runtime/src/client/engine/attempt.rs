@@ -34,6 +34,10 @@ pub(crate) struct Pending {
     /// When the attempt times out, its deadline aside: what a redirect hop
     /// after it keeps.
     pub(super) attempt_ends: Deadline,
+    /// When the time left that the request told its host runs out: what it
+    /// carried in whole milliseconds, from when it was sent. `None` when it
+    /// carried none.
+    pub(super) sent: Option<Deadline>,
 }
 
 /// The attempts of a call under way: sent, and not yet settled by
@@ -126,10 +130,16 @@ impl<B: Body> Call<B> {
         };
         self.attempt_ends = Some(attempt_ends);
         let mut headers = self.headers.clone();
+        let mut sent = None;
         if let Some(deadline) = self.deadline {
             let written = self.rules.deadline_headers;
             let remaining = deadline.instant().saturating_duration_since(now);
             written.write(remaining, &mut headers);
+            if !written.is_empty() {
+                let whole_ms =
+                    Duration::new(remaining.as_secs(), remaining.subsec_millis() * 1_000_000);
+                sent = Some(Deadline::after_start(now, whole_ms));
+            }
             // The first attempt sends a caller's shorter value as it was set.
             let as_set = self.as_set.take();
             if let Some((format, value)) =
@@ -157,6 +167,7 @@ impl<B: Body> Call<B> {
             permit,
             started: now,
             attempt_ends,
+            sent,
         };
         Ok((request, pending))
     }

@@ -12,7 +12,7 @@ use crate::client::redirect::{self, Hop, MAX_HOPS};
 use crate::client::span;
 use crate::client::transport::TransportError;
 use crate::client::{Attempt, AttemptKind, ClientError};
-use crate::deadline::Deadline;
+use crate::deadline::{Deadline, PEER_LEAD};
 use crate::observe::{CallOutcome, Event, SkipReason};
 use crate::retry::{classify_answer, hint_wait, refused_for_its_deadline, was_shed, RetryKind};
 
@@ -51,7 +51,7 @@ pub(crate) enum Next<R> {
 impl<B: Body> Call<B> {
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
-        let outcome = self.redirect_in_time(outcome, &pending);
+        let outcome = answer_to_the_time_sent(self.redirect_in_time(outcome, &pending), &pending);
         let observed = outcome.observed();
         self.budget_refused = false;
         if let (Outcome::Response(_), Some(stats)) = (&outcome, &self.target.stats) {
@@ -352,6 +352,34 @@ impl<B: Body> Call<B> {
             reason,
         });
         self.finish(result)
+    }
+}
+
+/// A host's answer to the time left the attempt told it, as the call's
+/// deadline passing: a `503` or `504` (a timebox server's answers to a
+/// deadline that passed, S5 and S6, or a proxy's timeout) that comes no
+/// more than [`PEER_LEAD`] before the time sent runs out. The host counted
+/// what it was sent (whole milliseconds) from when it read it, so its
+/// deadline ends a little before ours: its answer is ours passing, not the
+/// host failing, and the call ends with its deadline (C2), a cancelled
+/// call for the breaker (B6). A timebox server's refusal without running
+/// the request (`x-timebox-shed`) is an answer as it is.
+fn answer_to_the_time_sent<R: Answer>(outcome: Outcome<R>, pending: &Pending) -> Outcome<R> {
+    let Outcome::Response(response) = &outcome else {
+        return outcome;
+    };
+    let status = response.status();
+    let timed_out = matches!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
+    ) && !was_shed(status, response.headers());
+    let sent_ran_out = pending
+        .sent
+        .is_some_and(|sent| sent.remaining() <= PEER_LEAD);
+    if timed_out && sent_ran_out {
+        Outcome::DeadlineExceeded
+    } else {
+        outcome
     }
 }
 
