@@ -785,30 +785,42 @@ async fn a_shorter_timeout_the_caller_set_is_named_when_it_passes() {
     );
 }
 
-/// C3, I3: a shorter `grpc-timeout` the caller set is the call's deadline:
-/// it ends a stream that tonic's own timer (which covers the response's
-/// head only) lets run, and the status names it.
+/// C3, I3: a shorter `grpc-timeout` the caller set is the call's deadline,
+/// under a longer deadline and with none current alike: it ends a stream
+/// that tonic's own timer (which covers the response's head only) lets
+/// run, and the status names it.
 #[tokio::test(start_paused = true)]
 async fn a_shorter_timeout_the_caller_set_ends_the_stream_and_is_named() {
-    let mut relay = client(&Config::default(), serve(Probe::default(), None).await);
-    let mut request = Request::new(wait(100));
-    request.set_timeout(MS(250));
-    let start = Instant::now();
-    let status = Deadline::after(SECS(5))
-        .scope(async {
+    for current in [Some(SECS(5)), None] {
+        let mut relay = client(&Config::default(), serve(Probe::default(), None).await);
+        let mut request = Request::new(wait(100));
+        request.set_timeout(MS(250));
+        let start = Instant::now();
+        let streamed = async {
             let mut ticks = relay.ticks(request).await?.into_inner();
             while ticks.message().await?.is_some() {}
             Ok::<_, Status>(())
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(start.elapsed(), MS(250));
-    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
-    assert!(is_deadline_exceeded(&status), "{status:?}");
-    assert_eq!(
-        status.message(),
-        "deadline of 250 ms from the grpc-timeout header exceeded"
-    );
+        };
+        let streamed = async {
+            match current {
+                Some(current) => Deadline::after(current).scope(streamed).await,
+                None => streamed.await,
+            }
+        };
+        // Not the deadline under test: a stream that the caller's timeout
+        // did not end fails the test instead of running for ever.
+        let status = tokio::time::timeout(SECS(60), streamed)
+            .await
+            .expect("the caller's timeout ends the stream")
+            .unwrap_err();
+        assert_eq!(start.elapsed(), MS(250), "{current:?}");
+        assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+        assert!(is_deadline_exceeded(&status), "{status:?}");
+        assert_eq!(
+            status.message(),
+            "deadline of 250 ms from the grpc-timeout header exceeded"
+        );
+    }
 }
 
 /// I4, O1: a peer's own `DEADLINE_EXCEEDED`, long before the caller's

@@ -144,52 +144,50 @@ where
                 state: CallState::Failed(Some(status)),
             };
         }
-        let Some(deadline) = Deadline::current() else {
-            return GrpcClientFuture {
-                state: CallState::Passthrough(self.inner.call(req)),
-            };
-        };
         // One clock reading for what is left and for when what is sent ends.
         let now = Instant::now();
-        let remaining = deadline.instant().saturating_duration_since(now);
-        let budget = Budget {
-            length: remaining,
-            origin: Origin::Caller,
-        };
-        let Some(ours) = timeout::encode(remaining) else {
-            // Out of time: nothing is sent.
-            self.settings.told.exceeded(Stage::Outbound);
-            return GrpcClientFuture {
-                state: CallState::Failed(Some(budget.exceeded())),
-            };
-        };
-        let headers = req.headers_mut();
-        // A shorter deadline the caller set on the request, as a
-        // `grpc-timeout` or in a format the client writes, is kept as it was
-        // set, and the other headers say the same time; either way exactly
-        // one value of each goes out. It is the call's deadline from then
-        // on (C3): it gates the call and its response, and a status names
-        // it.
+        let left =
+            Deadline::current().map(|deadline| deadline.instant().saturating_duration_since(now));
+        // A deadline the caller set on the request, as a `grpc-timeout` or
+        // in a format the client writes, is the call's when it is shorter
+        // than the current one, or when none is current (C3). It is kept
+        // as it was set, and the other headers say the same time; either
+        // way exactly one value of each goes out. It gates the call and its
+        // response, and a status names it.
         let read = self.settings.written.with(Format::GrpcTimeout);
-        let (sent, kept, deadline, budget) = match read
-            .set_by_caller(headers)
-            .filter(|&(callers, _, _)| callers <= remaining)
-        {
-            Some((callers, format, value)) => (
+        let callers = read
+            .set_by_caller(req.headers())
+            .filter(|&(callers, _, _)| left.is_none_or(|left| callers <= left));
+        let (sent, kept, budget) = match (callers, left) {
+            (Some((callers, format, value)), _) => (
                 callers,
                 Some((format, value)),
-                Deadline::at(now + callers),
                 Budget {
                     length: callers,
                     origin: Origin::Header(format),
                 },
             ),
-            None => (
-                timeout::parse(&ours).unwrap_or(remaining),
-                None,
-                deadline,
-                budget,
-            ),
+            (None, Some(left)) => {
+                let budget = Budget {
+                    length: left,
+                    origin: Origin::Caller,
+                };
+                // What `grpc-timeout` can say of it, never more.
+                let Some(sent) = timeout::encode(left).and_then(|ours| timeout::parse(&ours))
+                else {
+                    // Out of time: nothing is sent.
+                    self.settings.told.exceeded(Stage::Outbound);
+                    return GrpcClientFuture {
+                        state: CallState::Failed(Some(budget.exceeded())),
+                    };
+                };
+                (sent, None, budget)
+            }
+            (None, None) => {
+                return GrpcClientFuture {
+                    state: CallState::Passthrough(self.inner.call(req)),
+                };
+            }
         };
         if sent.is_zero() {
             // The deadline the caller set on the request has passed:
@@ -199,6 +197,8 @@ where
                 state: CallState::Failed(Some(budget.exceeded())),
             };
         }
+        let deadline = Deadline::at(now + budget.length);
+        let headers = req.headers_mut();
         read.write(sent, headers);
         if let Some((format, value)) = kept {
             headers.insert(format.name(), value);
@@ -231,7 +231,8 @@ pub struct GrpcClientFuture<F> {
 // The large variants hold the inner future; boxing it would allocate per call.
 #[allow(clippy::large_enum_variant)]
 enum CallState<F> {
-    /// No deadline current: the call as it is.
+    /// No deadline current, and none set on the request: the call as it
+    /// is.
     Passthrough(#[pin] F),
     /// The call, gated by the caller's deadline.
     Bounded {

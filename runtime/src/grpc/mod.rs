@@ -29,8 +29,10 @@
 //!   is replaced by the layer's values, and a `warn!` line names it. A call
 //!   with no time left fails with `DEADLINE_EXCEEDED` and sends nothing;
 //!   the call, its response body included, ends with that status when the
-//!   deadline passes. With no current deadline the layer leaves a call as
-//!   it is. A `DEADLINE_EXCEEDED` from the peer, and a
+//!   deadline passes. With no current deadline, a timeout the caller set
+//!   on the request is the call's deadline all the same (and the other
+//!   headers say it too); with neither, the layer leaves a call as it is.
+//!   A `DEADLINE_EXCEEDED` from the peer, and a
 //!   `CANCELLED`, a reset stream or a transport error once the time sent
 //!   has run out (tonic's channel itself ends a call at the `grpc-timeout`
 //!   it carries, with `CANCELLED`), are reported as timebox's
