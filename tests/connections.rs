@@ -31,6 +31,8 @@ use support::time::assert_just_after;
 const ROOM: Duration = Duration::from_millis(1500);
 const HALF_HEAD: &[u8] = b"GET /hello HTTP/1.1\r\nHost: x\r\n";
 const FULL_HEAD: &[u8] = b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+/// What `HALF_HEAD` leaves out of `FULL_HEAD`.
+const REST_OF_HEAD: &[u8] = b"\r\n";
 
 #[get("/hello", timeout = "off")]
 async fn hello() -> &'static str {
@@ -412,6 +414,41 @@ async fn a_connection_that_sends_nothing_is_disconnected_within_the_header_bound
     let server = start(&config(300, 75)).await;
     let mut stream = connect(server.addr).await;
     closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
+}
+
+/// S13: a header bound of 0 is none, hyper's own (30 s) included: a head
+/// that takes a minute still gets its answer.
+#[tokio::test]
+async fn with_no_header_bound_a_head_may_take_a_minute() {
+    let server = start(&config(0, 75)).await;
+    let mut stream = connect(server.addr).await;
+    stream.write_all(HALF_HEAD).await.unwrap();
+    // The server reads the head's start (and would arm a bound) before the
+    // minute passes, on the paused clock.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    quiet_for(Duration::from_secs(60)).await;
+    stream.write_all(REST_OF_HEAD).await.unwrap();
+    let response = read_response(&mut stream).await.expect("an answer");
+    assert_eq!(response.status, 200);
+}
+
+/// S13: an idle bound of 0 is none: a connection idle for an hour between
+/// requests still takes the next one.
+#[tokio::test]
+async fn with_no_idle_bound_a_connection_idle_for_an_hour_stays_open() {
+    let server = start(&config(30_000, 0)).await;
+    let mut stream = connect(server.addr).await;
+    assert_eq!(get_hello(&mut stream).await.status, 200);
+    quiet_for(Duration::from_secs(3600)).await;
+    assert_eq!(get_hello(&mut stream).await.status, 200);
+}
+
+/// Lets `quiet` pass on a paused clock, with nothing sent or read
+/// meanwhile: the server's timers fire as they would in that time.
+async fn quiet_for(quiet: Duration) {
+    tokio::time::pause();
+    tokio::time::sleep(quiet).await;
+    tokio::time::resume();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
