@@ -47,6 +47,18 @@
 //! for it, and a timebox `ClientError` (feature `client`) converts into a
 //! `tonic::Status` for a handler's `?`.
 //!
+//! # Admission
+//!
+//! The server layer judges each call as `TimeboxLayer` judges an HTTP
+//! request (`server.admission.deadline_check`, DESIGN A1): a call whose time
+//! left is below its method's median (of its calls that ended with `OK`)
+//! is counted in dark mode, and refused with `DEADLINE_EXCEEDED` in
+//! enforce mode. The concurrency limit (`server.admission.concurrency`,
+//! A2) is `TimeboxLayer`'s, for HTTP routes: this layer does not apply it.
+//! To bound what a tonic server runs at once, add tower's
+//! `ConcurrencyLimitLayer` (or `LoadShedLayer`) after this layer, so that a
+//! call waiting for a slot does so under its deadline.
+//!
 //! # Shutdown
 //!
 //! The server layer learns of the [`Shutdown`] from
