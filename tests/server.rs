@@ -401,6 +401,24 @@ async fn the_handler_is_dropped_before_the_timeout_response_is_returned() {
     drop(future);
 }
 
+/// S4: a route deadline of 0 through the layer door (the macros refuse
+/// `timeout_ms = 0`) answers every request at once, and says so when the
+/// route is mounted; `Off` is no deadline.
+#[tokio::test(start_paused = true)]
+async fn a_route_deadline_layer_of_zero_refuses_every_request_and_says_so() {
+    use timebox::server::{RouteDeadlineLayer, RouteTimeout};
+
+    let (logs, _guard) = support::logs::Logs::capture();
+    let app: Router = Router::new().route(
+        "/",
+        axum::routing::get(|| async { "ran" }).layer(RouteDeadlineLayer::new(
+            RouteTimeout::Override(Duration::ZERO),
+        )),
+    );
+    logs.one_line_with("a route deadline of 0", &["WARN", "RouteTimeout::Off"]);
+    assert_eq!(send(&app, request("GET", "/")).await.status(), 503);
+}
+
 // S6: deadline errors from a handler.
 
 #[derive(Debug)]

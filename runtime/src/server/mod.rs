@@ -79,8 +79,10 @@
 //!   routes are checked by a `TimeboxLayer` with a global deadline, each
 //!   method of a path on its own (`HEAD` with `GET`), from its second
 //!   request on (the first tells it whether the route has a rule of its
-//!   own for that method). A route under a bare `RouteDeadlineLayer` has
-//!   no check.
+//!   own for that method). A route under a `RouteDeadlineLayer` has no
+//!   check, under a `TimeboxLayer` too: the layer leaves a route with a
+//!   rule of its own to that rule, and the `RouteDeadlineLayer` has no
+//!   window of its own to judge by. Mount it with the macros for one.
 //! - The concurrency limit (`concurrency`, default `"off"`), applied by
 //!   [`TimeboxLayer`] to every route under it: a request over the limit
 //!   waits, at most until the deadline known there (the global one,

@@ -13,7 +13,10 @@ pub enum RouteTimeout {
     /// The global `server.timeouts.request_timeout_ms`, if one is set.
     #[default]
     Inherit,
-    /// This route's own deadline, whatever the global one is.
+    /// This route's own deadline, whatever the global one is. A zero
+    /// duration is a deadline already spent: every request is answered
+    /// at once without running the handler (S4), so the route macros
+    /// refuse `timeout_ms = 0`; [`Off`](Self::Off) is no deadline.
     Override(Duration),
     /// No deadline for this route.
     Off,

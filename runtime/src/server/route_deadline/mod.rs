@@ -6,6 +6,7 @@ mod future;
 mod handler;
 
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::extract::MatchedPath;
 use axum::response::Response;
@@ -54,7 +55,9 @@ pub(crate) use handler::{DeadlineHandler, RouteSettings, UnappliedLimit};
 /// deadline counts from this layer and [`RouteTimeout::Inherit`] means no
 /// deadline (there is no global one). Its events go to the observers of
 /// the `TimeboxLayer`'s config: without one, only the `tracing` sink hears
-/// them, since this layer is built from no config.
+/// them, since this layer is built from no config. The deadline check
+/// (`server.admission.deadline_check`) does not judge a route under this
+/// layer, under a `TimeboxLayer` or not: mount it with the macros for one.
 ///
 /// # Examples
 ///
@@ -86,6 +89,12 @@ impl<S> Layer<S> for RouteDeadlineLayer {
     type Service = RouteDeadline<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        if self.timeout == RouteTimeout::Override(Duration::ZERO) {
+            tracing::warn!(
+                "a route deadline of 0 answers every request 503 without running it; \
+                 RouteTimeout::Off is no deadline"
+            );
+        }
         RouteDeadline {
             inner,
             timeout: self.timeout,
