@@ -218,8 +218,9 @@ pub struct HedgeConfig {
     /// `RequestBuilder::hedge()` turns it on for one request.
     pub enabled: bool,
     /// A fixed delay before the hedge, in milliseconds. Default unset: the
-    /// host's p95 latency over 30 s, once 100 answers were seen (no hedge
-    /// before that). The estimates come from the calls that may hedge.
+    /// host's p95 latency over 30 s (its newest 512 answers at most), once
+    /// 100 answers were seen (no hedge before that). The estimates come
+    /// from the calls that may hedge.
     /// With a fixed delay a host is hedged from its first call, and the
     /// check that the time left covers its median applies once it has one
     /// (after 100 answers): until then a hedge may go with little time left.

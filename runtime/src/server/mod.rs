@@ -70,9 +70,10 @@
 //! - The deadline check (`deadline_check`, default `"dark"`): a request
 //!   whose time left is below its route's service time (the route's
 //!   `min_budget_ms`, else the median of its successful requests of the
-//!   last 30 s once there are 100) is refused with `504`, problem+json
-//!   type `urn:timebox:deadline-too-short` naming both numbers, no
-//!   `Retry-After`, and `x-timebox-shed: deadline_too_short`; in dark mode
+//!   last 30 s, at most the newest 512, once there are 100) is refused
+//!   with `504`, problem+json type `urn:timebox:deadline-too-short`
+//!   naming both numbers, no `Retry-After`, and `x-timebox-shed:
+//!   deadline_too_short`; in dark mode
 //!   it is only counted (`request_shed`, reason `deadline_too_short_dark`).
 //!   At most `max_reject_fraction` of a route's requests in any 10 s are
 //!   refused. Routes mounted by the macros check for themselves; plain
