@@ -128,6 +128,11 @@ impl ClientBuilder {
     /// origin must not carry an `Authorization` or a `Cookie`: reqwest does
     /// not say whether it added one, and timebox cannot take it off.
     ///
+    /// A timeout of the client's own (`reqwest::ClientBuilder::timeout`)
+    /// ends an attempt with [`ClientError::Transport`], not retried, and a
+    /// failure for the host's breaker: the attempt timeout timebox retries
+    /// is `http.client.timeout_secs`, and a deadline bounds the whole call.
+    ///
     /// ```
     /// use timebox::client::Client;
     /// use timebox::config::Config;

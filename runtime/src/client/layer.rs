@@ -42,7 +42,9 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// when its `source()` chain holds hyper-util's connect error or an
 /// `io::Error` of kind `ConnectionRefused`; any other inner error ends the
 /// call with [`ClientError::Transport`], since the request may have been
-/// sent.
+/// sent, and counts as a failure for the host's breaker. That includes a
+/// timeout of the inner stack's own (a `tower::timeout::Timeout` inside):
+/// the attempt timeout the layer retries is `http.client.timeout_secs`.
 ///
 /// The response body comes back as the inner service gave it: unlike
 /// `Client`'s, reading it is not bounded by the call's deadline. Read
