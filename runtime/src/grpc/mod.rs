@@ -55,9 +55,11 @@
 //! is counted in dark mode, and refused with `DEADLINE_EXCEEDED` in
 //! enforce mode. The concurrency limit (`server.admission.concurrency`,
 //! A2) is `TimeboxLayer`'s, for HTTP routes: this layer does not apply it.
-//! To bound what a tonic server runs at once, add tower's
-//! `ConcurrencyLimitLayer` (or `LoadShedLayer`) after this layer, so that a
-//! call waiting for a slot does so under its deadline.
+//! A tower limit in a tonic server (`ConcurrencyLimitLayer`) waits for its
+//! slot in `poll_ready`, before this layer's `call` reads the call's
+//! deadline, so that wait is under no deadline (nor under tonic's own
+//! timer); put tower's `LoadShedLayer` over the limit, so that a call over
+//! it is refused at once instead.
 //!
 //! # Shutdown
 //!
