@@ -5,6 +5,7 @@ mod claim;
 mod future;
 mod handler;
 
+use std::sync::Once;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -90,10 +91,15 @@ impl<S> Layer<S> for RouteDeadlineLayer {
 
     fn layer(&self, inner: S) -> Self::Service {
         if self.timeout == RouteTimeout::Override(Duration::ZERO) {
-            tracing::warn!(
-                "a route deadline of 0 answers every request 503 without running it; \
-                 RouteTimeout::Off is no deadline"
-            );
+            // Once: axum calls `layer` for each method of the route, and,
+            // on a router that was given no state, again per request.
+            static SAID: Once = Once::new();
+            SAID.call_once(|| {
+                tracing::warn!(
+                    "a route deadline of 0 answers every request 503 without running it; \
+                     RouteTimeout::Off is no deadline"
+                );
+            });
         }
         RouteDeadline {
             inner,
