@@ -246,6 +246,43 @@ async fn a_hedge_a_server_refused_leaves_the_race_to_the_first_attempt(sim: Sim)
     );
 }
 
+/// Waits for ever, under the deadline its request carried.
+#[timebox::get("/", timeout_ms = 5000)]
+async fn forever() -> &'static str {
+    std::future::pending::<()>().await;
+    "never"
+}
+
+/// A timebox server that trusts the deadline it was sent answers both
+/// attempts when the time each carried runs out, just before the caller's
+/// own deadline: the race ends with the deadline, and the other attempt is
+/// told as the deadline's, not as one an answer beat.
+#[sim_test]
+async fn an_answer_to_the_time_sent_ends_the_race_as_the_deadline(sim: Sim) {
+    let mut server = sim.config();
+    server.server.timeouts.accept_deadline_header = true;
+    sim.net()
+        .host("up", timebox::routes![forever].into_router(&server));
+    let client = sim.client_with(&hedging(&sim, 20));
+    // The first attempt carries `100`, the hedge `80`: both end at 100 ms.
+    let err = Deadline::after(std::time::Duration::from_micros(100_500))
+        .scope(client.get("http://up/").send())
+        .await
+        .expect_err("the server answered the time it was sent");
+    assert!(timebox::deadline::is_deadline_exceeded(&err), "{err:?}");
+    let told: Vec<String> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("attempt_finished"))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "attempt_finished host=up:80 kind=hedge number=2 outcome=deadline_exceeded",
+            "attempt_finished host=up:80 kind=first number=1 outcome=deadline_exceeded",
+        ]
+    );
+}
+
 #[sim_test]
 async fn a_first_attempt_that_answers_before_the_delay_is_not_hedged(sim: Sim) {
     let host = Host::default();

@@ -364,7 +364,10 @@ impl<B: Body> Call<B> {
 /// host failing, and the call ends with its deadline (C2), a cancelled
 /// call for the breaker (B6). A timebox server's refusal without running
 /// the request (`x-timebox-shed`) is an answer as it is.
-fn answer_to_the_time_sent<R: Answer>(outcome: Outcome<R>, pending: &Pending) -> Outcome<R> {
+pub(crate) fn answer_to_the_time_sent<R: Answer>(
+    outcome: Outcome<R>,
+    pending: &Pending,
+) -> Outcome<R> {
     let Outcome::Response(response) = &outcome else {
         return outcome;
     };
