@@ -90,6 +90,18 @@ async fn hold() -> &'static str {
     "held"
 }
 
+/// Lets `/held` answer. Only the one test that asks for `/held` uses it.
+static RELEASE_HELD: std::sync::LazyLock<tokio::sync::Notify> =
+    std::sync::LazyLock::new(tokio::sync::Notify::new);
+
+/// Keeps a request in flight, and with it phase 1 of a shutdown, until the
+/// test releases it.
+#[get("/held", timeout = "off")]
+async fn held() -> &'static str {
+    RELEASE_HELD.notified().await;
+    "held"
+}
+
 /// Agrees to switch to the `echo` protocol once phase 1 has begun.
 #[get("/upgrade", timeout = "off")]
 async fn upgrade(phase1: ShutdownToken) -> axum::response::Response {
@@ -153,6 +165,7 @@ async fn start(config: &Config) -> Server {
         bulk,
         stream,
         hold,
+        held,
         upgrade,
         upload,
         read_then_work
@@ -759,9 +772,9 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
 
     let server = start(&config(30_000, 75)).await;
     let (mut sender, connection) = http2(server.addr).await;
-    // In flight for 5 s, longer than the loop below may take to see the
-    // GOAWAY: the check that it came first cannot fail on a slow machine.
-    let slow = sender.send_request(h2_get(server.addr, "/hold"));
+    // In flight until the loop below has seen the GOAWAY: the check that
+    // it came first cannot fail on a slow machine.
+    let slow = sender.send_request(h2_get(server.addr, "/held"));
     let slow = tokio::spawn(slow);
     server.wait_in_flight(1).await;
     server.begin_phase_one().await;
@@ -782,6 +795,7 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
         !slow.is_finished(),
         "the GOAWAY came only once the stream in flight had ended"
     );
+    RELEASE_HELD.notify_one();
     let response = slow.await.unwrap().expect("the stream in flight finishes");
     assert_eq!(response.status(), 200);
     let body = response.into_body().collect().await.unwrap().to_bytes();

@@ -506,9 +506,13 @@ impl Prometheus {
             if exited.is_some() {
                 return false;
             }
-            let ready = client.get(format!("{}/-/ready", self.api)).send().await;
-            if ready.is_ok_and(|response| response.status().is_success()) {
-                return true;
+            // Prometheus's own words: another server that took the port
+            // answers otherwise, or not at all.
+            if let Ok(response) = client.get(format!("{}/-/ready", self.api)).send().await {
+                let said = response.text().await.unwrap_or_default();
+                if said.contains("Prometheus Server is Ready") {
+                    return true;
+                }
             }
             assert!(
                 std::time::Instant::now() < give_up,
