@@ -18,9 +18,9 @@ use tokio::time::{sleep, Instant};
 
 use support::http::request;
 use support::logs::has_field;
-use support::observe::lines;
+use support::observe::lines_of;
 use support::time::{MS, SECS};
-use support::upstream::{recording, Hit, Recorder};
+use support::upstream::{answering_at_the_time_sent, recording, Hit, Recorder};
 
 fn hanging(recorder: &Recorder) -> axum::Router {
     recording(recorder, |_| async {
@@ -113,28 +113,19 @@ async fn an_upstream_sees_the_time_left_of_the_route(sim: Sim) {
     assert_eq!(recorder.hits()[0].deadline_header.as_deref(), Some("5000"));
 }
 
-/// Waits for ever, under its 5 s deadline, or a shorter one its request
-/// carried.
-#[get("/forever", timeout_ms = 5000)]
-async fn forever() -> &'static str {
-    pending::<()>().await;
-    "never"
-}
-
 /// C2, B6: a timebox server that trusts the deadline it was sent answers
 /// it when that time runs out, a fraction of a millisecond before the
 /// caller's own deadline (the request carried whole milliseconds). That
 /// answer is the caller's deadline passing, not the host failing.
 #[sim_test]
 async fn a_servers_answer_to_the_time_sent_is_the_callers_deadline(sim: Sim) {
-    let mut server = sim.config();
-    server.server.timeouts.accept_deadline_header = true;
-    sim.net().host("up", routes![forever].into_router(&server));
+    sim.net()
+        .host("up", answering_at_the_time_sent(&sim.config()));
     let client = sim.client();
     let start = Instant::now();
     // The request carries `100`.
     let err = Deadline::after(Duration::from_micros(100_500))
-        .scope(client.get("http://up/forever").send())
+        .scope(client.get("http://up/").send())
         .await
         .expect_err("the server answered the time it was sent");
     assert_eq!(
@@ -143,10 +134,7 @@ async fn a_servers_answer_to_the_time_sent_is_the_callers_deadline(sim: Sim) {
         "before the caller's own deadline"
     );
     assert!(is_deadline_exceeded(&err), "{err:?}");
-    let told: Vec<String> = lines(&sim.observed())
-        .into_iter()
-        .filter(|line| line.starts_with("attempt_finished") || line.starts_with("breaker_call"))
-        .collect();
+    let told = lines_of(&sim.observed(), &["attempt_finished", "breaker_call"]);
     assert_eq!(
         told,
         [

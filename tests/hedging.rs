@@ -18,8 +18,9 @@ use timebox::sim::Sim;
 use timebox::sim_test;
 use tokio::time::{sleep, Instant};
 
-use support::observe::lines;
+use support::observe::{lines, lines_of};
 use support::time::MS;
+use support::upstream::answering_at_the_time_sent;
 
 /// What the host saw: each request's `x-timebox-attempt`, and whether a
 /// handler was dropped before it answered.
@@ -133,10 +134,7 @@ async fn a_hedge_that_wins_cancels_the_first_attempt(sim: Sim) {
         1,
         "the slow handler was dropped"
     );
-    let told: Vec<String> = lines(&sim.observed())
-        .into_iter()
-        .filter(|line| line.starts_with("attempt_") || line.starts_with("breaker_call"))
-        .collect();
+    let told = lines_of(&sim.observed(), &["attempt_", "breaker_call"]);
     assert_eq!(
         told,
         [
@@ -149,10 +147,7 @@ async fn a_hedge_that_wins_cancels_the_first_attempt(sim: Sim) {
         ]
     );
     // The hedge cost `hedge_cost` (5) of the full bucket's 500 tokens.
-    let tokens: Vec<String> = lines(&sim.observed())
-        .into_iter()
-        .filter(|line| line.starts_with("budget_tokens"))
-        .collect();
+    let tokens = lines_of(&sim.observed(), &["budget_tokens"]);
     assert_eq!(
         tokens[..2],
         [
@@ -188,10 +183,7 @@ async fn a_first_attempt_that_fails_leaves_the_race_to_the_hedge(sim: Sim) {
         [None, Some("2;hedge".to_owned())],
         "no retry: the hedge answered"
     );
-    let told: Vec<String> = lines(&sim.observed())
-        .into_iter()
-        .filter(|line| line.starts_with("attempt_finished"))
-        .collect();
+    let told = lines_of(&sim.observed(), &["attempt_finished"]);
     assert_eq!(
         told,
         [
@@ -233,10 +225,7 @@ async fn a_hedge_a_server_refused_leaves_the_race_to_the_first_attempt(sim: Sim)
     let response = client.get("http://up/").send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(Instant::now() - start, MS(100));
-    let told: Vec<String> = lines(&sim.observed())
-        .into_iter()
-        .filter(|line| line.starts_with("attempt_finished"))
-        .collect();
+    let told = lines_of(&sim.observed(), &["attempt_finished"]);
     assert_eq!(
         told,
         [
@@ -246,23 +235,14 @@ async fn a_hedge_a_server_refused_leaves_the_race_to_the_first_attempt(sim: Sim)
     );
 }
 
-/// Waits for ever, under the deadline its request carried.
-#[timebox::get("/", timeout_ms = 5000)]
-async fn forever() -> &'static str {
-    std::future::pending::<()>().await;
-    "never"
-}
-
 /// A timebox server that trusts the deadline it was sent answers both
 /// attempts when the time each carried runs out, just before the caller's
 /// own deadline: the race ends with the deadline, and the other attempt is
 /// told as the deadline's, not as one an answer beat.
 #[sim_test]
 async fn an_answer_to_the_time_sent_ends_the_race_as_the_deadline(sim: Sim) {
-    let mut server = sim.config();
-    server.server.timeouts.accept_deadline_header = true;
     sim.net()
-        .host("up", timebox::routes![forever].into_router(&server));
+        .host("up", answering_at_the_time_sent(&sim.config()));
     let client = sim.client_with(&hedging(&sim, 20));
     // The first attempt carries `100`, the hedge `80`: both end at 100 ms.
     let err = Deadline::after(std::time::Duration::from_micros(100_500))
@@ -270,10 +250,7 @@ async fn an_answer_to_the_time_sent_ends_the_race_as_the_deadline(sim: Sim) {
         .await
         .expect_err("the server answered the time it was sent");
     assert!(timebox::deadline::is_deadline_exceeded(&err), "{err:?}");
-    let told: Vec<String> = lines(&sim.observed())
-        .into_iter()
-        .filter(|line| line.starts_with("attempt_finished"))
-        .collect();
+    let told = lines_of(&sim.observed(), &["attempt_finished"]);
     assert_eq!(
         told,
         [
@@ -360,10 +337,7 @@ async fn a_hedge_the_breaker_refuses_costs_neither_tokens_nor_a_share(sim: Sim) 
     let slow = client.get("http://up/").send().await.unwrap();
     assert_eq!(slow.status(), StatusCode::OK);
     assert_eq!(host.attempts(), [None, None, None]);
-    let tokens: Vec<String> = lines(&sim.observed())
-        .into_iter()
-        .filter(|line| line.starts_with("budget_tokens"))
-        .collect();
+    let tokens = lines_of(&sim.observed(), &["budget_tokens"]);
     assert_eq!(
         tokens.last().map(String::as_str),
         Some("budget_tokens host=up:80 tokens=500"),

@@ -94,6 +94,16 @@ pub fn lines(events: &[Event]) -> Vec<String> {
     events.iter().map(line).collect()
 }
 
+/// The lines of the events whose line starts with one of `kinds`, in
+/// order: `lines_of(&events, &["attempt_finished", "breaker_call"])`.
+pub fn lines_of(events: &[Event], kinds: &[&str]) -> Vec<String> {
+    events
+        .iter()
+        .map(line)
+        .filter(|line| kinds.iter().any(|kind| line.starts_with(kind)))
+        .collect()
+}
+
 /// How the breakers counted each call, in order.
 pub fn breaker_calls(events: &[Event]) -> Vec<timebox::observe::BreakerCallOutcome> {
     events

@@ -26,6 +26,22 @@ pub async fn serve(router: Router) -> SocketAddr {
     addr
 }
 
+/// A timebox server that trusts the deadline header (`config`, with
+/// `accept_deadline_header` on) and whose route `/` waits for ever under
+/// its own 5 s deadline: it answers `503` when the time a request carried
+/// runs out.
+pub fn answering_at_the_time_sent(config: &timebox::config::Config) -> Router {
+    let mut config = config.clone();
+    config.server.timeouts.accept_deadline_header = true;
+    timebox::routes![forever].into_router(&config)
+}
+
+#[timebox::get("/", timeout_ms = 5000)]
+async fn forever() -> &'static str {
+    std::future::pending::<()>().await;
+    "never"
+}
+
 /// `future`, failing the test instead of hanging when it does not end in
 /// 5 s, far past every deadline the client tests use (real time).
 pub async fn ends<F: Future>(future: F) -> F::Output {
