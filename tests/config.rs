@@ -946,13 +946,18 @@ fn admission_and_hedging_load_from_toml_and_the_environment() {
 
 #[test]
 fn a_concurrency_of_no_known_form_is_an_error_naming_the_key() {
-    let err = Config::from_toml_str("[server.admission]\nconcurrency = \"fixed:0\"").unwrap_err();
-    assert_eq!(keys(&err), ["server.admission.concurrency"]);
-    let message = err.to_string();
-    assert!(
-        message.contains("\"fixed:N\" with N at least 1"),
-        "{message}"
-    );
+    for value in [
+        "fixed:0", "fixed:+5", "fixed: 5", "fixed:", "fixed:-1", "Fixed:5",
+    ] {
+        let toml = format!("[server.admission]\nconcurrency = \"{value}\"");
+        let err = Config::from_toml_str(&toml).unwrap_err();
+        assert_eq!(keys(&err), ["server.admission.concurrency"], "{value}");
+        let message = err.to_string();
+        assert!(
+            message.contains("\"fixed:N\" with N at least 1"),
+            "{message}"
+        );
+    }
     let err = Config::from_toml_str("[server.admission]\ndeadline_check = \"on\"").unwrap_err();
     assert_eq!(keys(&err), ["server.admission.deadline_check"]);
 }

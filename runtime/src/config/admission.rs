@@ -140,8 +140,10 @@ impl FromStr for Concurrency {
             "off" => Ok(Self::Off),
             "gradient2" => Ok(Self::Gradient2),
             "vegas" => Ok(Self::Vegas),
+            // Digits only: `usize`'s parser would also take a sign.
             _ => value
                 .strip_prefix("fixed:")
+                .filter(|limit| limit.bytes().all(|byte| byte.is_ascii_digit()))
                 .and_then(|limit| limit.parse().ok())
                 .map(Self::Fixed)
                 .ok_or_else(error),
