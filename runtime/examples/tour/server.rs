@@ -2,9 +2,11 @@
 //! gets when time runs out, the same rules for a plain axum router under
 //! `TimeboxLayer`, and a connection that cannot be held open.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use http::{Request, Response};
@@ -70,6 +72,25 @@ async fn lookup() -> Result<&'static str, LookupError> {
     Ok("found")
 }
 
+/// When the `/draft` handler's work was dropped, if it was.
+type DroppedAt = Arc<Mutex<Option<Instant>>>;
+
+/// Work a handler holds: it records when it is dropped.
+struct Work(DroppedAt);
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+}
+
+#[get("/draft")]
+async fn draft(State(dropped_at): State<DroppedAt>) -> &'static str {
+    let _work = Work(dropped_at);
+    sleep(SECS(3)).await;
+    "a draft"
+}
+
 async fn plain_report() -> &'static str {
     sleep(SECS(3)).await;
     "a report"
@@ -95,6 +116,11 @@ pub(crate) async fn section() -> Section {
             "3 s handler, 1 s global deadline",
             "503 at 1 s, Retry-After 1..=3, problem+json",
             ask(&app, "/report", None).await,
+        ),
+        Row::new(
+            "3 s handler holding its work, 1 s deadline",
+            "work dropped at 1 s, before the 503 came back",
+            work_dropped(&config).await,
         ),
         Row::new(
             "2 s handler, timeout = \"off\"",
@@ -189,6 +215,30 @@ fn describe(response: &Response<Body>, after: Duration) -> String {
     match (retry_after, problem) {
         (Some(1..=3), true) => format!("503 at {at}, Retry-After 1..=3, problem+json"),
         _ => format!("503 at {at}, Retry-After {retry_after:?}, problem+json {problem}"),
+    }
+}
+
+/// Asks a route whose handler outlives its deadline, and says when its
+/// work was dropped: before the answer came back, or not at all.
+async fn work_dropped(config: &Config) -> String {
+    let dropped_at = DroppedAt::default();
+    let app = routes![draft]
+        .into_router(config)
+        .with_state(dropped_at.clone());
+    let Ok(request) = Request::get("/draft").body(Body::empty()) else {
+        return "the request does not build".to_owned();
+    };
+    let start = Instant::now();
+    let Ok(response) = app.clone().call(request).await;
+    let status = response.status().as_u16();
+    // Read while the answer is still held: dropped before it came back?
+    let dropped = *dropped_at.lock().unwrap_or_else(PoisonError::into_inner);
+    match dropped {
+        Some(at) => format!(
+            "work dropped at {} s, before the {status} came back",
+            (at - start).as_secs_f64()
+        ),
+        None => format!("{status} came back, the work still held"),
     }
 }
 
