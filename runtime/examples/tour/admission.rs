@@ -36,21 +36,27 @@ async fn slow() -> &'static str {
 }
 
 pub(crate) async fn section() -> Section {
+    let enforced = too_short(Some(DeadlineCheck::Enforce)).await;
     let rows = vec![
         Row::new(
             "10 ms left, route needs 50 ms, check enforced",
             "504 at 0 s, x-timebox-shed: deadline_too_short",
-            too_short(Some(DeadlineCheck::Enforce)).await,
+            enforced.said,
+        ),
+        Row::new(
+            "the refusal's body",
+            "problem+json, type urn:timebox:deadline-too-short",
+            enforced.body,
         ),
         Row::new(
             "the same with the default check (dark): admitted, cut at its 10 ms",
             "503 at 0.01 s, told deadline_too_short_dark",
-            too_short(None).await,
+            too_short(None).await.said,
         ),
         Row::new(
             "concurrency fixed:1, the slot held 1 s",
             "503 at 0.1 s, x-timebox-shed: overloaded",
-            over_the_limit().await,
+            over_the_limit().await.said,
         ),
         Row::new(
             "first attempt takes 1 s, hedge after 20 ms",
@@ -73,7 +79,7 @@ pub(crate) async fn section() -> Section {
 /// Five requests to `/summary`, the last with 10 ms left, with the check
 /// in `check`'s mode (`None`: the default's); what the last got, and the
 /// shed it was told as.
-async fn too_short(check: Option<DeadlineCheck>) -> String {
+async fn too_short(check: Option<DeadlineCheck>) -> Asked {
     let recording = Recording::new();
     let mut config = Config::default().observed_by(recording.clone());
     config.server.timeouts.accept_deadline_header = true;
@@ -96,15 +102,16 @@ async fn too_short(check: Option<DeadlineCheck>) -> String {
         _ => None,
     });
     match (check, told) {
-        (DeadlineCheck::Dark, Some(reason)) => {
-            format!("{observed}, told {reason}")
-        }
+        (DeadlineCheck::Dark, Some(reason)) => Asked {
+            said: format!("{}, told {reason}", observed.said),
+            ..observed
+        },
         _ => observed,
     }
 }
 
 /// A request while the only slot is held for 1 s.
-async fn over_the_limit() -> String {
+async fn over_the_limit() -> Asked {
     let mut config = Config::default();
     config.server.admission.concurrency = Concurrency::Fixed(NonZeroUsize::MIN);
     let app = routes![slow, summary]
@@ -120,20 +127,58 @@ async fn over_the_limit() -> String {
     observed
 }
 
-async fn ask(app: &Router, request: http::request::Builder) -> String {
+/// What a request got.
+struct Asked {
+    /// Its status, when it came, and the shed header if any.
+    said: String,
+    /// The `type` of its problem+json body, or what the body was instead.
+    body: String,
+}
+
+async fn ask(app: &Router, request: http::request::Builder) -> Asked {
     let Ok(request) = request.body(Body::empty()) else {
-        return "the request does not build".to_owned();
+        let said = "the request does not build".to_owned();
+        return Asked {
+            body: said.clone(),
+            said,
+        };
     };
     let start = Instant::now();
     let Ok(response) = app.clone().oneshot(request).await;
     let at = start.elapsed().as_secs_f64();
     let status = response.status().as_u16();
-    match response.headers().get("x-timebox-shed") {
+    let said = match response.headers().get("x-timebox-shed") {
         Some(shed) => format!(
             "{status} at {at} s, x-timebox-shed: {}",
             shed.to_str().unwrap_or("?")
         ),
         None => format!("{status} at {at} s"),
+    };
+    Asked {
+        said,
+        body: problem_type(response).await,
+    }
+}
+
+/// The `type` of a problem+json body (RFC 9457), or what the body was
+/// instead.
+async fn problem_type(response: http::Response<Body>) -> String {
+    let problem = response
+        .headers()
+        .get("content-type")
+        .is_some_and(|kind| kind == "application/problem+json");
+    if !problem {
+        return "no problem+json body".to_owned();
+    }
+    let Ok(body) = axum::body::to_bytes(response.into_body(), 64 * 1024).await else {
+        return "a body that does not read".to_owned();
+    };
+    let kind = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|problem| problem.get("type")?.as_str().map(str::to_owned));
+    match kind {
+        Some(kind) => format!("problem+json, type {kind}"),
+        None => "problem+json with no type".to_owned(),
     }
 }
 
