@@ -458,7 +458,7 @@ async fn a_real_prometheus_scrapes_the_gateway_and_sees_what_happened() {
 
 /// A Prometheus server on a loopback port, killed when dropped.
 struct Prometheus {
-    child: std::process::Child,
+    child: support::child::Killed,
     /// Its HTTP API, `http://127.0.0.1:port`.
     api: String,
 }
@@ -484,7 +484,7 @@ impl Prometheus {
                 .spawn()
                 .expect("prometheus starts");
             let mut server = Prometheus {
-                child,
+                child: support::child::Killed(child),
                 api: format!("http://127.0.0.1:{listen}"),
             };
             if server.ready(client).await {
@@ -502,7 +502,11 @@ impl Prometheus {
     async fn ready(&mut self, client: &reqwest::Client) -> bool {
         let give_up = std::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let exited = self.child.try_wait().expect("prometheus can be waited for");
+            let exited = self
+                .child
+                .0
+                .try_wait()
+                .expect("prometheus can be waited for");
             if exited.is_some() {
                 return false;
             }
@@ -521,13 +525,6 @@ impl Prometheus {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
