@@ -1,0 +1,111 @@
+//! [`GrpcDeadlineLayer`]: the one layer with a server side and a client
+//! side.
+
+use std::sync::Arc;
+
+use tower_layer::Layer;
+
+use crate::config::Config;
+use crate::entropy::Entropy;
+use crate::shutdown::Shutdown;
+
+use super::client::ClientSettings;
+use super::server::ServerSettings;
+use super::{GrpcClientDeadline, GrpcServerDeadline};
+
+/// A tower layer that puts gRPC calls under timebox's deadline: on the
+/// server ([`server`](GrpcDeadlineLayer::server)) or on the client
+/// ([`client`](GrpcDeadlineLayer::client)). See the [module docs](super).
+#[derive(Debug, Clone)]
+pub struct GrpcDeadlineLayer<Side = Inbound> {
+    side: Side,
+}
+
+/// The server side of [`GrpcDeadlineLayer`]: calls that come in.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    settings: Arc<ServerSettings>,
+}
+
+/// The client side of [`GrpcDeadlineLayer`]: calls that go out.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    settings: Arc<ClientSettings>,
+}
+
+impl GrpcDeadlineLayer {
+    /// The server layer for `config`: deadlines from the call's headers and
+    /// `[server.grpc]`, no shutdown until [`shutdown`](Self::shutdown), a
+    /// random source seeded by the operating system. Give it a config that
+    /// passed [`Config::validate`], which rejects method names that no call
+    /// could match.
+    ///
+    /// Make it the first of the server's `.layer(..)` calls. tonic puts a
+    /// timer of its own on a call that carries `grpc-timeout`, started
+    /// before any layer runs, and ends the call with `CANCELLED` ("Timeout
+    /// expired") if that timer fires first. This layer counts a
+    /// `grpc-timeout` from one millisecond before it reads the clock, so
+    /// its `DEADLINE_EXCEEDED` comes first when nothing before it waits; a
+    /// layer before it that waits longer than that (an authentication
+    /// lookup, a concurrency limit) would leave the answer to tonic's timer.
+    #[must_use]
+    pub fn server(config: &Config) -> Self {
+        Self {
+            side: Inbound {
+                settings: Arc::new(ServerSettings::new(config)),
+            },
+        }
+    }
+
+    /// The client layer for `config`.
+    #[must_use]
+    pub fn client(config: &Config) -> GrpcDeadlineLayer<Outbound> {
+        GrpcDeadlineLayer {
+            side: Outbound {
+                settings: Arc::new(ClientSettings::new(config)),
+            },
+        }
+    }
+
+    /// Counts calls in `shutdown`'s in-flight count and refuses new ones
+    /// once its phase 1 begins (see [Shutdown](super#shutdown)).
+    #[must_use]
+    pub fn shutdown(self, shutdown: &Shutdown) -> Self {
+        self.map(|settings| settings.shutdown = Some(shutdown.clone()))
+    }
+
+    /// Draws the retry pushback from `entropy` instead of a fresh source.
+    #[must_use]
+    pub fn entropy(self, entropy: Entropy) -> Self {
+        self.map(|settings| settings.entropy = entropy)
+    }
+
+    fn map(self, change: impl FnOnce(&mut ServerSettings)) -> Self {
+        let mut settings = Arc::unwrap_or_clone(self.side.settings);
+        change(&mut settings);
+        Self {
+            side: Inbound {
+                settings: Arc::new(settings),
+            },
+        }
+    }
+}
+
+impl<S> Layer<S> for GrpcDeadlineLayer<Inbound> {
+    type Service = GrpcServerDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcServerDeadline {
+            inner,
+            settings: Arc::clone(&self.side.settings),
+        }
+    }
+}
+
+impl<S> Layer<S> for GrpcDeadlineLayer<Outbound> {
+    type Service = GrpcClientDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcClientDeadline::new(inner, Arc::clone(&self.side.settings))
+    }
+}
