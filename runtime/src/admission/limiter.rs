@@ -272,6 +272,7 @@ impl Drop for Permit {
 }
 
 /// The wait for a slot: ready at once, or queued.
+#[must_use = "futures do nothing unless you .await or poll them"]
 #[derive(Debug)]
 pub(crate) enum Acquire {
     Ready(Option<Permit>),

@@ -142,7 +142,7 @@ mod tests {
     }
 
     #[test]
-    fn no_estimate_until_a_hundred_samples() {
+    fn there_is_no_estimate_before_a_hundred_samples() {
         let now = Instant::now();
         let mut window = LatencyWindow::new();
         record_many(&mut window, now, MIN_SAMPLES - 1, 40 * MS);

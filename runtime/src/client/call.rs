@@ -85,7 +85,7 @@ where
 {
     let deadline = call.deadline();
     loop {
-        match gated(deadline, sender.ready()).await {
+        match within_deadline(deadline, sender.ready()).await {
             None => return Err(ClientError::deadline()),
             Some(Err(err)) => return Err(err.into_client()),
             Some(Ok(())) => {}
@@ -117,7 +117,10 @@ where
         match call.decide(pending, outcome) {
             Next::Follow => {}
             Next::Retry(wait) => {
-                if gated(deadline, tokio::time::sleep(wait)).await.is_none() {
+                if within_deadline(deadline, tokio::time::sleep(wait))
+                    .await
+                    .is_none()
+                {
                     return Err(ClientError::deadline());
                 }
             }
@@ -161,7 +164,7 @@ where
     let ready = tokio::select! {
         biased;
         outcome = &mut first => return (pending, outcome),
-        ready = gated(deadline, fork.ready()) => matches!(ready, Some(Ok(()))),
+        ready = within_deadline(deadline, fork.ready()) => matches!(ready, Some(Ok(()))),
     };
     let Some((request, hedge)) = ready.then(|| call.start_hedge()).flatten() else {
         drop(fork);
@@ -239,7 +242,7 @@ where
 
 /// `future` gated by `deadline` (poll-gated, see `bounded`): `None` when the
 /// deadline passed first.
-fn gated<F: Future>(deadline: Option<Deadline>, future: F) -> WithinDeadline<F> {
+fn within_deadline<F: Future>(deadline: Option<Deadline>, future: F) -> WithinDeadline<F> {
     match deadline {
         Some(deadline) => WithinDeadline::Bounded(deadline.scope(bounded(future))),
         None => WithinDeadline::Free(future),
@@ -252,6 +255,7 @@ fn gated<F: Future>(deadline: Option<Deadline>, future: F) -> WithinDeadline<F> 
 // call's future, copied into its box whole, grew to kilobytes.
 
 /// Future of [`attempt_once`].
+#[must_use = "futures do nothing unless you .await or poll them"]
 #[pin_project]
 struct AttemptOnce<F> {
     #[pin]
@@ -283,6 +287,7 @@ where
 }
 
 /// A future run with the call's deadline current, when it has one.
+#[must_use = "futures do nothing unless you .await or poll them"]
 #[pin_project(project = ScopedProj)]
 enum Scoped<F> {
     Within(#[pin] Scope<F>),
@@ -300,7 +305,8 @@ impl<F: Future> Future for Scoped<F> {
     }
 }
 
-/// Future of [`gated`].
+/// Future of [`within_deadline`].
+#[must_use = "futures do nothing unless you .await or poll them"]
 #[pin_project(project = WithinDeadlineProj)]
 enum WithinDeadline<F> {
     Bounded(#[pin] Scope<Bounded<F>>),

@@ -186,7 +186,7 @@ where
 }
 
 /// The future of a [`ClientService`] call.
-#[must_use = "futures do nothing unless polled"]
+#[must_use = "futures do nothing unless you .await or poll them"]
 pub struct ResponseFuture<R> {
     inner: Pin<Box<dyn Future<Output = Result<http::Response<R>, ClientError>> + Send>>,
 }

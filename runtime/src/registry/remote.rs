@@ -160,6 +160,7 @@ impl RemoteCleanup {
 /// Future for one notice: its panic is its outcome, `Err(())`, not the
 /// run's. A notice is someone else's code (an RPC client's), and the steps
 /// of an ending after the cleanup must still run.
+#[must_use = "futures do nothing unless you .await or poll them"]
 #[pin_project]
 struct Unwinding<F>(#[pin] F);
 

@@ -229,6 +229,13 @@ impl Shutdown {
     /// or `serve` returns (a flush, the goodbyes to its peers) can stop
     /// waiting when the operator asks twice. Resolves at once if one did.
     ///
+    /// # Cancellation safety
+    ///
+    /// Cancellation safe: dropping the future loses nothing, and a second
+    /// trigger stays told for the next call.
+    ///
+    /// # Examples
+    ///
     /// ```
     /// # async fn flush() {}
     /// # async fn after_serve(shutdown: timebox::shutdown::Shutdown) {

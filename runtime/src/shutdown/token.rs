@@ -52,6 +52,10 @@ macro_rules! token_methods {
 
             /// The same as [`cancelled`](Self::cancelled), owning a clone of
             /// the token, for a `'static` future.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Cancellation safe: dropping the future loses nothing.
             pub fn cancelled_owned(self) -> impl Future<Output = ()> + Send + 'static {
                 self.inner.cancelled_owned()
             }

@@ -55,7 +55,6 @@ impl Heads {
         let mut rest = bytes;
         loop {
             if self.line == Line::Text {
-                // Skip to the end of the line.
                 let Some(lf) = memchr::memchr(b'\n', rest) else {
                     return;
                 };
