@@ -91,3 +91,34 @@ fn the_grpc_layers_services_and_bodies_cross_threads() {
     // `Sync` too, as `http_body_util::combinators::BoxBody` asks.
     send_sync::<GrpcBody<Full<bytes::Bytes>>>();
 }
+
+/// `layer` wrapped around `1_u8`; its inner service, read, changed and
+/// taken back, is 2 all three ways.
+macro_rules! assert_wrapper_hands_back_its_inner {
+    ($layer:expr) => {{
+        let mut wrapped = tower::Layer::layer(&$layer, 1_u8);
+        *wrapped.get_mut() += 1;
+        assert_eq!(*wrapped.get_ref(), 2, "get_ref of {}", stringify!($layer));
+        assert_eq!(
+            wrapped.into_inner(),
+            2,
+            "into_inner of {}",
+            stringify!($layer)
+        );
+    }};
+}
+
+#[test]
+fn each_wrapping_service_hands_back_its_inner_service() {
+    use timebox::client::ClientLayer;
+    use timebox::grpc::GrpcDeadlineLayer;
+    use timebox::server::RouteTimeout;
+
+    let config = Config::default();
+    assert_wrapper_hands_back_its_inner!(TimeboxLayer::new(&config));
+    assert_wrapper_hands_back_its_inner!(RouteDeadlineLayer::new(RouteTimeout::Off));
+    assert_wrapper_hands_back_its_inner!(ShutdownGateLayer::new(&Shutdown::new(&config)));
+    assert_wrapper_hands_back_its_inner!(ClientLayer::new(&config));
+    assert_wrapper_hands_back_its_inner!(GrpcDeadlineLayer::server(&config));
+    assert_wrapper_hands_back_its_inner!(GrpcDeadlineLayer::client(&config));
+}

@@ -140,6 +140,23 @@ pub struct ClientService<S> {
     rules: Arc<Rules>,
 }
 
+impl<S> ClientService<S> {
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
 impl<S, B, R> Service<http::Request<B>> for ClientService<S>
 where
     S: Service<http::Request<B>, Response = http::Response<R>> + Clone + Send + 'static,

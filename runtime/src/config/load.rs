@@ -56,8 +56,12 @@ enum TomlSource {
 impl Loader {
     /// A loader with no sources: [`load`](Self::load) gives the defaults.
     #[must_use]
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        Self {
+            profile: None,
+            toml: Vec::new(),
+            env: Vec::new(),
+        }
     }
 
     /// Starts from `profile`'s values instead of the plain defaults.

@@ -148,6 +148,11 @@ impl<S> GrpcServerDeadline<S> {
         &self.inner
     }
 
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
     /// The inner service.
     pub fn into_inner(self) -> S {
         self.inner

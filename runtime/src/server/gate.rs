@@ -69,6 +69,21 @@ impl<S> ShutdownGate<S> {
             shutdown: shutdown.clone(),
         }
     }
+
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
 }
 
 impl<S, B> Service<Request<B>> for ShutdownGate<S>

@@ -120,8 +120,8 @@ impl<S> Default for Routes<S> {
 
 impl<S: Clone + Send + Sync + 'static> Routes<S> {
     /// No routes yet.
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        Self { routes: Vec::new() }
     }
 
     /// Adds `route`.

@@ -150,6 +150,23 @@ pub struct TimeboxService<S> {
     settings: Arc<Settings>,
 }
 
+impl<S> TimeboxService<S> {
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
 impl<S, B, E> Service<Request<B>> for TimeboxService<S>
 where
     S: Service<Request<B>, Response = Response, Error = E>,

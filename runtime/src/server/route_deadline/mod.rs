@@ -121,6 +121,11 @@ impl<S> RouteDeadline<S> {
         &self.inner
     }
 
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
     /// The inner service.
     pub fn into_inner(self) -> S {
         self.inner
