@@ -1,5 +1,5 @@
 //! [`TimeboxHttp`]: the MCP SDK's streamable HTTP client transport, sending
-//! through timebox's outbound [`Client`].
+//! through timebox's outbound [`Client`](timebox::client::Client).
 //!
 //! Every POST, GET and DELETE of an MCP session over HTTP is a call of the
 //! gateway's one `Client`, so the rules of the gateway's own outbound calls
@@ -39,7 +39,7 @@
 //!   the notice is what stops the tool.
 //!
 //! Response bodies are bounded as the SDK's own client bounds them
-//! ([`StreamableHttpResponseLimits`]): a JSON body past its limit, or an
+//! ([`StreamableHttpResponseLimits`](rmcp::transport::streamable_http_client::StreamableHttpResponseLimits)): a JSON body past its limit, or an
 //! event of the stream past its limit, is an error.
 //!
 //! The gateway does not authenticate to its MCP servers, and it opens
