@@ -123,6 +123,29 @@ async fn a_second_trigger_skips_to_the_end_at_once() {
     assert!(shutdown.drain_token().is_cancelled());
 }
 
+/// A process still starting learns of a trigger: a wait for it ends then,
+/// and at once once it came, before any phase of the sequence has begun.
+#[tokio::test(start_paused = true)]
+async fn a_wait_for_the_trigger_ends_at_the_trigger() {
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let waiting = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { shutdown.triggered().await }
+    });
+    sleep(SECS(2)).await;
+    assert!(!waiting.is_finished(), "ended with no trigger");
+    shutdown.trigger();
+    waiting.await.unwrap();
+    assert!(!shutdown.is_ready());
+    assert!(
+        !shutdown.token().is_cancelled(),
+        "phase 1 waits for the grace"
+    );
+    let start = Instant::now();
+    shutdown.triggered().await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
 /// What runs after the sequence (a flush) learns of a second trigger: a
 /// wait for it ends then, and at once once it came.
 #[tokio::test(start_paused = true)]

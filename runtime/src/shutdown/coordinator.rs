@@ -184,6 +184,33 @@ impl Shutdown {
         !self.shared.triggered.is_cancelled()
     }
 
+    /// Resolves once the sequence is triggered (readiness answers 503 from
+    /// then on), at once if it was: for a process still starting, which
+    /// has nothing in flight to drain and can stop where it is instead of
+    /// serving first.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Cancellation safe: dropping the future loses nothing, and the
+    /// trigger stays told for the next call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # async fn connect_to_upstreams() {}
+    /// # async fn start(shutdown: timebox::shutdown::Shutdown) {
+    /// tokio::select! {
+    ///     biased;
+    ///     () = shutdown.triggered() => return, // asked to stop while starting
+    ///     () = connect_to_upstreams() => {}
+    /// }
+    /// // bind, then `timebox::server::serve(..)`
+    /// # }
+    /// ```
+    pub async fn triggered(&self) {
+        self.shared.triggered.cancelled().await;
+    }
+
     /// The phase 1 token.
     #[must_use]
     pub fn token(&self) -> ShutdownToken {
