@@ -143,7 +143,17 @@ async fn run() -> Result<(), GatewayError> {
     shutdown
         .listen_for_signals()
         .map_err(GatewayError::Signals)?;
-    let tools = tools::Tools::start(settings.servers, Client::new(&config)).await?;
+    // A stop asked for while the MCP servers are still connecting (each
+    // may take its `connect_timeout_ms` twice) ends the start there: there
+    // is nothing to drain, and dropping the pools ends the stdio servers.
+    let tools = tokio::select! {
+        biased;
+        () = shutdown.triggered() => {
+            tracing::info!("shut down while starting: never served");
+            return Ok(());
+        }
+        tools = tools::Tools::start(settings.servers, Client::new(&config)) => tools?,
+    };
     let addr = settings.addr;
     let listen = |source| GatewayError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;

@@ -635,6 +635,49 @@ async fn an_ended_stdio_session_holds_its_place_until_its_process_has_exited() {
     assert!(answer_of(&body).contains("worked for 1 s"), "{body}");
 }
 
+/// A stop asked for while the gateway is still connecting to its MCP
+/// servers ends the start there: the gateway exits at once, never having
+/// served, and the stdio server it was waiting for ends with it.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_while_a_stdio_server_starts_ends_the_gateway_and_the_server() {
+    let dir = scratch_dir("mcp-stdio-starting");
+    let pid_file = dir.join("server.pid");
+    // A server that never answers `initialize`, with 30 s to do it in.
+    let server = format!(
+        "command = [\"sh\", \"-c\", \"echo $$ > '{}'; exec sleep 60\"]\nconnect_timeout_ms = 30000",
+        pid_file.display()
+    );
+    let mut gateway = Gateway::starting_in(&dir, &settings_in(&dir, "stuck", &server, &[]));
+    // The server starts after the built-in one's session opened, so after
+    // the gateway listens for signals.
+    let pid = wait_for_pid(&pid_file).await;
+    let _cleanup = KillsGroup(pid);
+    gateway.sigterm();
+    let exit = tokio::task::block_in_place(|| gateway.exit_within(Duration::from_secs(5)));
+    let log = gateway.log_text();
+    assert_eq!(exit, Some(0), "{log}");
+    assert!(log.contains("shut down while starting"), "{log}");
+    wait_until_gone(pid).await;
+}
+
+/// The process id written to `file`, waiting at most 20 s for it.
+async fn wait_for_pid(file: &Path) -> u64 {
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let written = std::fs::read_to_string(file).unwrap_or_default();
+        if let Ok(pid) = written.trim().parse() {
+            return pid;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "no process id in {} within 20 s",
+            file.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_stdio_session_whose_process_exited_is_not_handed_out_again() {
     let dir = scratch_dir("mcp-stdio-exited");

@@ -52,7 +52,40 @@ impl Gateway {
         Self::launch(command, Some(dir), env)
     }
 
-    fn launch(mut command: Command, dir: Option<&Path>, env: &[(&str, &str)]) -> Self {
+    /// As [`start_in`](Self::start_in), without waiting for it to listen:
+    /// a gateway still starting, with no address yet.
+    pub fn starting_in(dir: &Path, env: &[(&str, &str)]) -> Self {
+        let command = Command::new(env!("CARGO_BIN_EXE_chat-gateway"));
+        Self::spawn(command, Some(dir), env).0
+    }
+
+    fn launch(command: Command, dir: Option<&Path>, env: &[(&str, &str)]) -> Self {
+        let (mut gateway, first_line) = Self::spawn(command, dir, env);
+        let line = first_line
+            .recv_timeout(STARTUP_BOUND)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                panic!(
+                    "the gateway printed no address within {STARTUP_BOUND:?}; its log:\n{}",
+                    gateway.log_text()
+                )
+            });
+        gateway.base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("a `listening on` line, not {line:?}"))
+            .to_owned();
+        gateway
+    }
+
+    /// The gateway's process, with its stderr read into the log; and its
+    /// first line on stdout, as it comes.
+    fn spawn(
+        mut command: Command,
+        dir: Option<&Path>,
+        env: &[(&str, &str)],
+    ) -> (Self, std::sync::mpsc::Receiver<Option<String>>) {
         if let Some(dir) = dir {
             command.current_dir(dir);
         }
@@ -77,27 +110,12 @@ impl Gateway {
             }
         });
         let first_line = first_stdout_line(&mut child);
-        let mut gateway = Self {
+        let gateway = Self {
             child,
             base: String::new(),
             log,
         };
-        let line = first_line
-            .recv_timeout(STARTUP_BOUND)
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| {
-                panic!(
-                    "the gateway printed no address within {STARTUP_BOUND:?}; its log:\n{}",
-                    gateway.log_text()
-                )
-            });
-        gateway.base = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("a `listening on` line, not {line:?}"))
-            .to_owned();
-        gateway
+        (gateway, first_line)
     }
 
     /// When the first stderr line containing every one of `needles` was
