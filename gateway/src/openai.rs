@@ -247,16 +247,19 @@ impl ApiError {
         }
     }
 
-    /// The body could not be read as a request: the rejection's own status
-    /// (400, 415, 422) and message, which names the field, and the field
-    /// as `param` when the body is JSON of the wrong shape.
+    /// The body could not be read as a request: the rejection's message,
+    /// which names the field, and the field as `param` when the body is
+    /// JSON of the wrong shape. The status is OpenAI's `400` for JSON of
+    /// the wrong shape too (axum says `422`, which the `openai` clients
+    /// raise as another error than the `BadRequestError` of a bad value),
+    /// else the rejection's own (`400`, `413`, `415`).
     pub(crate) fn rejected(rejection: JsonRejection) -> Self {
-        let param = match &rejection {
-            JsonRejection::JsonDataError(err) => field_of(err),
-            _ => None,
+        let (status, param) = match &rejection {
+            JsonRejection::JsonDataError(err) => (StatusCode::BAD_REQUEST, field_of(err)),
+            _ => (rejection.status(), None),
         };
         Self {
-            status: rejection.status(),
+            status,
             message: rejection.body_text(),
             kind: "invalid_request_error",
             param,

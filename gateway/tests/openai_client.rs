@@ -26,6 +26,16 @@ fn the_openai_client_reads_an_answer_that_is_not_streamed() {
 }
 
 #[test]
+fn the_openai_client_raises_a_body_of_the_wrong_shape_as_a_bad_request_naming_the_field() {
+    let gateway = Gateway::start(&[]);
+    let seen = python_check(&gateway, "bad_request");
+    assert_eq!(seen["wrong_shape"]["status"], 400, "{seen}");
+    assert_eq!(seen["wrong_shape"]["param"], "messages[0].role", "{seen}");
+    assert_eq!(seen["bad_value"]["status"], 400, "{seen}");
+    assert_eq!(seen["bad_value"]["param"], "messages[0].content", "{seen}");
+}
+
+#[test]
 fn a_model_that_goes_silent_ends_in_an_error_naming_inactivity_not_a_short_answer() {
     let gateway = Gateway::start(&[("TIMEBOX_STREAM__STREAM_INACTIVITY_TIMEOUT_SECS", "1")]);
     let seen = python_check(&gateway, "hang");

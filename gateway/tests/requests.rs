@@ -28,9 +28,10 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
     let gateway = Gateway::start(&[]);
     let messages = json!([{ "role": "user", "content": "hi" }]);
 
-    // axum's statuses: 422 for a body of the wrong shape, 400 for bad JSON.
+    // OpenAI's status for a body of the wrong shape, as for bad JSON: 400
+    // (axum's own is 422).
     let (status, body) = post(&gateway, &json!({ "messages": messages }).to_string()).await;
-    assert_eq!(status, 422);
+    assert_eq!(status, 400);
     assert_eq!(body["error"]["type"], "invalid_request_error");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("missing field `model`"), "{body}");
@@ -54,7 +55,7 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
         ),
     ] {
         let (status, body) = post(&gateway, &request.to_string()).await;
-        assert_eq!(status, 422, "{request}: {body}");
+        assert_eq!(status, 400, "{request}: {body}");
         assert_eq!(body["error"]["param"], param, "{request}: {body}");
     }
 

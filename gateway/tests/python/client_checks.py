@@ -100,7 +100,28 @@ def shutdown_503(base_url):
     fail("the request was answered during the shutdown")
 
 
-CHECKS = {f.__name__: f for f in (stream, complete, hang, disconnect, shutdown_503)}
+def bad_request(base_url):
+    """A message of the wrong shape is the client's BadRequestError, naming
+    the field, as a bad value is."""
+    seen = {}
+    for name, messages in [
+        ("wrong_shape", [{"role": 5, "content": "hi"}]),
+        ("bad_value", [{"role": "user", "content": 42}]),
+    ]:
+        try:
+            client(base_url, max_retries=0).chat.completions.create(
+                model="scripted-fast", messages=messages
+            )
+        except openai.BadRequestError as err:
+            seen[name] = {"status": err.status_code, "param": err.param}
+            continue
+        except openai.APIStatusError as err:
+            fail("not a BadRequestError", case=name, status=err.status_code)
+        fail("the request was answered", case=name)
+    return seen
+
+
+CHECKS = {f.__name__: f for f in (stream, complete, hang, disconnect, shutdown_503, bad_request)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[2] not in CHECKS:
