@@ -91,11 +91,14 @@ pub fn serve_until_shutdown() -> ExitCode {
     }
 }
 
-/// The log filter `RUST_LOG` says, [`DEFAULT_LOG`] when it is not set; an
-/// error naming it when it is set to something that is not a filter.
+/// The log filter `RUST_LOG` says, [`DEFAULT_LOG`] when it is not set or
+/// empty (`RUST_LOG=` in an env file: a filter of no directives would
+/// turn every line off without a word); an error naming it when it is set
+/// to something that is not a filter.
 fn log_filter() -> Result<EnvFilter, String> {
     match std::env::var(EnvFilter::DEFAULT_ENV) {
         Err(std::env::VarError::NotPresent) => Ok(EnvFilter::new(DEFAULT_LOG)),
+        Ok(directives) if directives.trim().is_empty() => Ok(EnvFilter::new(DEFAULT_LOG)),
         Err(std::env::VarError::NotUnicode(_)) => Err("`RUST_LOG` is not valid UTF-8".to_owned()),
         Ok(directives) => EnvFilter::try_new(&directives)
             .map_err(|err| format!("`RUST_LOG` is not a log filter ({directives:?}): {err}")),

@@ -249,6 +249,23 @@ async fn a_half_sent_request_head_is_disconnected_at_the_header_bound() {
     assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
 }
 
+/// `RUST_LOG=` (set, empty, as an env file leaves it) is the default
+/// filter, not one that turns every line off.
+#[test]
+fn an_empty_rust_log_keeps_the_default_log() {
+    let gateway = Gateway::start(&[("RUST_LOG", "")]);
+    assert!(
+        gateway
+            .wait_for_log(
+                &["opened an MCP session"],
+                std::time::Duration::from_secs(5)
+            )
+            .is_some(),
+        "no info line with `RUST_LOG` empty: {:?}",
+        gateway.log_text()
+    );
+}
+
 /// Bad input at startup gets an error naming it, not a silent default: a
 /// `RUST_LOG` that is no log filter.
 #[test]
