@@ -15,6 +15,11 @@
 //! 503 after 1 s. The hedged client's retries (`max_retries = 3`, its
 //! defaults) drain the host's retry bucket, and with it under half full no
 //! more hedges go: the hedges a second are drawn in `docs/hedging.svg`.
+//! The failing answers also lengthen the host's p95, and with it the delay
+//! before a hedge, which would stop hedges too; a fourth run, failing the
+//! same way with the delay fixed at 15 ms (`delay_ms`), shows what the
+//! budget does alone, counting the hedges refused by reason (the client's
+//! `no hedge` debug lines).
 //!
 //! Run it (prints the table and rewrites `docs/hedging.svg`):
 //!
@@ -22,6 +27,7 @@
 //! cargo bench -p timebox-benches --bench hedging
 //! ```
 
+use std::collections::BTreeMap;
 use std::error::Error;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,6 +44,8 @@ use timebox::deadline::Deadline;
 use timebox::entropy::Entropy;
 use timebox::sim::Sim;
 use tokio::time::{sleep, sleep_until, Instant};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 #[path = "support/virtual_load.rs"]
 mod virtual_load;
@@ -52,6 +60,9 @@ const SLOW: Duration = Duration::from_secs(1);
 const SLOW_SHARE: f64 = 0.02;
 const DEADLINE: Duration = Duration::from_secs(2);
 const SEED: u64 = 11;
+/// The hedge delay of the run that shows what the budget does alone: the
+/// healthy host's p95 is about 11 ms.
+const FIXED_DELAY_MS: u64 = 15;
 
 /// What the host does, and what it counts.
 #[derive(Clone)]
@@ -109,10 +120,60 @@ impl Host {
 struct Outcome {
     latencies: Vec<Duration>,
     host_requests: u64,
+    /// When each hedge reached the host, from the run's start.
     hedges: Vec<Duration>,
+    /// When the host began to fail, from the run's start.
+    failing_from: Option<Duration>,
+    /// The hedges the client refused, by reason.
+    refused: BTreeMap<String, u64>,
+}
+
+/// Counts the client's `no hedge: <reason>` debug lines by reason.
+#[derive(Clone, Default)]
+struct Refusals(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl<S: tracing::Subscriber> Layer<S> for Refusals {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
+        metadata.target().starts_with("timebox::client")
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut message = Message::default();
+        event.record(&mut message);
+        if let Some(reason) = message.0.strip_prefix("no hedge: ") {
+            if let Ok(mut refused) = self.0.lock() {
+                *refused.entry(reason.to_owned()).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// The `message` field of one line.
+#[derive(Default)]
+struct Message(String);
+
+impl Visit for Message {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
 }
 
 impl Outcome {
+    /// The hedges that reached the host once it failed, and when the last
+    /// of them did, from the failure on.
+    fn hedges_after_failing(&self) -> Option<(usize, Duration)> {
+        let from = self.failing_from?;
+        let after: Vec<Duration> = self
+            .hedges
+            .iter()
+            .filter(|&&at| at >= from)
+            .map(|&at| at - from)
+            .collect();
+        Some((after.len(), after.last().copied().unwrap_or_default()))
+    }
+
     /// A quantile of the calls' latencies: every call ends, so there is
     /// one (`run` refuses an outcome with no call).
     fn quantile(&self, q: f64) -> Duration {
@@ -125,9 +186,18 @@ impl Outcome {
 }
 
 /// Sends the calls; with `fail_at`, the host answers 503 after 1 s from
-/// that call on.
-fn execute(hedge: bool, max_retries: u64, fail_at: Option<usize>) -> Result<Outcome, BoxError> {
+/// that call on; with `delay_ms`, a hedge waits that long, not the host's
+/// p95.
+fn execute(
+    hedge: bool,
+    max_retries: u64,
+    fail_at: Option<usize>,
+    delay_ms: Option<u64>,
+) -> Result<Outcome, BoxError> {
     let runtime = paused_runtime()?;
+    let refusals = Refusals::default();
+    let _logs =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(refusals.clone()));
     runtime.block_on(async {
         let sim = Sim::new(SEED);
         let host = Host::new();
@@ -135,14 +205,17 @@ fn execute(hedge: bool, max_retries: u64, fail_at: Option<usize>) -> Result<Outc
         let mut config = Config::default();
         config.http.client.max_retries = max_retries;
         config.http.client.hedge.enabled = hedge;
+        config.http.client.hedge.delay_ms = delay_ms;
         config.breaker.enabled = false;
         let client = sim.client_with(&config);
         let arrivals = Entropy::seeded(SEED);
         let mut next = Instant::now();
         let mut tasks = Vec::with_capacity(CALLS);
+        let mut failing_from = None;
         for call in 0..CALLS {
             if fail_at == Some(call) {
                 host.failing.store(true, Ordering::Relaxed);
+                failing_from = Some(host.start.elapsed());
             }
             sleep_until(next).await;
             let client = client.clone();
@@ -167,10 +240,17 @@ fn execute(hedge: bool, max_retries: u64, fail_at: Option<usize>) -> Result<Outc
             .lock()
             .map_err(|_| "a host task panicked while recording a hedge")?
             .clone();
+        let refused = refusals
+            .0
+            .lock()
+            .map_err(|_| "a task panicked while counting a refusal")?
+            .clone();
         Ok(Outcome {
             latencies,
             host_requests: host.requests.load(Ordering::Relaxed),
             hedges,
+            failing_from,
+            refused,
         })
     })
 }
@@ -269,10 +349,11 @@ fn plot(
 }
 
 fn main() -> Result<(), BoxError> {
-    let plain = execute(false, 0, None)?;
-    let hedged = execute(true, 0, None)?;
+    let plain = execute(false, 0, None, None)?;
+    let hedged = execute(true, 0, None, None)?;
     let fail_at = CALLS / 2;
-    let failing = execute(true, 3, Some(fail_at))?;
+    let failing = execute(true, 3, Some(fail_at), None)?;
+    let budget_alone = execute(true, 3, Some(fail_at), Some(FIXED_DELAY_MS))?;
     println!(
         "hedging in virtual time: {CALLS} calls at {RATE}/s to a host at 9–11 ms with \
          {}% of calls at {} s",
@@ -296,20 +377,24 @@ fn main() -> Result<(), BoxError> {
         "p99 hedged / unhedged: {:.3}",
         ms(hedged.quantile(0.99)) / ms(plain.quantile(0.99))
     );
-    let fail_second = fail_at as f64 / RATE;
-    let after: Vec<&Duration> = failing
-        .hedges
-        .iter()
-        .filter(|at| at.as_secs_f64() >= fail_second)
-        .collect();
-    let last = after
-        .last()
-        .map_or(0.0, |at| at.as_secs_f64() - fail_second);
-    println!(
-        "host failing outright from {fail_second:.0} s: {} hedges after that, the last {:.2} s in",
-        after.len(),
-        last
-    );
+    let fail_second = failing
+        .failing_from
+        .ok_or("the failing run did not fail")?
+        .as_secs_f64();
+    for (label, outcome) in [
+        ("defaults", &failing),
+        ("a fixed delay of 15 ms", &budget_alone),
+    ] {
+        let (count, last) = outcome
+            .hedges_after_failing()
+            .ok_or("the failing run did not fail")?;
+        println!(
+            "host failing outright (hedging, {label}): {count} hedges after it failed, \
+             the last {:.2} s in; hedges refused: {:?}",
+            last.as_secs_f64(),
+            outcome.refused
+        );
+    }
     let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs");
     std::fs::create_dir_all(&docs)?;
     let svg = docs.join("hedging.svg");
