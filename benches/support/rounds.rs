@@ -7,11 +7,13 @@
 //! move a ratio by several percent between runs of the same code. Here each
 //! round runs every variant for the same number of operations, in an order
 //! that rotates every two rounds and runs backwards every other round (so
-//! each variant runs first, and after each other one, about as often as
-//! any: none always follows the same one, inheriting its caches, its
-//! allocator's state or its closing connections); each round gives one
-//! ratio per variant to the baseline, and the report is the median of those
-//! ratios with the
+//! each variant runs first about as often as any, and none always follows
+//! the same one: within a round a variant follows its neighbour on one
+//! side or the other, so what a variant leaves behind (its caches, its
+//! allocator's state, its closing connections) falls on those two more
+//! than on the rest); each round gives one ratio per variant to the
+//! baseline, and the report is the median of those ratios (for an even
+//! number of rounds, the upper of the two middle ones) with the
 //! spread between the 10th and 90th percentiles. The per-operation times of
 //! every round go to `target/bench-rounds/<group>.json` for
 //! `benches/ratios.py --summary`.

@@ -21,12 +21,12 @@ pub(crate) fn poisson_gap(entropy: &Entropy, rate: f64) -> Duration {
     Duration::from_secs_f64(-(1.0 - uniform).ln() / rate)
 }
 
-/// The `q` quantile of `latencies`; `None` when there are none.
+/// The `q` quantile of `latencies` by the nearest rank (the smallest value
+/// with at least `q` of them at or below it); `None` when there are none.
 pub(crate) fn quantile(latencies: &[Duration], q: f64) -> Option<Duration> {
     let mut sorted = latencies.to_vec();
     sorted.sort_unstable();
     let last = sorted.len().checked_sub(1)?;
-    sorted
-        .get(((sorted.len() as f64 * q) as usize).min(last))
-        .copied()
+    let rank = (sorted.len() as f64 * q).ceil() as usize;
+    sorted.get(rank.saturating_sub(1).min(last)).copied()
 }
