@@ -1,0 +1,186 @@
+//! [`TimeboxFuture`]: a request's wait for a slot, then its route's
+//! future under the global deadline until a route rule takes over.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use axum::response::Response;
+use pin_project::pin_project;
+
+use crate::admission::{Acquire, Permit, Refusal};
+use crate::entropy::Entropy;
+use crate::observe::{Event, Observers, ShedReason, Stage};
+use crate::problem::{self, DeadlineCancelled, NoWork};
+use crate::server::route_deadline::{Answer, Probe, Probed, RouteName, State};
+
+use super::route_kinds::PlainRoute;
+
+/// A request's wait for a slot of the concurrency limit (A2).
+#[derive(Debug)]
+pub(super) struct Queue {
+    pub(super) acquire: Acquire,
+    /// Named in the shed event; its label is made only if one is told.
+    pub(super) route: RouteName,
+    pub(super) entropy: Entropy,
+    pub(super) observers: Observers,
+}
+
+/// Response future of [`TimeboxService`](super::TimeboxService): the route's future under the
+/// global deadline, or under the route's own rule once it took over.
+#[pin_project]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct TimeboxFuture<F> {
+    #[pin]
+    state: State<F>,
+    /// Until a route rule takes over, or the route's future ends: the
+    /// probe that learns whether one does.
+    probe: Option<Probe>,
+    /// Until a slot of the concurrency limit is free: the wait for it. The
+    /// route is not polled before.
+    queue: Option<Queue>,
+    /// The slot, held until the response head.
+    permit: Option<Permit>,
+    /// The route's deadline check, until the claim says whose it is.
+    plain: Option<Arc<PlainRoute>>,
+    /// The request's random source: an answer the route made without its
+    /// request (a cut pool wait's 503) draws its `Retry-After` from it
+    /// again, so it comes from the app's source as the layer's own do.
+    entropy: Entropy,
+}
+
+impl<F> TimeboxFuture<F> {
+    pub(super) fn new(
+        state: State<F>,
+        probe: Option<Probe>,
+        queue: Option<Queue>,
+        plain: Option<Arc<PlainRoute>>,
+        entropy: Entropy,
+    ) -> Self {
+        Self {
+            state,
+            probe,
+            queue,
+            permit: None,
+            plain,
+            entropy,
+        }
+    }
+}
+
+impl<F, E> Future for TimeboxFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Some(queue) = this.queue {
+            let acquired = ready!(Pin::new(&mut queue.acquire).poll(cx));
+            let queue = this.queue.take().expect("the queue was just polled");
+            match acquired {
+                Ok(permit) => *this.permit = Some(permit),
+                Err(Refusal::Overloaded) => {
+                    // The route's future is dropped unpolled (and with it
+                    // the request's body): this future is done.
+                    this.state.set(State::Done);
+                    queue.observers.emit(|| Event::RequestShed {
+                        reason: ShedReason::Overloaded,
+                        route: queue.route.label(),
+                    });
+                    return Poll::Ready(Ok(problem::overloaded(&queue.entropy)));
+                }
+                // The deadline passed in the queue: the gate answers the
+                // timeout without polling the route.
+                Err(Refusal::Deadline) => this.state.as_mut().timed_out_at(Stage::Admission),
+            }
+        }
+        // A route rule that took the request over on a task of its own
+        // while this future waited is let go before the gate checks the
+        // clock: its rule alone applies from then on.
+        if this.probe.as_ref().is_some_and(Probe::is_taken) {
+            this.probe.take();
+            step_aside(this.state.as_mut(), this.plain);
+        }
+        let mut answer = this.state.as_mut().poll_answer(cx);
+        let probed = this
+            .probe
+            .as_ref()
+            .map(|probe| probe.after_poll(cx, answer.is_pending()));
+        match probed {
+            // The route has a rule of its own and waits for us to let go:
+            // from now on only its rule applies, and it tells its deadline
+            // and learns its service time. (Unless something between us and
+            // the route answered already, or the global deadline passed
+            // before it was reached: that answer stands.)
+            Some(Probed::Taken) => {
+                *this.probe = None;
+                if answer.is_pending() {
+                    step_aside(this.state.as_mut(), this.plain);
+                    answer = this.state.poll_answer(cx);
+                } else if let Some(plain) = this.plain.take() {
+                    plain.ruled();
+                }
+            }
+            // The global deadline gates the request until a route rule
+            // takes it over. It is told now when the route is known to be a
+            // plain one (or is no route of a table); a route that may have a
+            // rule of its own (behind a middleware that waits) tells its
+            // own once it takes over, or the global one is told when the
+            // request ends without that.
+            Some(Probed::Open) if this.plain.as_ref().is_none_or(|plain| plain.is_plain()) => {
+                this.state.as_mut().tell_set();
+            }
+            // The request ended under the global deadline. Its route is a
+            // plain one if it answered; a timeout, or a middleware's own
+            // answer before the route, shows nothing of the route.
+            Some(Probed::Untaken) => {
+                *this.probe = None;
+                if let Some(plain) = this.plain.take() {
+                    if matches!(answer, Poll::Ready(Answer::Inner(_))) {
+                        plain.plain();
+                    }
+                }
+                this.state.as_mut().tell_set();
+            }
+            Some(Probed::Open) | None => {}
+        }
+        let answer = ready!(answer);
+        if let Some(mut permit) = this.permit.take() {
+            match &answer {
+                // A route's own refusal (A1), or its answer to a deadline
+                // that had passed on arrival (S4), did no work: no sample.
+                Answer::Inner(Ok(response)) if response.extensions().get::<NoWork>().is_some() => {
+                    permit.release_unsampled();
+                }
+                // A route's own timeout answer is timed-out work, as the
+                // layer's own is: the permit goes back as dropped, which
+                // the adaptive limits read as overload.
+                Answer::Inner(Ok(response))
+                    if response.extensions().get::<DeadlineCancelled>().is_some() => {}
+                Answer::Inner(_) => permit.answered(),
+                Answer::Timeout(_) | Answer::Refused(_) => {}
+            }
+        }
+        Poll::Ready(match answer {
+            Answer::Inner(output) => output.map(|mut response| {
+                problem::redraw_retry_after(&mut response, this.entropy);
+                response
+            }),
+            Answer::Timeout(response) | Answer::Refused(response) => Ok(response),
+        })
+    }
+}
+
+/// A route rule took the request over: the layer stops gating it and
+/// learning from it, and its route checks for itself from now on.
+fn step_aside<F>(mut state: Pin<&mut State<F>>, plain: &mut Option<Arc<PlainRoute>>) {
+    if let Some(plain) = plain.take() {
+        plain.ruled();
+    }
+    state.as_mut().taken_over();
+    state.release();
+}
