@@ -11,7 +11,7 @@ use crate::admission::DeadlineCheck;
 use crate::observe::Observers;
 use crate::problem;
 
-use super::future::RouteName;
+use super::RouteName;
 
 /// Judges a request with `time_left` at `now` on its route: `Some` with the
 /// 504 to answer when the check refuses it (see [`DeadlineCheck::judge`];

@@ -23,8 +23,9 @@ use crate::deadline::{Deadline, Formats, Gated, Start};
 use crate::observe::{DeadlineSource, Label, Observers, Stage};
 use crate::server::context::RequestContext;
 
-use super::future::{held, Answer, Expiry, RouteName, State};
+use super::future::held;
 use super::RouteClaim;
+use super::{Answer, Expiry, RouteName, State};
 
 /// What one route's deadline needs, resolved from the config when the
 /// router is built. Axum clones a handler for each request: with no

@@ -2,8 +2,11 @@
 
 mod admit;
 mod claim;
+mod expiry;
 mod future;
 mod handler;
+mod outcome;
+mod state;
 
 use std::sync::Once;
 use std::task::{Context, Poll};
@@ -24,9 +27,11 @@ use super::RouteTimeout;
 
 pub(crate) use admit::{admit, Learn};
 pub(crate) use claim::{Probe, Probed, RouteClaim};
+pub(crate) use expiry::{Expiry, RouteName};
 pub use future::RouteDeadlineFuture;
-pub(crate) use future::{Answer, Expiry, RouteName, State};
 pub(crate) use handler::{DeadlineHandler, RouteSettings, UnappliedLimit};
+pub(crate) use outcome::{Answer, Outcome};
+pub(crate) use state::State;
 
 /// Applies a route's deadline to any `tower::Service<http::Request<B>>`.
 ///
