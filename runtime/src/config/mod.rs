@@ -82,6 +82,7 @@ mod load;
 mod profile;
 mod sections;
 mod validate;
+mod warning;
 
 pub use admission::{
     AdmissionConfig, Concurrency, ConcurrencyParseError, DeadlineCheck, HedgeConfig, QueueConfig,
@@ -96,4 +97,4 @@ pub use layers::ENV_PREFIX;
 pub use load::{Loader, CONFIG_FILE, PROFILE_ENV};
 pub use profile::Profile;
 pub use sections::{ClientConfig, Config, HttpConfig, ServerConfig, StreamConfig, TimeoutsConfig};
-pub use validate::Warning;
+pub use warning::Warning;
