@@ -1,6 +1,6 @@
 //! [`Shutdown`]: the coordinator of the two phases.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -8,8 +8,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::observe::{Event, Observers, PhaseOutcome, ShutdownPhase};
+use crate::observe::{Observers, ShutdownPhase};
 
+use super::sequence::{phase_index, PHASES};
 use super::{DrainToken, InFlight, ShutdownToken};
 
 /// Coordinates a graceful shutdown.
@@ -62,40 +63,40 @@ use super::{DrainToken, InFlight, ShutdownToken};
 /// ```
 #[derive(Debug, Clone)]
 pub struct Shutdown {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 #[derive(Debug)]
-struct Shared {
-    token: ShutdownToken,
-    drain: DrainToken,
-    in_flight: InFlight,
-    triggered: CancellationToken,
-    forced: CancellationToken,
+pub(super) struct Shared {
+    pub(super) token: ShutdownToken,
+    pub(super) drain: DrainToken,
+    pub(super) in_flight: InFlight,
+    pub(super) triggered: CancellationToken,
+    pub(super) forced: CancellationToken,
     /// Cancelled when a caller of [`Shutdown::wait_drained`] has run the
     /// sequence to its end: every caller returns then, together, and one
     /// that comes later returns at once; what is still in flight is ended
     /// (see `finished_token`).
-    finished: CancellationToken,
-    prestop: Duration,
-    grace: Duration,
-    drain_force: Duration,
-    observers: Observers,
+    pub(super) finished: CancellationToken,
+    pub(super) prestop: Duration,
+    pub(super) grace: Duration,
+    pub(super) drain_force: Duration,
+    pub(super) observers: Observers,
     /// When each phase began (indexed by [`phase_index`]): the pre-stop
     /// grace at the trigger, the others when the first caller of
     /// [`Shutdown::wait_drained`] reached them. Every caller, and one that
     /// comes back after its first wait was dropped, waits for what is left
     /// of the same phase.
-    began: [OnceLock<Instant>; PHASES],
+    pub(super) began: [OnceLock<Instant>; PHASES],
     /// What has been told so far, one bit each (a phase's end, and the end
     /// of the sequence): several callers may wait for the same shutdown (an
     /// HTTP and a gRPC server), each is told once.
-    told: AtomicU8,
+    pub(super) told: AtomicU8,
     /// Whether [`Shutdown::listen_for_signals`] has a listener running: one
     /// per shutdown, so that one signal is one trigger.
-    listening: AtomicBool,
+    pub(super) listening: AtomicBool,
     #[cfg(feature = "server")]
-    connections: ConnectionBounds,
+    pub(super) connections: ConnectionBounds,
 }
 
 /// The bounds [`serve`](crate::server::serve) puts on every connection,
@@ -331,205 +332,5 @@ impl Shutdown {
             () = self.shared.finished.cancelled() => {}
             () = self.run_sequence() => self.shared.finished.cancel(),
         }
-    }
-
-    async fn run_sequence(&self) {
-        let shared = &self.shared;
-        shared.triggered.cancelled().await;
-        let phase = self.phase(ShutdownPhase::Prestop, || {});
-        self.unless_forced(tokio::time::sleep(phase.left_of(shared.prestop)))
-            .await;
-        phase.end();
-        // Each phase's line is written once what it says is true.
-        let phase = self.phase(ShutdownPhase::Grace, || {
-            shared.token.cancel();
-            tracing::info!(
-                in_flight = shared.in_flight.count(),
-                "shutdown phase 1: new requests get 503; waiting up to {} s \
-                 (`server.shutdown_timeout_secs`) for the requests in flight",
-                shared.grace.as_secs_f64()
-            );
-        });
-        self.unless_forced(tokio::time::timeout(
-            phase.left_of(shared.grace),
-            shared.in_flight.wait_zero(),
-        ))
-        .await;
-        phase.end();
-        let phase = self.phase(ShutdownPhase::Drain, || {
-            shared.drain.cancel();
-            tracing::info!(
-                in_flight = shared.in_flight.count(),
-                "shutdown phase 2: streams still running are told to end; waiting up to \
-                 {} s (`server.drain_force_secs`) for them",
-                shared.drain_force.as_secs_f64()
-            );
-        });
-        self.unless_forced(tokio::time::timeout(
-            phase.left_of(shared.drain_force),
-            shared.in_flight.wait_zero(),
-        ))
-        .await;
-        phase.end();
-        if !self.first_to_tell(SEQUENCE_TOLD) {
-            return;
-        }
-        match shared.in_flight.count() {
-            0 => tracing::info!("shutdown complete: nothing in flight"),
-            left => tracing::warn!(
-                in_flight = left,
-                "shutdown complete with requests still in flight; they are cut"
-            ),
-        }
-    }
-
-    /// `phase`, begun now by the first caller to reach it (which runs
-    /// `begin` first), or when it was begun already.
-    fn phase(&self, phase: ShutdownPhase, begin: impl FnOnce()) -> PhaseClock<'_> {
-        let began = *self.shared.began[phase_index(phase)].get_or_init(|| {
-            begin();
-            Instant::now()
-        });
-        PhaseClock {
-            shutdown: self,
-            phase,
-            began,
-        }
-    }
-
-    /// Whether the caller is the first to tell what `bit` stands for.
-    fn first_to_tell(&self, bit: u8) -> bool {
-        self.shared.told.fetch_or(bit, Ordering::Relaxed) & bit == 0
-    }
-
-    async fn unless_forced<F: std::future::Future>(&self, step: F) {
-        tokio::select! {
-            _ = step => {}
-            () = self.shared.forced.cancelled() => {}
-        }
-    }
-
-    /// Triggers on SIGTERM and SIGINT (Ctrl-C), for the life of the process:
-    /// the first signal starts the sequence, a second one skips to the end.
-    ///
-    /// One listener serves the shutdown and all its clones: called again
-    /// (by a second server sharing this `Shutdown`, say), it does nothing,
-    /// so that one signal stays one trigger rather than two, which would
-    /// skip the sequence.
-    ///
-    /// # Errors
-    ///
-    /// When the signal handlers cannot be installed.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime.
-    #[track_caller]
-    pub fn listen_for_signals(&self) -> std::io::Result<()> {
-        let signals = Signals::new()?;
-        if self.shared.listening.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let shutdown = self.clone();
-        tokio::spawn(async move {
-            let mut signals = signals;
-            while signals.next().await {
-                shutdown.trigger();
-            }
-        });
-        Ok(())
-    }
-}
-
-/// SIGTERM and SIGINT as one stream of notifications.
-struct Signals {
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    #[cfg(unix)]
-    fn new() -> std::io::Result<Self> {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok(Self {
-            term: signal(SignalKind::terminate())?,
-            int: signal(SignalKind::interrupt())?,
-        })
-    }
-
-    #[cfg(not(unix))]
-    fn new() -> std::io::Result<Self> {
-        Ok(Self {})
-    }
-
-    #[cfg(unix)]
-    async fn next(&mut self) -> bool {
-        tokio::select! {
-            got = self.term.recv() => got.is_some(),
-            got = self.int.recv() => got.is_some(),
-        }
-    }
-
-    #[cfg(not(unix))]
-    async fn next(&mut self) -> bool {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
-}
-
-/// How many phases the sequence has.
-const PHASES: usize = 3;
-
-/// Where `phase` is in the sequence, below [`PHASES`]: its slot in
-/// [`Shared::began`], and its bit in [`Shared::told`].
-const fn phase_index(phase: ShutdownPhase) -> usize {
-    match phase {
-        ShutdownPhase::Prestop => 0,
-        ShutdownPhase::Grace => 1,
-        ShutdownPhase::Drain => 2,
-    }
-}
-
-/// The bit of [`Shared::told`] for the end of the sequence, above the
-/// phases' bits.
-const SEQUENCE_TOLD: u8 = 1 << PHASES;
-
-/// One phase of [`Shutdown::wait_drained`] under way, told when it ends.
-struct PhaseClock<'a> {
-    shutdown: &'a Shutdown,
-    phase: ShutdownPhase,
-    began: Instant,
-}
-
-impl PhaseClock<'_> {
-    /// What is left of a phase `length` long: the whole of it for a phase
-    /// that begins now, the rest for one a dropped wait left under way.
-    fn left_of(&self, length: Duration) -> Duration {
-        length.saturating_sub(self.began.elapsed())
-    }
-
-    /// Tells how long the phase lasted, and whether it drained: nothing in
-    /// flight at its end (for the pre-stop grace, which waits for nothing:
-    /// not skipped by a second trigger).
-    fn end(self) {
-        let shared = &self.shutdown.shared;
-        if !self.shutdown.first_to_tell(1 << phase_index(self.phase)) {
-            return;
-        }
-        let cut = match self.phase {
-            ShutdownPhase::Prestop => shared.forced.is_cancelled(),
-            ShutdownPhase::Grace | ShutdownPhase::Drain => shared.in_flight.count() > 0,
-        };
-        let outcome = if cut {
-            PhaseOutcome::Forced
-        } else {
-            PhaseOutcome::Drained
-        };
-        shared.observers.emit(|| Event::ShutdownPhase {
-            phase: self.phase,
-            duration: self.began.elapsed(),
-            outcome,
-        });
     }
 }

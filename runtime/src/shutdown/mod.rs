@@ -26,6 +26,8 @@
 
 mod coordinator;
 mod in_flight;
+mod sequence;
+mod signals;
 mod token;
 
 #[cfg(feature = "server")]
