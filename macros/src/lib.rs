@@ -35,13 +35,17 @@ use route::Method;
 ///     draws_replay(&sim).await;
 /// }
 ///
-/// // A plain fn, compiled here too (the `#[test]` the macro makes is
-/// // compiled only by `cargo test`).
+/// // A plain fn, run here too (the `#[test]` the macro makes runs only
+/// // under `cargo test`): a seed's draws are the same every time.
 /// async fn draws_replay(sim: &Sim) {
-///     let first = sim.entropy().uniform(1..=3);
-///     assert!((1..=3).contains(&first));
+///     let replay = Sim::new(sim.seed());
+///     let drawn = sim.entropy().uniform(1..=1_000_000);
+///     assert_eq!(drawn, replay.entropy().uniform(1..=1_000_000));
 /// }
-/// # fn main() {}
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// #     draws_replay(&Sim::new(0)).await;
+/// # }
 /// ```
 #[proc_macro_attribute]
 pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {

@@ -12,6 +12,20 @@
 //! - [`breaker`]: a circuit breaker per upstream host that stops calling a
 //!   host that is down and lets a few trial calls find out when it is back.
 //! - [`shutdown`]: graceful shutdown in two phases and the in-flight count.
+//! - [`watchdog`]: streams that cannot hang: bounds on the first item, on
+//!   silence between items and on the whole stream.
+//! - [`registry`]: the requests in flight by id, to cancel one from
+//!   anywhere and run its cleanup in a set order.
+//! - [`observe`]: every decision as an event, for `tracing`, `metrics` and
+//!   OpenTelemetry.
+#![cfg_attr(
+    feature = "client",
+    doc = "- [`client`]: outbound HTTP with retries that fit the time left, the per-host budget and breaker, hedging; also as a reqwest middleware and a tower layer."
+)]
+#![cfg_attr(
+    feature = "sqlx",
+    doc = "- [`db`]: pool waits and Postgres statement timeouts that follow the deadline."
+)]
 #![cfg_attr(
     feature = "server",
     doc = "- [`server`]: route deadlines for axum: macros, layers, timeout responses."

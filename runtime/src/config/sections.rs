@@ -317,7 +317,9 @@ pub struct ClientConfig {
     pub max_retries: u64,
     /// Cap of the jittered exponential backoff, in milliseconds. Default 20000.
     pub max_backoff_ms: u64,
-    /// Cap of a server's `Retry-After` hint, in seconds. Default 10.
+    /// Cap of a server's `Retry-After` hint, in seconds, before the fixed
+    /// cap of 5 s ([`MAX_HINT_WAIT`](crate::retry::MAX_HINT_WAIT)), so only
+    /// a value below 5 changes the wait (DESIGN C5). Default 10.
     pub max_retry_after_secs: u64,
     /// Whether every attempt sends the time left in the headers of
     /// `deadline_headers`. Default `true`. With it on, the client also

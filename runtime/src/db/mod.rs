@@ -19,7 +19,7 @@
 //! With Postgres (the driver the `postgres` feature turns on; any sqlx
 //! driver the application enables works the same way):
 //!
-#![cfg_attr(feature = "postgres", doc = "```no_run")]
+#![cfg_attr(feature = "postgres", doc = "```")]
 #![cfg_attr(not(feature = "postgres"), doc = "```ignore")]
 //! use axum::Router;
 //! use sqlx::PgPool;
@@ -38,6 +38,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), sqlx::Error> {
+//! // Connects at the first query, not here.
 //! let pool = PgPool::connect_lazy("postgres://localhost/app")?;
 //! let app: Router = routes![count].into_router(&Config::default()).with_state(pool);
 //! # Ok(())

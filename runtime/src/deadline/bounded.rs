@@ -36,10 +36,14 @@ use super::{Deadline, DeadlineExceeded};
 /// let fast = deadline.scope(bounded(async { 7 })).await;
 /// assert_eq!(fast, Ok(7));
 ///
-/// let slow = deadline
-///     .scope(bounded(tokio::time::sleep(Duration::from_secs(1))))
+/// // Work that would be ready exactly at the deadline never runs.
+/// let at_the_deadline = deadline
+///     .scope(bounded(async {
+///         tokio::time::sleep(Duration::from_millis(50)).await;
+///         7
+///     }))
 ///     .await;
-/// assert!(slow.is_err());
+/// assert!(at_the_deadline.is_err());
 ///
 /// // With no deadline, bounded work simply runs.
 /// assert_eq!(bounded(async { 7 }).await, Ok(7));

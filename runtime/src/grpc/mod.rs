@@ -77,7 +77,10 @@
 //! then with `UNAVAILABLE` and its handler dropped, as
 //! `timebox::server::serve` closes the connections still open then.
 //! Serve with tonic's own shutdown signal set to phase 1:
-//! `serve_with_shutdown(addr, shutdown.token().cancelled_owned())`. tonic
+//! `serve_with_shutdown(addr, shutdown.token().cancelled_owned())`, while
+//! something awaits [`Shutdown::wait_drained`](crate::shutdown::Shutdown::wait_drained) (an HTTP server's `serve`
+//! sharing the shutdown does; without one, spawn it): the phases advance
+//! only while it is awaited. tonic
 //! then closes its listener and sends each connection a GOAWAY, as
 //! `timebox::server::serve` does for HTTP/2, so clients send their next
 //! calls to another instance (a client that only got `UNAVAILABLE` would

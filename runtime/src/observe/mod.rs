@@ -66,6 +66,10 @@
 //!     event,
 //!     Event::CallFinished { outcome: CallOutcome::DeadlineExceeded, .. }
 //! )));
+//! assert!(!recording
+//!     .events()
+//!     .iter()
+//!     .any(|event| matches!(event, Event::AttemptStarted { .. })));
 //! # }
 //! ```
 

@@ -21,8 +21,8 @@ use crate::config::BudgetConfig;
 /// `max_retries` and the deadline bound the retries", when
 ///
 /// - the budget is disabled (`enabled = false`);
-/// - the URI has no host, or no port and a scheme other than `http`/`https`
-///   (`ws`/`wss`), which no client can send anyway;
+/// - the URI has no host, or no port and a scheme other than `http`,
+///   `https`, `ws` or `wss` (`ftp`, say), whose port is not known;
 /// - the table already holds `max_hosts` buckets and the host is not one of
 ///   them. Hosts seen earlier keep their buckets; there is no eviction, so a
 ///   flood of new host names cannot push out the buckets that protect real

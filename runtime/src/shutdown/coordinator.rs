@@ -42,13 +42,15 @@ use super::{DrainToken, InFlight, ShutdownToken};
 /// # Examples
 ///
 /// ```
+/// use std::time::Duration;
 /// use timebox::config::Config;
 /// use timebox::shutdown::Shutdown;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
-/// let shutdown = Shutdown::new(&Config::default());
+/// let shutdown = Shutdown::new(&Config::default()); // a pre-stop grace of 5 s
 /// let guard = shutdown.in_flight().enter(); // a request being served
+/// let start = tokio::time::Instant::now();
 /// shutdown.trigger();
 /// assert!(!shutdown.is_ready());
 /// let drained = tokio::spawn({
@@ -56,8 +58,11 @@ use super::{DrainToken, InFlight, ShutdownToken};
 ///     async move { shutdown.wait_drained().await }
 /// });
 /// shutdown.token().cancelled().await; // phase 1, after the pre-stop grace
+/// assert_eq!(start.elapsed(), Duration::from_secs(5));
+/// tokio::time::sleep(Duration::from_secs(2)).await;
 /// drop(guard); // the last request finishes: phase 2 begins at once
 /// drained.await.unwrap();
+/// assert_eq!(start.elapsed(), Duration::from_secs(7));
 /// assert!(shutdown.drain_token().is_cancelled());
 /// # }
 /// ```
@@ -142,7 +147,9 @@ impl Shutdown {
         }
     }
 
-    /// Starts the sequence; called again (a second signal), skips to the end.
+    /// Starts the sequence: readiness flips at once, and the phases follow
+    /// while [`wait_drained`](Self::wait_drained) (or `serve`) is awaited.
+    /// Called again (a second signal), skips to the end.
     pub fn trigger(&self) {
         let shared = &self.shared;
         if shared.triggered.is_cancelled() {

@@ -47,7 +47,8 @@ impl<S> Watched<S> {
         }
     }
 
-    /// A handle to this stream's inactivity timer, for other tasks to
+    /// A handle to this stream's silence timers (the first item's, then
+    /// inactivity), for other tasks to
     /// [`touch`](WatchdogHandle::touch) and
     /// [`suspend`](WatchdogHandle::suspend).
     pub fn handle(&self) -> WatchdogHandle {
