@@ -42,10 +42,12 @@ use route::Method;
 ///     let drawn = sim.entropy().uniform(1..=1_000_000);
 ///     assert_eq!(drawn, replay.entropy().uniform(1..=1_000_000));
 /// }
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// #     draws_replay(&Sim::new(0)).await;
-/// # }
+/// async fn main() {
+/// #         draws_replay(&Sim::new(0)).await;
+/// }
 /// ```
 #[proc_macro_attribute]
 pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {

@@ -47,18 +47,20 @@
 //! use std::time::Duration;
 //! use timebox::deadline::{bounded, Deadline};
 //!
+//! #[tokio::main]
+//! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! async fn lookup() -> &'static str {
-//!     tokio::time::sleep(Duration::from_secs(3)).await;
-//!     "found"
-//! }
+//! async fn main() {
+//!     async fn lookup() -> &'static str {
+//!         tokio::time::sleep(Duration::from_secs(3)).await;
+//!         "found"
+//!     }
 //!
-//! let result = Deadline::after(Duration::from_secs(1))
-//!     .scope(bounded(lookup()))
-//!     .await;
-//! assert_eq!(result.unwrap_err().to_string(), "deadline exceeded");
-//! # }
+//!     let result = Deadline::after(Duration::from_secs(1))
+//!         .scope(bounded(lookup()))
+//!         .await;
+//!     assert_eq!(result.unwrap_err().to_string(), "deadline exceeded");
+//! }
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -29,31 +29,33 @@ use crate::observe::{BreakerCallOutcome, Label, Observers};
 /// use std::time::Duration;
 /// use timebox::breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let breaker = CircuitBreaker::new(&BreakerConfig {
-///     minimum_sample_count: 3,
-///     open_secs: 30,
-///     ..BreakerConfig::default()
-/// });
+/// async fn main() {
+///     let breaker = CircuitBreaker::new(&BreakerConfig {
+///         minimum_sample_count: 3,
+///         open_secs: 30,
+///         ..BreakerConfig::default()
+///     });
 ///
-/// // Three failed calls in a row: the host looks down.
-/// for _ in 0..3 {
-///     let permit = breaker.try_acquire().expect("closed");
-///     permit.failure();
-/// }
-/// assert_eq!(breaker.state(), BreakerState::Open);
-/// assert!(breaker.try_acquire().is_err());
+///     // Three failed calls in a row: the host looks down.
+///     for _ in 0..3 {
+///         let permit = breaker.try_acquire().expect("closed");
+///         permit.failure();
+///     }
+///     assert_eq!(breaker.state(), BreakerState::Open);
+///     assert!(breaker.try_acquire().is_err());
 ///
-/// // After the open period, trial calls find out whether it is back.
-/// tokio::time::sleep(Duration::from_secs(30)).await;
-/// assert_eq!(breaker.state(), BreakerState::HalfOpen);
-/// let trials: Vec<_> = (0..3).map(|_| breaker.try_acquire().unwrap()).collect();
-/// for permit in trials {
-///     permit.success();
+///     // After the open period, trial calls find out whether it is back.
+///     tokio::time::sleep(Duration::from_secs(30)).await;
+///     assert_eq!(breaker.state(), BreakerState::HalfOpen);
+///     let trials: Vec<_> = (0..3).map(|_| breaker.try_acquire().unwrap()).collect();
+///     for permit in trials {
+///         permit.success();
+///     }
+///     assert_eq!(breaker.state(), BreakerState::Closed);
 /// }
-/// assert_eq!(breaker.state(), BreakerState::Closed);
-/// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct CircuitBreaker {

@@ -17,16 +17,18 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// use timebox::breaker::{BreakerConfig, CircuitBreaker};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let config = BreakerConfig { minimum_sample_count: 1, ..BreakerConfig::default() };
-/// let breaker = CircuitBreaker::new(&config);
-/// breaker.try_acquire().unwrap().failure();
+/// async fn main() {
+///     let config = BreakerConfig { minimum_sample_count: 1, ..BreakerConfig::default() };
+///     let breaker = CircuitBreaker::new(&config);
+///     breaker.try_acquire().unwrap().failure();
 ///
-/// let open = breaker.try_acquire().unwrap_err();
-/// assert_eq!(open.to_string(), "circuit breaker open");
-/// assert_eq!(open.retry_in(), Some(Duration::from_secs(60)));
-/// # }
+///     let open = breaker.try_acquire().unwrap_err();
+///     assert_eq!(open.to_string(), "circuit breaker open");
+///     assert_eq!(open.retry_in(), Some(Duration::from_secs(60)));
+/// }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Open {

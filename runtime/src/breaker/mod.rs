@@ -74,18 +74,20 @@
 //! ```
 //! use timebox::breaker::{BreakerConfig, CircuitBreaker, Open};
 //!
+//! #[tokio::main]
+//! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! async fn call_host(breaker: &CircuitBreaker) -> Result<http::StatusCode, Open> {
-//!     let permit = breaker.try_acquire()?;
-//!     let status = http::StatusCode::OK; // send the request here
-//!     permit.record_status(status);
-//!     Ok(status)
-//! }
+//! async fn main() {
+//!     async fn call_host(breaker: &CircuitBreaker) -> Result<http::StatusCode, Open> {
+//!         let permit = breaker.try_acquire()?;
+//!         let status = http::StatusCode::OK; // send the request here
+//!         permit.record_status(status);
+//!         Ok(status)
+//!     }
 //!
-//! let breaker = CircuitBreaker::new(&BreakerConfig::default());
-//! assert_eq!(call_host(&breaker).await, Ok(http::StatusCode::OK));
-//! # }
+//!     let breaker = CircuitBreaker::new(&BreakerConfig::default());
+//!     assert_eq!(call_host(&breaker).await, Ok(http::StatusCode::OK));
+//! }
 //! ```
 
 mod circuit;

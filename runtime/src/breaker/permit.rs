@@ -30,14 +30,16 @@ use super::state::Outcome;
 /// ```
 /// use timebox::breaker::{BreakerConfig, CircuitBreaker};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let breaker = CircuitBreaker::new(&BreakerConfig::default());
-/// let permit = breaker.try_acquire().expect("a new breaker is closed");
-/// let status = http::StatusCode::BAD_GATEWAY; // what the host answered
-/// permit.record_status(status);
-/// assert_eq!(breaker.counts().failures, 1);
-/// # }
+/// async fn main() {
+///     let breaker = CircuitBreaker::new(&BreakerConfig::default());
+///     let permit = breaker.try_acquire().expect("a new breaker is closed");
+///     let status = http::StatusCode::BAD_GATEWAY; // what the host answered
+///     permit.record_status(status);
+///     assert_eq!(breaker.counts().failures, 1);
+/// }
 /// ```
 #[derive(Debug)]
 #[must_use = "a permit counts only through `success()` or `failure()`; dropping it is a cancelled call"]

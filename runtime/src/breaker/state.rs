@@ -18,11 +18,13 @@ use crate::observe::BreakerCallOutcome;
 /// ```
 /// use timebox::breaker::{BreakerConfig, BreakerState, CircuitBreaker};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let breaker = CircuitBreaker::new(&BreakerConfig::default());
-/// assert_eq!(breaker.state(), BreakerState::Closed);
-/// # }
+/// async fn main() {
+///     let breaker = CircuitBreaker::new(&BreakerConfig::default());
+///     assert_eq!(breaker.state(), BreakerState::Closed);
+/// }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BreakerState {

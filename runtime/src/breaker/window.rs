@@ -19,14 +19,16 @@ use crate::config::MOST_WINDOW_BUCKETS;
 /// ```
 /// use timebox::breaker::{BreakerConfig, CircuitBreaker};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let breaker = CircuitBreaker::new(&BreakerConfig::default());
-/// breaker.try_acquire().unwrap().success();
-/// breaker.try_acquire().unwrap().failure();
-/// let counts = breaker.counts();
-/// assert_eq!((counts.calls, counts.failures, counts.slow), (2, 1, 0));
-/// # }
+/// async fn main() {
+///     let breaker = CircuitBreaker::new(&BreakerConfig::default());
+///     breaker.try_acquire().unwrap().success();
+///     breaker.try_acquire().unwrap().failure();
+///     let counts = breaker.counts();
+///     assert_eq!((counts.calls, counts.failures, counts.slow), (2, 1, 0));
+/// }
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]

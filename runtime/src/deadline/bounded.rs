@@ -30,24 +30,26 @@ use super::{Deadline, DeadlineExceeded};
 /// use std::time::Duration;
 /// use timebox::deadline::{bounded, Deadline};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let deadline = Deadline::after(Duration::from_millis(50));
-/// let fast = deadline.scope(bounded(async { 7 })).await;
-/// assert_eq!(fast, Ok(7));
+/// async fn main() {
+///     let deadline = Deadline::after(Duration::from_millis(50));
+///     let fast = deadline.scope(bounded(async { 7 })).await;
+///     assert_eq!(fast, Ok(7));
 ///
-/// // Work that would be ready exactly at the deadline never runs.
-/// let at_the_deadline = deadline
-///     .scope(bounded(async {
-///         tokio::time::sleep(Duration::from_millis(50)).await;
-///         7
-///     }))
-///     .await;
-/// assert!(at_the_deadline.is_err());
+///     // Work that would be ready exactly at the deadline never runs.
+///     let at_the_deadline = deadline
+///         .scope(bounded(async {
+///             tokio::time::sleep(Duration::from_millis(50)).await;
+///             7
+///         }))
+///         .await;
+///     assert!(at_the_deadline.is_err());
 ///
-/// // With no deadline, bounded work simply runs.
-/// assert_eq!(bounded(async { 7 }).await, Ok(7));
-/// # }
+///     // With no deadline, bounded work simply runs.
+///     assert_eq!(bounded(async { 7 }).await, Ok(7));
+/// }
 /// ```
 ///
 /// # Panics

@@ -85,18 +85,20 @@ impl From<DeadlineExceeded> for io::Error {
 /// use std::time::Duration;
 /// use timebox::deadline::{bounded, is_deadline_exceeded, Deadline};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let err = Deadline::after(Duration::ZERO)
-///     .scope(bounded(async {}))
-///     .await
-///     .unwrap_err();
-/// let io_err = std::io::Error::from(err);
-/// assert!(is_deadline_exceeded(&io_err));
+/// async fn main() {
+///     let err = Deadline::after(Duration::ZERO)
+///         .scope(bounded(async {}))
+///         .await
+///         .unwrap_err();
+///     let io_err = std::io::Error::from(err);
+///     assert!(is_deadline_exceeded(&io_err));
 ///
-/// let other = std::io::Error::other("disk full");
-/// assert!(!is_deadline_exceeded(&other));
-/// # }
+///     let other = std::io::Error::other("disk full");
+///     assert!(!is_deadline_exceeded(&other));
+/// }
 /// ```
 #[must_use]
 pub fn is_deadline_exceeded(err: &(dyn Error + 'static)) -> bool {

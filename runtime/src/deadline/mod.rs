@@ -25,19 +25,21 @@
 //! use std::time::Duration;
 //! use timebox::deadline::{bounded, Deadline};
 //!
+//! #[tokio::main]
+//! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! let deadline = Deadline::after(Duration::from_secs(1));
-//! let result = deadline
-//!     .scope(async {
-//!         // Anything below can ask how much time is left...
-//!         assert!(Deadline::current().is_some());
-//!         // ...and be stopped when it runs out.
-//!         bounded(tokio::time::sleep(Duration::from_secs(10))).await
-//!     })
-//!     .await;
-//! assert!(result.is_err());
-//! # }
+//! async fn main() {
+//!     let deadline = Deadline::after(Duration::from_secs(1));
+//!     let result = deadline
+//!         .scope(async {
+//!             // Anything below can ask how much time is left...
+//!             assert!(Deadline::current().is_some());
+//!             // ...and be stopped when it runs out.
+//!             bounded(tokio::time::sleep(Duration::from_secs(10))).await
+//!         })
+//!         .await;
+//!     assert!(result.is_err());
+//! }
 //! ```
 
 mod bounded;

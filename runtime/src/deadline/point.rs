@@ -23,14 +23,16 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// use std::time::Duration;
 /// use timebox::deadline::Deadline;
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let deadline = Deadline::after(Duration::from_secs(5));
-/// tokio::time::sleep(Duration::from_secs(2)).await;
-/// assert_eq!(deadline.remaining(), Duration::from_secs(3));
-/// assert_eq!(deadline.clamp(Duration::from_secs(30)), Duration::from_secs(3));
-/// assert!(!deadline.is_expired());
-/// # }
+/// async fn main() {
+///     let deadline = Deadline::after(Duration::from_secs(5));
+///     tokio::time::sleep(Duration::from_secs(2)).await;
+///     assert_eq!(deadline.remaining(), Duration::from_secs(3));
+///     assert_eq!(deadline.clamp(Duration::from_secs(30)), Duration::from_secs(3));
+///     assert!(!deadline.is_expired());
+/// }
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Deadline {
@@ -110,13 +112,15 @@ impl Deadline {
     /// use std::time::Duration;
     /// use timebox::deadline::Deadline;
     ///
+    /// #[tokio::main]
+    /// # async fn _hidden() {}
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// let outer = Deadline::after(Duration::from_secs(1));
-    /// let inner = Deadline::after(Duration::from_secs(5));
-    /// let seen = outer.scope(inner.scope(async { Deadline::current() })).await;
-    /// assert_eq!(seen, Some(outer));
-    /// # }
+    /// async fn main() {
+    ///     let outer = Deadline::after(Duration::from_secs(1));
+    ///     let inner = Deadline::after(Duration::from_secs(5));
+    ///     let seen = outer.scope(inner.scope(async { Deadline::current() })).await;
+    ///     assert_eq!(seen, Some(outer));
+    /// }
     /// ```
     ///
     /// # Cancellation safety

@@ -113,13 +113,15 @@ impl<F: Future> Future for Scope<F> {
 /// use std::time::Duration;
 /// use timebox::deadline::{unscoped, Deadline};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let seen = Deadline::after(Duration::from_secs(1))
-///     .scope(unscoped(async { Deadline::current() }))
-///     .await;
-/// assert_eq!(seen, None);
-/// # }
+/// async fn main() {
+///     let seen = Deadline::after(Duration::from_secs(1))
+///         .scope(unscoped(async { Deadline::current() }))
+///         .await;
+///     assert_eq!(seen, None);
+/// }
 /// ```
 ///
 /// # Cancellation safety

@@ -51,26 +51,28 @@
 //! use timebox::deadline::Deadline;
 //! use timebox::observe::{CallOutcome, Event, Recording};
 //!
+//! #[tokio::main]
+//! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! let recording = Recording::new();
-//! let config = Config::default().observed_by(recording.clone());
-//! let client = Client::new(&config);
+//! async fn main() {
+//!     let recording = Recording::new();
+//!     let config = Config::default().observed_by(recording.clone());
+//!     let client = Client::new(&config);
 //!
-//! // The deadline has passed: no attempt is made, and the call says why.
-//! let result = Deadline::after(Duration::ZERO)
-//!     .scope(client.get("http://127.0.0.1:9/").send())
-//!     .await;
-//! assert!(result.is_err());
-//! assert!(recording.events().iter().any(|event| matches!(
-//!     event,
-//!     Event::CallFinished { outcome: CallOutcome::DeadlineExceeded, .. }
-//! )));
-//! assert!(!recording
-//!     .events()
-//!     .iter()
-//!     .any(|event| matches!(event, Event::AttemptStarted { .. })));
-//! # }
+//!     // The deadline has passed: no attempt is made, and the call says why.
+//!     let result = Deadline::after(Duration::ZERO)
+//!         .scope(client.get("http://127.0.0.1:9/").send())
+//!         .await;
+//!     assert!(result.is_err());
+//!     assert!(recording.events().iter().any(|event| matches!(
+//!         event,
+//!         Event::CallFinished { outcome: CallOutcome::DeadlineExceeded, .. }
+//!     )));
+//!     assert!(!recording
+//!         .events()
+//!         .iter()
+//!         .any(|event| matches!(event, Event::AttemptStarted { .. })));
+//! }
 //! ```
 
 mod event;

@@ -41,19 +41,21 @@ type Notice = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 /// use std::time::Duration;
 /// use timebox::registry::RemoteCleanup;
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let report = RemoteCleanup::new()
-///     .notice("search tool", async { /* answers at once */ })
-///     .notice("code tool", std::future::pending()) // never answers
-///     .notice("audit", async {})
-///     .run()
-///     .await;
+/// async fn main() {
+///     let report = RemoteCleanup::new()
+///         .notice("search tool", async { /* answers at once */ })
+///         .notice("code tool", std::future::pending()) // never answers
+///         .notice("audit", async {})
+///         .run()
+///         .await;
 ///
-/// assert_eq!(report.completed(), ["search tool", "audit"]);
-/// assert_eq!(report.timed_out(), ["code tool"]);
-/// assert_eq!(report.elapsed(), Duration::from_secs(2));
-/// # }
+///     assert_eq!(report.completed(), ["search tool", "audit"]);
+///     assert_eq!(report.timed_out(), ["code tool"]);
+///     assert_eq!(report.elapsed(), Duration::from_secs(2));
+/// }
 /// ```
 #[must_use = "notices are sent only when the cleanup is run"]
 pub struct RemoteCleanup {

@@ -46,25 +46,27 @@ use super::{DrainToken, InFlight, ShutdownToken};
 /// use timebox::config::Config;
 /// use timebox::shutdown::Shutdown;
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let shutdown = Shutdown::new(&Config::default()); // a pre-stop grace of 5 s
-/// let guard = shutdown.in_flight().enter(); // a request being served
-/// let start = tokio::time::Instant::now();
-/// shutdown.trigger();
-/// assert!(!shutdown.is_ready());
-/// let drained = tokio::spawn({
-///     let shutdown = shutdown.clone();
-///     async move { shutdown.wait_drained().await }
-/// });
-/// shutdown.token().cancelled().await; // phase 1, after the pre-stop grace
-/// assert_eq!(start.elapsed(), Duration::from_secs(5));
-/// tokio::time::sleep(Duration::from_secs(2)).await;
-/// drop(guard); // the last request finishes: phase 2 begins at once
-/// drained.await.unwrap();
-/// assert_eq!(start.elapsed(), Duration::from_secs(7));
-/// assert!(shutdown.drain_token().is_cancelled());
-/// # }
+/// async fn main() {
+///     let shutdown = Shutdown::new(&Config::default()); // a pre-stop grace of 5 s
+///     let guard = shutdown.in_flight().enter(); // a request being served
+///     let start = tokio::time::Instant::now();
+///     shutdown.trigger();
+///     assert!(!shutdown.is_ready());
+///     let drained = tokio::spawn({
+///         let shutdown = shutdown.clone();
+///         async move { shutdown.wait_drained().await }
+///     });
+///     shutdown.token().cancelled().await; // phase 1, after the pre-stop grace
+///     assert_eq!(start.elapsed(), Duration::from_secs(5));
+///     tokio::time::sleep(Duration::from_secs(2)).await;
+///     drop(guard); // the last request finishes: phase 2 begins at once
+///     drained.await.unwrap();
+///     assert_eq!(start.elapsed(), Duration::from_secs(7));
+///     assert!(shutdown.drain_token().is_cancelled());
+/// }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Shutdown {

@@ -15,19 +15,21 @@
 //! use timebox::config::Config;
 //! use timebox::shutdown::Shutdown;
 //!
+//! #[tokio::main]
+//! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! let shutdown = Shutdown::new(&Config::default()); // a pre-stop grace of 5 s
-//! let token = shutdown.token();
-//! let start = tokio::time::Instant::now();
-//! shutdown.trigger();
-//! assert!(!token.is_cancelled()); // only readiness has flipped
-//! // Nothing in flight: both phases follow the pre-stop grace at once.
-//! shutdown.wait_drained().await;
-//! assert_eq!(start.elapsed(), Duration::from_secs(5));
-//! assert!(token.is_cancelled());
-//! assert!(shutdown.drain_token().is_cancelled());
-//! # }
+//! async fn main() {
+//!     let shutdown = Shutdown::new(&Config::default()); // a pre-stop grace of 5 s
+//!     let token = shutdown.token();
+//!     let start = tokio::time::Instant::now();
+//!     shutdown.trigger();
+//!     assert!(!token.is_cancelled()); // only readiness has flipped
+//!     // Nothing in flight: both phases follow the pre-stop grace at once.
+//!     shutdown.wait_drained().await;
+//!     assert_eq!(start.elapsed(), Duration::from_secs(5));
+//!     assert!(token.is_cancelled());
+//!     assert!(shutdown.drain_token().is_cancelled());
+//! }
 //! ```
 
 mod coordinator;

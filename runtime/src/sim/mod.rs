@@ -35,10 +35,12 @@
 //!     assert!(result.is_err());
 //!     assert_eq!(sim.seed(), 42);
 //! }
+//! #[tokio::main]
+//! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! #     stops_slow_work(&Sim::new(42)).await;
-//! # }
+//! async fn main() {
+//! #         stops_slow_work(&Sim::new(42)).await;
+//! }
 //! ```
 //!
 //! # Seeds

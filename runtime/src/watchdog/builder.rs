@@ -24,24 +24,26 @@ use crate::config::StreamConfig;
 /// use futures_util::{stream, StreamExt};
 /// use timebox::watchdog::{TimeoutKind, Watchdog, WatchdogExt};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let watchdog = Watchdog::new()
-///     .first_item(Duration::from_secs(90))
-///     .inactivity(Duration::from_secs(30))
-///     .total(Duration::from_secs(900));
+/// async fn main() {
+///     let watchdog = Watchdog::new()
+///         .first_item(Duration::from_secs(90))
+///         .inactivity(Duration::from_secs(30))
+///         .total(Duration::from_secs(900));
 ///
-/// // One chunk, then the upstream hangs.
-/// let chunks = stream::iter(["hello"]).chain(stream::pending());
-/// let mut watched = chunks.watchdog(watchdog);
+///     // One chunk, then the upstream hangs.
+///     let chunks = stream::iter(["hello"]).chain(stream::pending());
+///     let mut watched = chunks.watchdog(watchdog);
 ///
-/// let start = tokio::time::Instant::now();
-/// assert_eq!(watched.next().await.unwrap(), Ok("hello"));
-/// let err = watched.next().await.unwrap().unwrap_err();
-/// assert_eq!(err.kind(), TimeoutKind::Inactivity);
-/// assert_eq!(start.elapsed(), Duration::from_secs(30));
-/// assert!(watched.next().await.is_none());
-/// # }
+///     let start = tokio::time::Instant::now();
+///     assert_eq!(watched.next().await.unwrap(), Ok("hello"));
+///     let err = watched.next().await.unwrap().unwrap_err();
+///     assert_eq!(err.kind(), TimeoutKind::Inactivity);
+///     assert_eq!(start.elapsed(), Duration::from_secs(30));
+///     assert!(watched.next().await.is_none());
+/// }
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[must_use = "a watchdog does nothing until attached to a stream with `.watchdog(..)`"]

@@ -13,17 +13,19 @@ use super::{Watchdog, Watched};
 /// use futures_util::{stream, StreamExt};
 /// use timebox::watchdog::{TimeoutKind, Watchdog, WatchdogExt};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let start = tokio::time::Instant::now();
-/// let silent = stream::pending::<&str>();
-/// let mut watched = silent.watchdog(Watchdog::new().first_item(Duration::from_secs(90)));
+/// async fn main() {
+///     let start = tokio::time::Instant::now();
+///     let silent = stream::pending::<&str>();
+///     let mut watched = silent.watchdog(Watchdog::new().first_item(Duration::from_secs(90)));
 ///
-/// let err = watched.next().await.unwrap().unwrap_err();
-/// assert_eq!(err.kind(), TimeoutKind::FirstItem);
-/// assert_eq!(err.to_string(), "stream timed out: no first item within 90s");
-/// assert_eq!(start.elapsed(), Duration::from_secs(90));
-/// # }
+///     let err = watched.next().await.unwrap().unwrap_err();
+///     assert_eq!(err.kind(), TimeoutKind::FirstItem);
+///     assert_eq!(err.to_string(), "stream timed out: no first item within 90s");
+///     assert_eq!(start.elapsed(), Duration::from_secs(90));
+/// }
 /// ```
 pub trait WatchdogExt: Stream {
     /// Watches this stream with `watchdog`'s timers, which start now.

@@ -34,26 +34,28 @@ use super::TimeoutKind;
 /// use futures_util::{stream, StreamExt};
 /// use timebox::watchdog::{TimeoutKind, Watchdog, WatchdogExt};
 ///
+/// #[tokio::main]
+/// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// let start = tokio::time::Instant::now();
-/// let watchdog = Watchdog::new().inactivity(Duration::from_secs(30));
-/// let mut watched = stream::iter(["tool call"]).chain(stream::pending()).watchdog(watchdog);
-/// let handle = watched.handle();
+/// async fn main() {
+///     let start = tokio::time::Instant::now();
+///     let watchdog = Watchdog::new().inactivity(Duration::from_secs(30));
+///     let mut watched = stream::iter(["tool call"]).chain(stream::pending()).watchdog(watchdog);
+///     let handle = watched.handle();
 ///
-/// assert_eq!(watched.next().await.unwrap(), Ok("tool call"));
-/// let suspension = handle.suspend();
-/// tokio::spawn(async move {
-///     // The tool runs for 100 s; no inactivity timeout meanwhile.
-///     tokio::time::sleep(Duration::from_secs(100)).await;
-///     drop(suspension);
-/// });
+///     assert_eq!(watched.next().await.unwrap(), Ok("tool call"));
+///     let suspension = handle.suspend();
+///     tokio::spawn(async move {
+///         // The tool runs for 100 s; no inactivity timeout meanwhile.
+///         tokio::time::sleep(Duration::from_secs(100)).await;
+///         drop(suspension);
+///     });
 ///
-/// let err = watched.next().await.unwrap().unwrap_err();
-/// assert_eq!(err.kind(), TimeoutKind::Inactivity);
-/// // A full window after the suspension ended.
-/// assert_eq!(start.elapsed(), Duration::from_secs(130));
-/// # }
+///     let err = watched.next().await.unwrap().unwrap_err();
+///     assert_eq!(err.kind(), TimeoutKind::Inactivity);
+///     // A full window after the suspension ended.
+///     assert_eq!(start.elapsed(), Duration::from_secs(130));
+/// }
 /// ```
 #[derive(Debug, Clone)]
 pub struct WatchdogHandle {

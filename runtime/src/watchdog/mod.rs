@@ -69,25 +69,27 @@
 //! use futures_util::{stream, StreamExt};
 //! use timebox::watchdog::{TimeoutKind, Watchdog, WatchdogExt};
 //!
+//! #[tokio::main]
+//! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! let start = tokio::time::Instant::now();
-//! let ticks = stream::iter(1..=3)
-//!     .then(|n| async move {
-//!         tokio::time::sleep(Duration::from_secs(20)).await;
-//!         n
-//!     })
-//!     .chain(stream::pending());
-//! let watchdog = Watchdog::new()
-//!     .first_item(Duration::from_secs(90))
-//!     .inactivity(Duration::from_secs(30));
+//! async fn main() {
+//!     let start = tokio::time::Instant::now();
+//!     let ticks = stream::iter(1..=3)
+//!         .then(|n| async move {
+//!             tokio::time::sleep(Duration::from_secs(20)).await;
+//!             n
+//!         })
+//!         .chain(stream::pending());
+//!     let watchdog = Watchdog::new()
+//!         .first_item(Duration::from_secs(90))
+//!         .inactivity(Duration::from_secs(30));
 //!
-//! let items: Vec<_> = ticks.watchdog(watchdog).collect().await;
-//! assert_eq!(items[..3], [Ok(1), Ok(2), Ok(3)]);
-//! assert_eq!(items[3].unwrap_err().kind(), TimeoutKind::Inactivity);
-//! // The last item came at 60 s.
-//! assert_eq!(start.elapsed(), Duration::from_secs(90));
-//! # }
+//!     let items: Vec<_> = ticks.watchdog(watchdog).collect().await;
+//!     assert_eq!(items[..3], [Ok(1), Ok(2), Ok(3)]);
+//!     assert_eq!(items[3].unwrap_err().kind(), TimeoutKind::Inactivity);
+//!     // The last item came at 60 s.
+//!     assert_eq!(start.elapsed(), Duration::from_secs(90));
+//! }
 //! ```
 
 mod builder;

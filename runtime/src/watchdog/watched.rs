@@ -75,34 +75,36 @@ impl<S> Watched<S> {
     /// use timebox::watchdog::{TimeoutKind, Watchdog, WatchdogExt};
     /// use tokio::sync::mpsc;
     ///
+    /// #[tokio::main]
+    /// # async fn _hidden() {}
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// let start = tokio::time::Instant::now();
-    /// let watchdog = Watchdog::new().total(Duration::from_secs(60));
-    /// let chunks = stream::repeat("chunk").then(|chunk| async move {
-    ///     tokio::time::sleep(Duration::from_secs(10)).await;
-    ///     chunk
-    /// });
+    /// async fn main() {
+    ///     let start = tokio::time::Instant::now();
+    ///     let watchdog = Watchdog::new().total(Duration::from_secs(60));
+    ///     let chunks = stream::repeat("chunk").then(|chunk| async move {
+    ///         tokio::time::sleep(Duration::from_secs(10)).await;
+    ///         chunk
+    ///     });
     ///
-    /// // A reader that never reads: the channel fills after one chunk.
-    /// let (tx, _rx) = mpsc::channel(1);
-    /// let producer = tokio::spawn(async move {
-    ///     let mut watched = pin!(chunks.watchdog(watchdog));
-    ///     while let Some(item) = watched.next().await {
-    ///         let Ok(chunk) = item else { break };
-    ///         tokio::select! {
-    ///             biased;
-    ///             timeout = watched.as_mut().timed_out() => return Some(timeout),
-    ///             sent = tx.send(chunk) => if sent.is_err() { break },
+    ///     // A reader that never reads: the channel fills after one chunk.
+    ///     let (tx, _rx) = mpsc::channel(1);
+    ///     let producer = tokio::spawn(async move {
+    ///         let mut watched = pin!(chunks.watchdog(watchdog));
+    ///         while let Some(item) = watched.next().await {
+    ///             let Ok(chunk) = item else { break };
+    ///             tokio::select! {
+    ///                 biased;
+    ///                 timeout = watched.as_mut().timed_out() => return Some(timeout),
+    ///                 sent = tx.send(chunk) => if sent.is_err() { break },
+    ///             }
     ///         }
-    ///     }
-    ///     None
-    /// });
+    ///         None
+    ///     });
     ///
-    /// let timeout = producer.await.unwrap().unwrap();
-    /// assert_eq!(timeout.kind(), TimeoutKind::Total);
-    /// assert_eq!(start.elapsed(), Duration::from_secs(60));
-    /// # }
+    ///     let timeout = producer.await.unwrap().unwrap();
+    ///     assert_eq!(timeout.kind(), TimeoutKind::Total);
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(60));
+    /// }
     /// ```
     ///
     /// # Cancellation safety
