@@ -21,15 +21,37 @@ use super::service::TimeboxService;
 /// axum router, as tower-http's `TimeoutLayer` would be used.
 ///
 /// ```
-/// use axum::{routing::get, Router};
+/// use std::time::Duration;
+/// use axum::{body::Body, http::Request, routing::get, Router};
 /// use timebox::config::Config;
 /// use timebox::server::TimeboxLayer;
+/// use tower::ServiceExt;
 ///
-/// let mut config = Config::default();
-/// config.server.timeouts.request_timeout_ms = Some(2_000);
-/// let app: Router = Router::new()
-///     .route("/users", get(|| async { "[]" }))
-///     .layer(TimeboxLayer::new(&config));
+/// #[tokio::main]
+/// # async fn _hidden() {}
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// async fn main() {
+///     let mut config = Config::default();
+///     config.server.timeouts.request_timeout_ms = Some(2_000);
+///     let app: Router = Router::new()
+///         .route("/users", get(|| async { "[]" }))
+///         .route(
+///             "/report",
+///             get(|| async {
+///                 tokio::time::sleep(Duration::from_secs(10)).await;
+///                 "done"
+///             }),
+///         )
+///         .layer(TimeboxLayer::new(&config));
+///
+///     let start = tokio::time::Instant::now();
+///     let request = Request::get("/report").body(Body::empty()).unwrap();
+///     let response = app.oneshot(request).await.unwrap();
+///     assert_eq!(start.elapsed(), Duration::from_secs(2)); // not 10
+///     assert_eq!(response.status(), 503);
+///     let retry_after = response.headers()["retry-after"].to_str().unwrap();
+///     assert!(["1", "2", "3"].contains(&retry_after));
+/// }
 /// ```
 ///
 /// Each route then runs under `server.timeouts.request_timeout_ms`, as the
