@@ -272,3 +272,30 @@ fn warn_if_too_short<S>(route: &Route<S>, budget: Option<Duration>) {
          its deadline check finds every request too short",
     );
 }
+
+/// Collects handlers annotated with the route macros into
+/// [`Routes`].
+///
+/// Name each handler by its path, as you would call it: `routes![a, b, api::c]`,
+/// or by a name a `use` brought in (`use api::c;`, then `routes![c]`).
+///
+/// Each route macro puts a hidden type of the handler's own name beside
+/// it, which is what `routes!` finds (and what a `use` of the handler
+/// brings along). So a handler cannot share its name with a module or a
+/// type of its module, or with a crate that a path in that module starts
+/// from (`use metrics::counter;` beside `async fn metrics()`): rustc says
+/// the name is defined twice, or is ambiguous. Rename the handler.
+///
+/// A function without a route attribute has no such type: rustc says
+/// "expected type, found function" at its name in `routes!`. Give it one
+/// (`#[get("/path")]`, ..).
+#[macro_export]
+macro_rules! routes {
+    ($($handler:path),* $(,)?) => {{
+        // Each handler named as the function it is, so that a deprecated
+        // one warns as a deprecated function.
+        $(let _ = $handler;)*
+        $crate::server::Routes::new()
+            $(.route(<$handler as $crate::__private::server::RouteDef<_, _>>::route()))*
+    }};
+}
