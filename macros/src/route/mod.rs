@@ -3,6 +3,7 @@
 
 mod attr;
 mod expand;
+mod method;
 mod valid;
 
 use proc_macro2::TokenStream;
@@ -10,55 +11,7 @@ use quote::ToTokens;
 
 use crate::errors::with_item;
 
-/// The HTTP method of a route attribute; each has its own macro.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Method {
-    Get,
-    Post,
-    Put,
-    Delete,
-    Patch,
-    Head,
-    Options,
-}
-
-impl Method {
-    const ALL: [Method; 7] = [
-        Method::Get,
-        Method::Post,
-        Method::Put,
-        Method::Delete,
-        Method::Patch,
-        Method::Head,
-        Method::Options,
-    ];
-
-    /// The attribute's name, as the user writes it.
-    fn attribute(self) -> &'static str {
-        match self {
-            Method::Get => "get",
-            Method::Post => "post",
-            Method::Put => "put",
-            Method::Delete => "delete",
-            Method::Patch => "patch",
-            Method::Head => "head",
-            Method::Options => "options",
-        }
-    }
-
-    /// The name of the `http::Method` constant.
-    fn constant(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Put => "PUT",
-            Method::Delete => "DELETE",
-            Method::Patch => "PATCH",
-            Method::Head => "HEAD",
-            Method::Options => "OPTIONS",
-        }
-    }
-}
+pub(crate) use method::Method;
 
 pub(crate) fn route(method: Method, args: TokenStream, item: TokenStream) -> TokenStream {
     let name = method.attribute();
