@@ -13,6 +13,9 @@ use crate::errors::with_item;
 
 pub(crate) use method::Method;
 
+/// The expansion of the route attribute `method` with `args` on `item`:
+/// the handler and its hidden companion, or, when something is wrong, the
+/// handler as it was with the errors beside it.
 pub(crate) fn route(method: Method, args: TokenStream, item: TokenStream) -> TokenStream {
     let name = method.attribute();
     let function: syn::ItemFn = match syn::parse2(item.clone()) {

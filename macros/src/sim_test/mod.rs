@@ -9,6 +9,9 @@ use quote::ToTokens;
 
 use crate::errors::with_item;
 
+/// The expansion of `#[sim_test]` with `args` on `item`: a `#[test]` that
+/// runs it under each seed, or, when something is wrong, the function as
+/// it was with the errors beside it.
 pub(crate) fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
     let function: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(function) => function,
