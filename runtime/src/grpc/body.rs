@@ -1,6 +1,5 @@
 //! [`GrpcBody`]: a response body under the call's deadline.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -8,15 +7,14 @@ use bytes::Buf;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 use pin_project::pin_project;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::{Code, Status};
 
-use crate::deadline::{Deadline, Gated, PEER_LEAD};
-use crate::observe::{deadline_told, owner_tells, waiting_now, Event, Label, Observers, Stage};
-use crate::registry::CancelReason;
-use crate::shutdown::{DrainToken, InFlightGuard};
+use crate::deadline::Gated;
+use crate::observe::{owner_tells, waiting_now, Stage};
 
+use super::counted::Counted;
 use super::learn::Learn;
+use super::side::{Side, Told};
 use super::status::{peers_deadline, Budget};
 
 /// A boxed error, as tonic's services and bodies carry them.
@@ -62,105 +60,6 @@ pub struct GrpcBody<B> {
     learn: Option<Learn>,
 }
 
-/// A server call's place in its shutdown: counted in flight until its body
-/// is done, its stream ended at phase 2, and the call ended when the
-/// sequence does.
-#[derive(Debug)]
-pub(crate) struct Counted {
-    _guard: InFlightGuard,
-    drain: DrainToken,
-    /// The wait for phase 2, made when the body first waits for its next
-    /// frame: a body that is ready at once (a unary answer) never boxes it.
-    drained: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
-    /// Cancelled when the shutdown's sequence has run to its end.
-    finished: CancellationToken,
-    /// The wait for that end, made when the call first waits for its
-    /// answer.
-    ended: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
-    /// Frames the body sent since phase 2 began.
-    sent_since_drain: u8,
-    /// Who hears of the call ended by the shutdown.
-    observers: Observers,
-}
-
-/// Frames a body still sends after phase 2 began, while they are ready: a
-/// unary answer's message and its trailers.
-const FRAMES_AFTER_DRAIN: u8 = 2;
-
-impl Counted {
-    pub(crate) fn new(
-        guard: InFlightGuard,
-        drain: DrainToken,
-        finished: CancellationToken,
-        observers: Observers,
-    ) -> Self {
-        Self {
-            _guard: guard,
-            drain,
-            drained: None,
-            finished,
-            ended: None,
-            sent_since_drain: 0,
-            observers,
-        }
-    }
-
-    /// Tells that the shutdown ended the call (O1).
-    pub(crate) fn tell_cancelled(&self) {
-        self.observers.emit(|| Event::RequestCancelled {
-            reason: CancelReason::Shutdown,
-        });
-    }
-
-    /// Whether phase 2 has begun.
-    fn is_drained(&self) -> bool {
-        self.drain.is_cancelled()
-    }
-
-    /// Whether the drain ends the body now, `drained` saying whether phase
-    /// 2 has begun: it has, and the body has sent since what a unary answer
-    /// needs.
-    fn drain_due(&self, drained: bool) -> bool {
-        drained && self.sent_since_drain >= FRAMES_AFTER_DRAIN
-    }
-
-    /// Whether the shutdown's sequence has ended; when it has not, the task
-    /// is woken when it does.
-    pub(crate) fn poll_ended(&mut self, cx: &mut Context<'_>) -> bool {
-        let finished = &self.finished;
-        poll_cancelled(
-            finished.is_cancelled(),
-            &mut self.ended,
-            || finished.clone().cancelled_owned(),
-            cx,
-        )
-    }
-
-    /// Whether phase 2 has begun; when it has not, the task is woken when
-    /// it does.
-    fn poll_drained(&mut self, cx: &mut Context<'_>) -> bool {
-        let drain = &self.drain;
-        poll_cancelled(drain.is_cancelled(), &mut self.drained, || drain.wait(), cx)
-    }
-}
-
-/// Whether a token is `cancelled`; when it is not, whether the wait for it
-/// in `wait` (made by `make` the first time it is needed) is over, the task
-/// woken when it is.
-fn poll_cancelled(
-    cancelled: bool,
-    wait: &mut Option<Pin<Box<WaitForCancellationFutureOwned>>>,
-    make: impl FnOnce() -> WaitForCancellationFutureOwned,
-    cx: &mut Context<'_>,
-) -> bool {
-    cancelled
-        || wait
-            .get_or_insert_with(|| Box::pin(make()))
-            .as_mut()
-            .poll(cx)
-            .is_ready()
-}
-
 #[pin_project(project = StateProj)]
 #[derive(Debug, Default)]
 enum State<B> {
@@ -177,50 +76,6 @@ enum State<B> {
     /// Nothing (more) to send.
     #[default]
     Empty,
-}
-
-/// Who hears of a call's deadline passing, and the route they name (the
-/// method, on the server).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Told {
-    pub(crate) observers: Observers,
-    pub(crate) route: Option<Label>,
-}
-
-impl Told {
-    /// Tells that the deadline passed at `stage`.
-    pub(crate) fn exceeded(&self, stage: Stage) {
-        self.observers.emit(|| Event::DeadlineExceeded {
-            stage,
-            route: self.route.clone(),
-        });
-        deadline_told();
-    }
-}
-
-/// Which end of the call the body is read at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    /// Written to the network by a server.
-    Server,
-    /// Read by a client that sent a `grpc-timeout` ending at `sent`: an
-    /// error or a `CANCELLED` from then on is the deadline's (tonic's
-    /// channel enforces the header itself, with `CANCELLED`).
-    Client { sent: Deadline },
-}
-
-impl Side {
-    /// Whether a failure now is the deadline's, on the client.
-    pub(crate) fn client_past_sent(self) -> bool {
-        matches!(self, Self::Client { sent } if sent.is_expired())
-    }
-
-    /// Whether a peer's `DEADLINE_EXCEEDED` now answers the time sent, on
-    /// the client, rather than a deadline of the peer's own: it comes no
-    /// more than [`PEER_LEAD`] before that time runs out.
-    pub(crate) fn client_near_sent(self) -> bool {
-        matches!(self, Self::Client { sent } if sent.remaining() <= PEER_LEAD)
-    }
 }
 
 impl<B> GrpcBody<B> {

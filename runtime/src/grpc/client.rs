@@ -15,7 +15,8 @@ use tower_service::Service;
 use crate::config::Config;
 use crate::deadline::{Deadline, Format, Formats, Gated, Start};
 
-use super::body::{is_the_deadlines, BoxError, GrpcBody, Side, Told};
+use super::body::{is_the_deadlines, BoxError, GrpcBody};
+use super::side::{Side, Told};
 use super::status::{deadline_status, peers_deadline, Budget, Origin};
 use super::timeout;
 use crate::observe::{waiting_now, Stage};

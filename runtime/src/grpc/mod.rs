@@ -110,9 +110,11 @@
 
 mod body;
 mod client;
+mod counted;
 mod layer;
 mod learn;
 mod server;
+mod side;
 mod status;
 pub mod timeout;
 

@@ -22,8 +22,10 @@ use crate::observe::{
 };
 use crate::shutdown::Shutdown;
 
-use super::body::{Counted, GrpcBody, Side, Told};
+use super::body::GrpcBody;
+use super::counted::Counted;
 use super::learn::Learn;
+use super::side::{Side, Told};
 use super::status::{self, Budget, Origin};
 
 /// The most methods the events name one by one; later ones are `other`.
