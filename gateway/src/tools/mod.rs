@@ -22,19 +22,22 @@
 //! the cleanup ran is cancelled by its sender.
 
 mod catalog;
+mod error;
 #[cfg(unix)]
 mod group;
 mod http;
 mod lease;
+mod notice;
 mod pending;
 mod pool;
 mod server;
 mod session;
 
 pub(crate) use catalog::Tools;
+pub(crate) use error::ToolError;
 pub(crate) use http::TimeboxHttp;
 pub(crate) use lease::Leases;
 pub(crate) use pending::PendingCalls;
 pub(crate) use pool::Pool;
 pub(crate) use server::{ToolServer, MAX_SECONDS, SLOW_TASK};
-pub(crate) use session::{Progress, Session, ToolError};
+pub(crate) use session::{Progress, Session};

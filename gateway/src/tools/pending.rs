@@ -7,7 +7,7 @@ use rmcp::model::{CancelledNotificationParam, RequestId};
 use rmcp::{Peer, RoleClient};
 use timebox::registry::RemoteCleanup;
 
-use super::session::NoticeClock;
+use super::notice::NoticeClock;
 
 /// The calls of one request that were sent to the tool server and have no
 /// result yet. Clones share one table.

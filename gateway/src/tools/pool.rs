@@ -197,7 +197,7 @@ mod tests {
 
     use super::Pool;
     use crate::settings::Server;
-    use crate::tools::session::NOTICE_LINGER;
+    use crate::tools::notice::NOTICE_LINGER;
     use crate::tools::TimeboxHttp;
 
     fn pool(max_sessions: usize) -> Arc<Pool> {

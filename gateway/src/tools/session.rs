@@ -2,7 +2,6 @@
 //! gateway's transports.
 
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -20,9 +19,11 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::error::said;
 #[cfg(unix)]
 use super::group::leading_a_group;
-use super::{PendingCalls, TimeboxHttp, ToolServer};
+use super::notice::NoticeClock;
+use super::{PendingCalls, TimeboxHttp, ToolError, ToolServer};
 use crate::settings::{Server, Transport};
 
 /// Bytes the in-memory pipe to the built-in server buffers each way.
@@ -51,36 +52,6 @@ pub(crate) struct Session {
     place: Option<OwnedSemaphorePermit>,
 }
 
-/// How long a session stays open after a cancellation notice was sent on
-/// it: a server may take a notice (the HTTP SDKs answer its POST at once)
-/// before it acts on it, and closing the session first would leave the
-/// call running there. As long as the gateway gives a server to take a
-/// notice.
-pub(crate) const NOTICE_LINGER: Duration = RemoteCleanup::DEFAULT_PER_NOTICE;
-
-/// When a cancellation notice was last sent on a session. Clones share it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct NoticeClock {
-    last: Arc<Mutex<Option<Instant>>>,
-}
-
-impl NoticeClock {
-    /// Records that a notice was just sent.
-    pub(crate) fn mark(&self) {
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-    }
-
-    /// What is left of [`NOTICE_LINGER`] since the last notice.
-    fn left(&self) -> Duration {
-        self.last
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .map_or(Duration::ZERO, |at| {
-                NOTICE_LINGER.saturating_sub(at.elapsed())
-            })
-    }
-}
-
 /// The client side's handler: passes progress notifications on to whoever
 /// waits for that call's progress.
 #[derive(Debug, Default)]
@@ -103,57 +74,6 @@ impl ClientHandler for ProgressClient {
 pub(crate) struct Progress {
     pub(crate) done: f64,
     pub(crate) total: Option<f64>,
-}
-
-/// Why a tool call gave no result.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ToolError {
-    /// The call's token was cancelled; the request's remote cleanup tells
-    /// the server.
-    #[error("tool call cancelled")]
-    Cancelled,
-    /// The request ended while the call was being sent, after its cleanup
-    /// had run (and found no call to cancel): the call cancelled itself at
-    /// the server, and the session it went out on is not to be given back.
-    #[error("tool call cancelled")]
-    CancelledLate,
-    /// The tool answered with an error.
-    #[error("tool call failed: {0}")]
-    Failed(String),
-    /// The server could not be reached, or its session broke.
-    #[error("MCP server `{server}` {reason}")]
-    Server { server: String, reason: String },
-}
-
-impl ToolError {
-    pub(crate) fn server(server: &str, reason: impl std::fmt::Display) -> Self {
-        Self::Server {
-            server: server.to_owned(),
-            reason: reason.to_string(),
-        }
-    }
-
-    /// What a client is told: the server by its configured name, and not
-    /// where it lives (a URL may hold credentials, a command line secrets)
-    /// nor what it said. The whole error goes to the log.
-    pub(crate) fn for_client(&self) -> String {
-        match self {
-            Self::Server { server, .. } => {
-                format!("MCP server `{server}` failed the tool call; the gateway's log says why")
-            }
-            other => other.to_string(),
-        }
-    }
-}
-
-/// What `err` says, without the SDK's name for the transport's type.
-fn said(err: &ServiceError) -> String {
-    match err {
-        ServiceError::TransportSend(sent) => {
-            format!("the request was not delivered: {}", sent.error)
-        }
-        other => other.to_string(),
-    }
 }
 
 impl Session {
@@ -269,13 +189,13 @@ impl Session {
 
     /// How long the session should stay open for the notices just sent on
     /// it to be acted on: zero when none was sent in the last
-    /// [`NOTICE_LINGER`].
+    /// [`NOTICE_LINGER`](super::notice::NOTICE_LINGER).
     pub(crate) fn linger(&self) -> Duration {
         self.noticed.left()
     }
 
     /// Ends the session once it has lingered after its last notice (at
-    /// most [`NOTICE_LINGER`]), and waits, at most `bound` more, for it to
+    /// most [`NOTICE_LINGER`](super::notice::NOTICE_LINGER)), and waits, at most `bound` more, for it to
     /// close (the built-in server's task included): the server still reads
     /// what was sent before, so the cancellation notices of a shutdown
     /// reach it.
