@@ -3,6 +3,7 @@
 
 mod attr;
 mod expand;
+mod handler;
 mod method;
 mod valid;
 
@@ -39,7 +40,7 @@ pub(crate) fn route(method: Method, args: TokenStream, item: TokenStream) -> Tok
             // does not fail a second time; another route attribute on the
             // handler defines it when it expands, and a method (`self`) sits
             // in an `impl`, where no struct can go.
-            if !valid::has_route_attribute(&function) && function.sig.receiver().is_none() {
+            if !handler::has_route_attribute(&function) && function.sig.receiver().is_none() {
                 tokens.extend(expand::fallback(&function));
             }
             tokens
