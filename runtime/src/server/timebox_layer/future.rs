@@ -79,23 +79,19 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         if let Some(queue) = this.queue {
-            let acquired = ready!(Pin::new(&mut queue.acquire).poll(cx));
-            let queue = this.queue.take().expect("the queue was just polled");
-            match acquired {
-                Ok(permit) => *this.permit = Some(permit),
-                Err(Refusal::Overloaded) => {
+            let slot = ready!(queue.poll_slot(cx));
+            *this.queue = None;
+            match slot {
+                Slot::Granted(permit) => *this.permit = Some(permit),
+                Slot::Shed(response) => {
                     // The route's future is dropped unpolled (and with it
                     // the request's body): this future is done.
                     this.state.set(State::Done);
-                    queue.observers.emit(|| Event::RequestShed {
-                        reason: ShedReason::Overloaded,
-                        route: queue.route.label(),
-                    });
-                    return Poll::Ready(Ok(problem::overloaded(&queue.entropy)));
+                    return Poll::Ready(Ok(response));
                 }
                 // The deadline passed in the queue: the gate answers the
                 // timeout without polling the route.
-                Err(Refusal::Deadline) => this.state.as_mut().timed_out_at(Stage::Admission),
+                Slot::DeadlinePassed => this.state.as_mut().timed_out_at(Stage::Admission),
             }
         }
         // A route rule that took the request over on a task of its own
@@ -149,20 +145,10 @@ where
             Some(Probed::Open) | None => {}
         }
         let answer = ready!(answer);
-        if let Some(mut permit) = this.permit.take() {
+        if let Some(permit) = this.permit.take() {
             match &answer {
-                // A route's own refusal (A1), or its answer to a deadline
-                // that had passed on arrival (S4), did no work: no sample.
-                Answer::Inner(Ok(response)) if response.extensions().get::<NoWork>().is_some() => {
-                    permit.release_unsampled();
-                }
-                // A route's own timeout answer is timed-out work, as the
-                // layer's own is: the permit goes back as dropped, which
-                // the adaptive limits read as overload.
-                Answer::Inner(Ok(response))
-                    if response.extensions().get::<DeadlineCancelled>().is_some() => {}
-                Answer::Inner(_) => permit.answered(),
-                Answer::Timeout(_) | Answer::Refused(_) => {}
+                Answer::Inner(output) => settle(permit, &AnsweredBy::Route(output.as_ref().ok())),
+                Answer::Timeout(_) | Answer::Refused(_) => settle(permit, &AnsweredBy::Layer),
             }
         }
         Poll::Ready(match answer {
@@ -172,6 +158,59 @@ where
             }),
             Answer::Timeout(response) | Answer::Refused(response) => Ok(response),
         })
+    }
+}
+
+/// How a request's wait for a slot ended.
+enum Slot {
+    /// A slot is the request's.
+    Granted(Permit),
+    /// CoDel shed it: the answer, told.
+    Shed(Response),
+    /// Its deadline passed in the queue.
+    DeadlinePassed,
+}
+
+impl Queue {
+    /// Polls the wait for a slot.
+    fn poll_slot(&mut self, cx: &mut Context<'_>) -> Poll<Slot> {
+        Poll::Ready(match ready!(Pin::new(&mut self.acquire).poll(cx)) {
+            Ok(permit) => Slot::Granted(permit),
+            Err(Refusal::Overloaded) => {
+                self.observers.emit(|| Event::RequestShed {
+                    reason: ShedReason::Overloaded,
+                    route: self.route.label(),
+                });
+                Slot::Shed(problem::overloaded(&self.entropy))
+            }
+            Err(Refusal::Deadline) => Slot::DeadlinePassed,
+        })
+    }
+}
+
+/// Who answered a request that held a slot.
+enum AnsweredBy<'a> {
+    /// The route, with this response (`None` when it failed).
+    Route(Option<&'a Response>),
+    /// The layer, for it: a timeout or a refusal.
+    Layer,
+}
+
+/// Gives back the slot a request held, once it is answered.
+fn settle(mut permit: Permit, answered: &AnsweredBy<'_>) {
+    match answered {
+        // A route's own refusal (A1), or its answer to a deadline that had
+        // passed on arrival (S4), did no work: no sample.
+        AnsweredBy::Route(Some(response)) if response.extensions().get::<NoWork>().is_some() => {
+            permit.release_unsampled();
+        }
+        // A route's own timeout answer is timed-out work, as the layer's
+        // own is: the permit goes back as dropped, which the adaptive
+        // limits read as overload.
+        AnsweredBy::Route(Some(response))
+            if response.extensions().get::<DeadlineCancelled>().is_some() => {}
+        AnsweredBy::Route(_) => permit.answered(),
+        AnsweredBy::Layer => {}
     }
 }
 
