@@ -150,29 +150,40 @@ impl<F> Gated<F> {
         if *this.released {
             return poll(this.future, cx).map(Ok);
         }
-        let current = match *this.started {
-            Some((deadline, _)) => {
-                this.gate.as_mut().check()?;
-                deadline.min_with_current()
-            }
-            None => {
-                let now = reading.unwrap_or_else(Instant::now);
-                let deadline = match *this.start {
-                    Start::At(deadline) => deadline,
-                    Start::FirstPoll(budget) => Deadline::after_start(now, budget),
-                };
-                *this.started = Some((deadline, now));
-                let current = deadline.min_with_current();
-                this.gate.as_mut().arm(current, now)?;
-                current
-            }
-        };
+        let current = enter(*this.start, this.started, this.gate.as_mut(), reading)?;
         let future = this.future;
         if let Poll::Ready(output) = scope::with_current(Some(current), || poll(future, cx)) {
             return Poll::Ready(Ok(output));
         }
         this.gate.poll_expired(cx).map(Err)
     }
+}
+
+/// The deadline a gated poll runs under, checked first: at the first poll
+/// (`started` is `None`), the deadline `start` gives, counted from
+/// `reading` or a fresh clock reading, arms the gate; at every later one,
+/// the gate checks the clock. The part of a gated poll that does not depend
+/// on what is polled.
+#[inline]
+fn enter(
+    start: Start,
+    started: &mut Option<(Deadline, Instant)>,
+    gate: Pin<&mut Gate>,
+    reading: Option<Instant>,
+) -> Result<Deadline, DeadlineExceeded> {
+    if let Some((deadline, _)) = *started {
+        gate.check()?;
+        return Ok(deadline.min_with_current());
+    }
+    let now = reading.unwrap_or_else(Instant::now);
+    let deadline = match start {
+        Start::At(deadline) => deadline,
+        Start::FirstPoll(budget) => Deadline::after_start(now, budget),
+    };
+    *started = Some((deadline, now));
+    let current = deadline.min_with_current();
+    gate.arm(current, now)?;
+    Ok(current)
 }
 
 impl<F: Future> Future for Gated<F> {
