@@ -164,7 +164,6 @@ impl<F> Gated<F> {
 /// `reading` or a fresh clock reading, arms the gate; at every later one,
 /// the gate checks the clock. The part of a gated poll that does not depend
 /// on what is polled.
-#[inline]
 fn enter(
     start: Start,
     started: &mut Option<(Deadline, Instant)>,
