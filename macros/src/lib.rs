@@ -35,18 +35,17 @@ use route::Method;
 ///     draws_replay(&sim).await;
 /// }
 ///
-/// // A plain fn, run here too (the `#[test]` the macro makes runs only
-/// // under `cargo test`): a seed's draws are the same every time.
+/// // A plain fn, run below too, on a runtime whose clock is paused as
+/// // `#[sim_test]`'s is: a seed's draws are the same every time.
 /// async fn draws_replay(sim: &Sim) {
 ///     let replay = Sim::new(sim.seed());
 ///     let drawn = sim.entropy().uniform(1..=1_000_000);
 ///     assert_eq!(drawn, replay.entropy().uniform(1..=1_000_000));
 /// }
-/// #[tokio::main]
-/// # async fn _hidden() {}
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+///
+/// #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-/// #         draws_replay(&Sim::new(0)).await;
+///     draws_replay(&Sim::new(0)).await;
 /// }
 /// ```
 #[proc_macro_attribute]

@@ -29,6 +29,7 @@
 //! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! async fn main() {
+//!     // The clock is paused here, as in a test: the times below are exact.
 //!     let deadline = Deadline::after(Duration::from_secs(1));
 //!     let result = deadline
 //!         .scope(async {

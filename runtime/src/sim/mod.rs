@@ -25,8 +25,8 @@
 //!     stops_slow_work(&sim).await;
 //! }
 //!
-//! // Helpers are plain async fns (this one also runs below, where `cargo
-//! // test` would run the test).
+//! // Helpers are plain async fns: this one also runs below, on a runtime
+//! // whose clock is paused, as `#[sim_test]`'s is.
 //! async fn stops_slow_work(sim: &Sim) {
 //!     let deadline = Deadline::after(Duration::from_secs(1));
 //!     let result = deadline
@@ -35,11 +35,10 @@
 //!     assert!(result.is_err());
 //!     assert_eq!(sim.seed(), 42);
 //! }
-//! #[tokio::main]
-//! # async fn _hidden() {}
-//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//!
+//! #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! async fn main() {
-//! #         stops_slow_work(&Sim::new(42)).await;
+//!     stops_slow_work(&Sim::new(42)).await;
 //! }
 //! ```
 //!

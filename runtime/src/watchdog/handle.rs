@@ -38,6 +38,7 @@ use super::TimeoutKind;
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
+///     // The clock is paused here, as in a test: the times below are exact.
 ///     let start = tokio::time::Instant::now();
 ///     let watchdog = Watchdog::new().inactivity(Duration::from_secs(30));
 ///     let mut watched = stream::iter(["tool call"]).chain(stream::pending()).watchdog(watchdog);
