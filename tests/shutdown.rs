@@ -139,7 +139,7 @@ async fn a_wait_for_the_trigger_ends_at_the_trigger() {
     assert!(!shutdown.is_ready());
     assert!(
         !shutdown.token().is_cancelled(),
-        "phase 1 waits for the grace"
+        "a trigger alone cancels no token"
     );
     let start = Instant::now();
     shutdown.triggered().await;
