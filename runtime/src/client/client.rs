@@ -16,6 +16,49 @@ use super::{ClientError, RequestBuilder};
 ///
 /// Clones share everything: the connection pool, the per-host retry budgets
 /// and the per-host circuit breakers. Make one per application.
+///
+/// # Examples
+///
+/// A `503` retried within the caller's deadline, against a host of the
+/// simulated network (feature `sim`; over a real one, [`Client::new`]):
+///
+#[cfg_attr(feature = "sim", doc = "```")]
+#[cfg_attr(not(feature = "sim"), doc = "```ignore")]
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use axum::{http::StatusCode, routing::get, Router};
+/// use timebox::deadline::Deadline;
+/// use timebox::sim::Sim;
+///
+/// #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// async fn main() {
+///     let sim = Sim::new(1);
+///     let calls = Arc::new(AtomicU32::new(0));
+///     let counted = Arc::clone(&calls);
+///     let api = Router::new().route(
+///         "/",
+///         get(move || {
+///             let first = counted.fetch_add(1, Ordering::Relaxed) == 0;
+///             async move {
+///                 if first {
+///                     StatusCode::SERVICE_UNAVAILABLE
+///                 } else {
+///                     StatusCode::OK
+///                 }
+///             }
+///         }),
+///     );
+///     sim.net().host("api", api);
+///     let client = sim.client();
+///     let response = Deadline::after(Duration::from_secs(2))
+///         .scope(client.get("http://api/").send())
+///         .await
+///         .unwrap();
+///     assert_eq!(response.status(), StatusCode::OK);
+///     assert_eq!(calls.load(Ordering::Relaxed), 2); // the 503, then the retry
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Client {
     pub(super) transport: Arc<dyn Transport>,

@@ -289,6 +289,28 @@ fn warn_if_too_short<S>(route: &Route<S>, budget: Option<Duration>) {
 /// A function without a route attribute has no such type: rustc says
 /// "expected type, found function" at its name in `routes!`. Give it one
 /// (`#[get("/path")]`, ..).
+///
+/// # Examples
+///
+/// ```
+/// use timebox::config::Config;
+/// use timebox::{get, post, routes};
+///
+/// #[get("/users")]
+/// async fn list_users() -> &'static str {
+///     "[]"
+/// }
+///
+/// #[post("/users", timeout_ms = 500)]
+/// async fn create_user() -> &'static str {
+///     "created"
+/// }
+///
+/// let mut config = Config::default();
+/// config.server.timeouts.request_timeout_ms = Some(2_000);
+/// // `list_users` runs under the global 2 s, `create_user` under its 500 ms.
+/// let app: axum::Router = routes![list_users, create_user].into_router(&config);
+/// ```
 #[macro_export]
 macro_rules! routes {
     ($($handler:path),* $(,)?) => {{

@@ -8,6 +8,23 @@ use crate::observe::DeadlineSource;
 ///
 /// The route macros produce it from their keys: no key is `Inherit`,
 /// `timeout_ms = N` is `Override`, `timeout = "off"` is `Off`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use timebox::server::RouteTimeout;
+///
+/// let global = Some(Duration::from_secs(30)); // `request_timeout_ms = 30000`
+/// assert_eq!(RouteTimeout::Inherit.resolve(global), global);
+/// // An override may be longer than the global deadline: a route's own
+/// // rule replaces it.
+/// let report = RouteTimeout::Override(Duration::from_secs(120));
+/// assert_eq!(report.resolve(global), Some(Duration::from_secs(120)));
+/// assert_eq!(RouteTimeout::Off.resolve(global), None);
+/// // With no global deadline, a route that inherits has none.
+/// assert_eq!(RouteTimeout::Inherit.resolve(None), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RouteTimeout {
     /// The global `server.timeouts.request_timeout_ms`, if one is set.

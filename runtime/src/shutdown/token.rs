@@ -22,6 +22,38 @@ pub struct ShutdownToken {
 /// [`Shutdown`](super::Shutdown) also knows its in-flight count: a stream
 /// given it (`SseStream::drain`) counts in flight until its last step, its
 /// remote cleanup included, so the shutdown waits for the tools to hear.
+///
+/// # Examples
+///
+/// A long stream runs on through phase 1 and ends at phase 2:
+///
+/// ```
+/// use std::time::Duration;
+/// use timebox::config::Config;
+/// use timebox::shutdown::Shutdown;
+///
+/// #[tokio::main]
+/// # async fn _hidden() {}
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// async fn main() {
+///     // The clock is paused here, as in a test: the times below are exact.
+///     let shutdown = Shutdown::new(&Config::default()); // 5 s, then 30 s
+///     let (token, drain) = (shutdown.token(), shutdown.drain_token());
+///     let guard = shutdown.in_flight().enter(); // the stream's request
+///     let stream = tokio::spawn(async move {
+///         let _counted = guard;
+///         drain.cancelled().await; // phase 2: send a last event and end
+///         token.is_cancelled()
+///     });
+///     let start = tokio::time::Instant::now();
+///     shutdown.trigger();
+///     shutdown.wait_drained().await;
+///     assert!(stream.await.unwrap(), "phase 1 came first");
+///     // Phase 2 began when phase 1's 30 s for the requests in flight
+///     // ran out, after the 5 s pre-stop grace; the stream ended at once.
+///     assert_eq!(start.elapsed(), Duration::from_secs(35));
+/// }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct DrainToken {
     inner: CancellationToken,

@@ -31,6 +31,33 @@ use crate::problem;
 ///
 /// Everything random comes from the simulation's entropy, so the same seed
 /// gives the same [`events`](SimNet::events).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use axum::{routing::get, Router};
+/// use timebox::sim::Sim;
+///
+/// #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// async fn main() {
+///     let sim = Sim::new(3);
+///     let net = sim.net();
+///     net.host("api", Router::new().route("/", get(|| async { "ok" })))
+///         .latency(Duration::from_millis(5), Duration::from_millis(20));
+///     let client = sim.client();
+///
+///     net.partition("api"); // every attempt refused, retries included
+///     assert!(client.get("http://api/").send().await.is_err());
+///     net.heal("api");
+///     let response = client.get("http://api/").send().await.unwrap();
+///     assert_eq!(response.text().await.unwrap(), "ok");
+///
+///     let outcomes: Vec<String> = net.events().into_iter().map(|e| e.outcome).collect();
+///     assert!(outcomes[..outcomes.len() - 1].iter().all(|o| o == "partitioned"));
+///     assert_eq!(outcomes.last().map(String::as_str), Some("200"));
+/// }
+/// ```
 #[derive(Clone)]
 pub struct SimNet {
     shared: Arc<Mutex<State>>,
