@@ -51,7 +51,8 @@
 //! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! async fn main() {
-//!     // The clock is paused here, as in a test: the times below are exact.
+//!     // The doctest runs this on a paused clock (`start_paused`), where the
+//!     // times below are exact.
 //!     async fn lookup() -> &'static str {
 //!         tokio::time::sleep(Duration::from_secs(3)).await;
 //!         "found"

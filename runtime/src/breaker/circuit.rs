@@ -33,7 +33,8 @@ use crate::observe::{BreakerCallOutcome, Label, Observers};
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let breaker = CircuitBreaker::new(&BreakerConfig {
 ///         minimum_sample_count: 3,
 ///         open_secs: 30,

@@ -21,7 +21,8 @@ use std::time::Duration;
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let config = BreakerConfig { minimum_sample_count: 1, ..BreakerConfig::default() };
 ///     let breaker = CircuitBreaker::new(&config);
 ///     breaker.try_acquire().unwrap().failure();

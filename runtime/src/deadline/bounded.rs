@@ -34,6 +34,8 @@ use super::{Deadline, DeadlineExceeded};
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let deadline = Deadline::after(Duration::from_millis(50));
 ///     let fast = deadline.scope(bounded(async { 7 })).await;
 ///     assert_eq!(fast, Ok(7));

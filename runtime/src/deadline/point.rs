@@ -27,7 +27,8 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let deadline = Deadline::after(Duration::from_secs(5));
 ///     tokio::time::sleep(Duration::from_secs(2)).await;
 ///     assert_eq!(deadline.remaining(), Duration::from_secs(3));
@@ -117,7 +118,8 @@ impl Deadline {
     /// # async fn _hidden() {}
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// async fn main() {
-    ///     // The clock is paused here, as in a test: the times below are exact.
+    ///     // The doctest runs this on a paused clock (`start_paused`), where the
+    ///     // times below are exact.
     ///     let outer = Deadline::after(Duration::from_secs(1));
     ///     let inner = Deadline::after(Duration::from_secs(5));
     ///     let seen = outer.scope(inner.scope(async { Deadline::current() })).await;

@@ -117,7 +117,8 @@ impl<F: Future> Future for Scope<F> {
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let seen = Deadline::after(Duration::from_secs(1))
 ///         .scope(unscoped(async { Deadline::current() }))
 ///         .await;

@@ -45,7 +45,8 @@ type Notice = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let report = RemoteCleanup::new()
 ///         .notice("search tool", async { /* answers at once */ })
 ///         .notice("code tool", std::future::pending()) // never answers

@@ -50,7 +50,8 @@ use super::{DrainToken, InFlight, ShutdownToken};
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let shutdown = Shutdown::new(&Config::default()); // a pre-stop grace of 5 s
 ///     let guard = shutdown.in_flight().enter(); // a request being served
 ///     let start = tokio::time::Instant::now();

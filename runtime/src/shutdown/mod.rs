@@ -19,7 +19,8 @@
 //! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! async fn main() {
-//!     // The clock is paused here, as in a test: the times below are exact.
+//!     // The doctest runs this on a paused clock (`start_paused`), where the
+//!     // times below are exact.
 //!     let shutdown = Shutdown::new(&Config::default()); // a pre-stop grace of 5 s
 //!     let token = shutdown.token();
 //!     let start = tokio::time::Instant::now();

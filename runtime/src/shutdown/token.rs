@@ -36,7 +36,8 @@ pub struct ShutdownToken {
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let shutdown = Shutdown::new(&Config::default()); // 5 s, then 30 s
 ///     let (token, drain) = (shutdown.token(), shutdown.drain_token());
 ///     let guard = shutdown.in_flight().enter(); // the stream's request

@@ -43,8 +43,8 @@ use crate::problem;
 /// async fn main() {
 ///     let sim = Sim::new(3);
 ///     let net = sim.net();
-///     net.host("api", Router::new().route("/", get(|| async { "ok" })))
-///         .latency(Duration::from_millis(5), Duration::from_millis(20));
+///     net.host("api", Router::new().route("/", get(|| async { "ok" })));
+///     net.latency(Duration::from_millis(5), Duration::from_millis(20)); // every host
 ///     let client = sim.client();
 ///
 ///     net.partition("api"); // every attempt refused, retries included

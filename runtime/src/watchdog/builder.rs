@@ -28,7 +28,8 @@ use crate::config::StreamConfig;
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let watchdog = Watchdog::new()
 ///         .first_item(Duration::from_secs(90))
 ///         .inactivity(Duration::from_secs(30))

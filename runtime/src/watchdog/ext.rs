@@ -17,7 +17,8 @@ use super::{Watchdog, Watched};
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let start = tokio::time::Instant::now();
 ///     let silent = stream::pending::<&str>();
 ///     let mut watched = silent.watchdog(Watchdog::new().first_item(Duration::from_secs(90)));

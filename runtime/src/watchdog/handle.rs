@@ -38,7 +38,8 @@ use super::TimeoutKind;
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let start = tokio::time::Instant::now();
 ///     let watchdog = Watchdog::new().inactivity(Duration::from_secs(30));
 ///     let mut watched = stream::iter(["tool call"]).chain(stream::pending()).watchdog(watchdog);

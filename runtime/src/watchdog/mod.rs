@@ -73,7 +73,8 @@
 //! # async fn _hidden() {}
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! async fn main() {
-//!     // The clock is paused here, as in a test: the times below are exact.
+//!     // The doctest runs this on a paused clock (`start_paused`), where the
+//!     // times below are exact.
 //!     let start = tokio::time::Instant::now();
 //!     let ticks = stream::iter(1..=3)
 //!         .then(|n| async move {

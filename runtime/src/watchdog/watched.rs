@@ -79,7 +79,8 @@ impl<S> Watched<S> {
     /// # async fn _hidden() {}
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// async fn main() {
-    ///     // The clock is paused here, as in a test: the times below are exact.
+    ///     // The doctest runs this on a paused clock (`start_paused`), where the
+    ///     // times below are exact.
     ///     let start = tokio::time::Instant::now();
     ///     let watchdog = Watchdog::new().total(Duration::from_secs(60));
     ///     let chunks = stream::repeat("chunk").then(|chunk| async move {

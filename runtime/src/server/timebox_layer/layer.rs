@@ -31,7 +31,8 @@ use super::service::TimeboxService;
 /// # async fn _hidden() {}
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// async fn main() {
-///     // The clock is paused here, as in a test: the times below are exact.
+///     // The doctest runs this on a paused clock (`start_paused`), where the
+///     // times below are exact.
 ///     let mut config = Config::default();
 ///     config.server.timeouts.request_timeout_ms = Some(2_000);
 ///     let app: Router = Router::new()
