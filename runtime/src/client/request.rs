@@ -176,6 +176,38 @@ impl RequestBuilder {
     /// `timeout_secs` ends with the response's head, unlike reqwest's
     /// client-wide timeout, so that a long stream is not cut at it. Give a
     /// call with no deadline whose body may stall a `.timeout()`.
+    ///
+    /// # Examples
+    ///
+    /// A host that takes 5 s, asked with a second to answer (feature `sim`):
+    ///
+    #[cfg_attr(feature = "sim", doc = "```")]
+    #[cfg_attr(not(feature = "sim"), doc = "```ignore")]
+    /// use std::time::Duration;
+    /// use axum::{routing::get, Router};
+    /// use timebox::sim::Sim;
+    ///
+    /// #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// async fn main() {
+    ///     let sim = Sim::new(1);
+    ///     let slow = get(|| async {
+    ///         tokio::time::sleep(Duration::from_secs(5)).await;
+    ///         "late"
+    ///     });
+    ///     sim.net().host("api", Router::new().route("/", slow));
+    ///     let start = tokio::time::Instant::now();
+    ///     let sent = sim
+    ///         .client()
+    ///         .get("http://api/")
+    ///         .timeout(Duration::from_secs(1))
+    ///         .send()
+    ///         .await;
+    ///     // The call's deadline: it ends at 1 s, and is not retried.
+    ///     assert!(sent.unwrap_err().is_deadline_exceeded());
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(1));
+    ///     assert_eq!(sim.net().events().len(), 1);
+    /// }
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self

@@ -111,6 +111,40 @@ impl Response {
     /// # Errors
     ///
     /// [`ClientError::Status`] for a client or server error status.
+    ///
+    /// # Examples
+    ///
+    /// Against hosts of the simulated network (feature `sim`):
+    ///
+    #[cfg_attr(feature = "sim", doc = "```")]
+    #[cfg_attr(not(feature = "sim"), doc = "```ignore")]
+    /// use axum::{http::StatusCode, routing::get, Json, Router};
+    /// use timebox::client::ClientError;
+    /// use timebox::sim::Sim;
+    ///
+    /// #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// async fn main() -> Result<(), ClientError> {
+    ///     let sim = Sim::new(1);
+    ///     let api = Router::new()
+    ///         .route("/user", get(|| async { Json(serde_json::json!({ "name": "ada" })) }))
+    ///         .route("/gone", get(|| async { StatusCode::NOT_FOUND }));
+    ///     sim.net().host("api", api);
+    ///     let client = sim.client();
+    ///
+    ///     let user: serde_json::Value = client
+    ///         .get("http://api/user")
+    ///         .send()
+    ///         .await?
+    ///         .error_for_status()?
+    ///         .json()
+    ///         .await?;
+    ///     assert_eq!(user["name"], "ada");
+    ///
+    ///     let gone = client.get("http://api/gone").send().await?.error_for_status();
+    ///     assert!(matches!(gone, Err(ClientError::Status(StatusCode::NOT_FOUND))));
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn error_for_status(self) -> Result<Self, ClientError> {
         if self.status.is_client_error() || self.status.is_server_error() {
             return Err(ClientError::Status(self.status));
