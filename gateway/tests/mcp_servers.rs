@@ -580,15 +580,27 @@ fn is_running(pid: u64) -> bool {
 /// Waits, at most 10 s, until the process `pid` has exited: gone, or a
 /// zombie its parent has not reaped.
 async fn wait_until_gone(pid: u64) {
-    let give_up = Instant::now() + Duration::from_secs(10);
+    poll_until(
+        Duration::from_secs(10),
+        || (!is_running(pid)).then_some(()),
+        || format!("the process {pid} did not exit within 10 s"),
+    )
+    .await;
+}
+
+/// What `probe` finds, trying every 20 ms for at most `bound`; a failure
+/// saying `failure` when it finds nothing by then.
+async fn poll_until<T>(
+    bound: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+    failure: impl Fn() -> String,
+) -> T {
+    let give_up = Instant::now() + bound;
     loop {
-        if !is_running(pid) {
-            return;
+        if let Some(found) = probe() {
+            return found;
         }
-        assert!(
-            Instant::now() < give_up,
-            "the process {pid} did not exit within 10 s"
-        );
+        assert!(Instant::now() < give_up, "{}", failure());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -663,19 +675,13 @@ async fn a_sigterm_while_a_stdio_server_starts_ends_the_gateway_and_the_server()
 
 /// The process id written to `file`, waiting at most 20 s for it.
 async fn wait_for_pid(file: &Path) -> u64 {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    loop {
-        let written = std::fs::read_to_string(file).unwrap_or_default();
-        if let Ok(pid) = written.trim().parse() {
-            return pid;
-        }
-        assert!(
-            Instant::now() < give_up,
-            "no process id in {} within 20 s",
-            file.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let written = || std::fs::read_to_string(file).unwrap_or_default();
+    poll_until(
+        Duration::from_secs(20),
+        || written().trim().parse().ok(),
+        || format!("no process id in {} within 20 s", file.display()),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
