@@ -76,6 +76,30 @@ impl RequestBuilder {
     /// Sets the body to `json` serialized, and `Content-Type:
     /// application/json` unless a content type is set. As reqwest's: a
     /// value that does not serialize makes [`send`](Self::send) fail.
+    ///
+    /// # Examples
+    ///
+    /// A simulated host that echoes what it got (feature `sim`):
+    ///
+    #[cfg_attr(feature = "sim", doc = "```")]
+    #[cfg_attr(not(feature = "sim"), doc = "```ignore")]
+    /// use std::collections::BTreeMap;
+    /// use axum::{http::HeaderMap, routing::post, Router};
+    /// use timebox::sim::Sim;
+    ///
+    /// #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// async fn main() {
+    ///     let sim = Sim::new(1);
+    ///     let echo = post(|headers: HeaderMap, body: String| async move {
+    ///         format!("{:?} {body}", headers["content-type"])
+    ///     });
+    ///     sim.net().host("api", Router::new().route("/users", echo));
+    ///     let user = BTreeMap::from([("name", "ada")]);
+    ///     let sent = sim.client().post("http://api/users").json(&user).send().await;
+    ///     let echoed = sent.unwrap().text().await.unwrap();
+    ///     assert_eq!(echoed, r#""application/json" {"name":"ada"}"#);
+    /// }
+    /// ```
     pub fn json<T: Serialize + ?Sized>(mut self, json: &T) -> Self {
         match serde_json::to_vec(json) {
             Ok(body) => {
@@ -89,6 +113,29 @@ impl RequestBuilder {
 
     /// Sets the body to `form` URL-encoded, and `Content-Type:
     /// application/x-www-form-urlencoded` unless a content type is set.
+    ///
+    /// # Examples
+    ///
+    /// A simulated host that echoes what it got (feature `sim`):
+    ///
+    #[cfg_attr(feature = "sim", doc = "```")]
+    #[cfg_attr(not(feature = "sim"), doc = "```ignore")]
+    /// use axum::{http::HeaderMap, routing::post, Router};
+    /// use timebox::sim::Sim;
+    ///
+    /// #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// async fn main() {
+    ///     let sim = Sim::new(1);
+    ///     let echo = post(|headers: HeaderMap, body: String| async move {
+    ///         format!("{:?} {body}", headers["content-type"])
+    ///     });
+    ///     sim.net().host("api", Router::new().route("/login", echo));
+    ///     let form = [("user", "ada"), ("note", "a & b")];
+    ///     let sent = sim.client().post("http://api/login").form(&form).send().await;
+    ///     let echoed = sent.unwrap().text().await.unwrap();
+    ///     assert_eq!(echoed, r#""application/x-www-form-urlencoded" user=ada&note=a+%26+b"#);
+    /// }
+    /// ```
     pub fn form<T: Serialize + ?Sized>(mut self, form: &T) -> Self {
         match serde_urlencoded::to_string(form) {
             Ok(body) => {
@@ -104,6 +151,31 @@ impl RequestBuilder {
     /// reqwest's does (`&[("page", "2")]`, a map or a struct); a query with
     /// no pairs (a struct whose fields are all `None`) leaves the URL as it
     /// was.
+    ///
+    /// # Examples
+    ///
+    /// A simulated host that echoes the query it got (feature `sim`):
+    ///
+    #[cfg_attr(feature = "sim", doc = "```")]
+    #[cfg_attr(not(feature = "sim"), doc = "```ignore")]
+    /// use axum::{extract::RawQuery, routing::get, Router};
+    /// use timebox::sim::Sim;
+    ///
+    /// #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// async fn main() {
+    ///     let sim = Sim::new(1);
+    ///     let echo = get(|RawQuery(query): RawQuery| async move { query.unwrap_or_default() });
+    ///     sim.net().host("api", Router::new().route("/search", echo));
+    ///     let sent = sim
+    ///         .client()
+    ///         .get("http://api/search?lang=en")
+    ///         .query(&[("q", "rust async"), ("page", "2")])
+    ///         .send()
+    ///         .await;
+    ///     let echoed = sent.unwrap().text().await.unwrap();
+    ///     assert_eq!(echoed, "lang=en&q=rust+async&page=2");
+    /// }
+    /// ```
     pub fn query<T: Serialize + ?Sized>(mut self, query: &T) -> Self {
         let encoded = match serde_urlencoded::to_string(query) {
             Ok(encoded) if encoded.is_empty() => return self,
