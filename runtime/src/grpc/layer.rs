@@ -48,6 +48,46 @@ impl GrpcDeadlineLayer {
     /// its `DEADLINE_EXCEEDED` comes first when nothing before it waits; a
     /// layer before it that waits longer than that (an authentication
     /// lookup, a concurrency limit) would leave the answer to tonic's timer.
+    ///
+    /// # Examples
+    ///
+    /// A handler that takes 2 s, called with `grpc-timeout: 300m`:
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use std::time::Duration;
+    /// use http::{Request, Response};
+    /// use timebox::config::Config;
+    /// use timebox::deadline::Deadline;
+    /// use timebox::grpc::GrpcDeadlineLayer;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// #[tokio::main]
+    /// # async fn _hidden() {}
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// async fn main() {
+    ///     // The doctest runs this on a paused clock (`start_paused`), where the
+    ///     // times below are exact.
+    ///     let handler = service_fn(|_: Request<()>| async {
+    ///         // The call's deadline is current: outbound calls get what is left.
+    ///         assert!(Deadline::current().is_some());
+    ///         tokio::time::sleep(Duration::from_secs(2)).await;
+    ///         Ok::<_, Infallible>(Response::new(()))
+    ///     });
+    ///     let service = GrpcDeadlineLayer::server(&Config::default()).layer(handler);
+    ///
+    ///     let start = tokio::time::Instant::now();
+    ///     let call = Request::post("/greet.Greeter/Hello")
+    ///         .header("grpc-timeout", "300m")
+    ///         .body(())
+    ///         .unwrap();
+    ///     let response = service.oneshot(call).await.unwrap();
+    ///     // Trailers-Only: the status comes in the head, with no body.
+    ///     assert_eq!(response.headers()["grpc-status"], "4"); // DEADLINE_EXCEEDED
+    ///     // Counted from a millisecond before the call arrived, as above.
+    ///     assert_eq!(start.elapsed(), Duration::from_millis(299));
+    /// }
+    /// ```
     #[must_use]
     pub fn server(config: &Config) -> Self {
         Self {

@@ -59,6 +59,50 @@ impl SimApp {
     /// `server.timeouts.accept_deadline_header` is on (it is off by
     /// default).
     ///
+    /// # Examples
+    ///
+    /// A route with a 2 s deadline behind
+    /// [`TimeboxLayer`](crate::server::TimeboxLayer), which accepts the
+    /// deadline header, asked with 300 ms to answer by a caller whose own
+    /// deadline is 100 ms away:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use axum::{body::Body, http::Request, routing::get, Router};
+    /// use timebox::config::Config;
+    /// use timebox::deadline::Deadline;
+    /// use timebox::server::TimeboxLayer;
+    /// use timebox::sim::Sim;
+    /// use tokio::time::Instant;
+    ///
+    /// #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// async fn main() {
+    ///     let mut config = Config::default();
+    ///     config.server.timeouts.request_timeout_ms = Some(2_000);
+    ///     config.server.timeouts.accept_deadline_header = true;
+    ///     let slow = get(|| async {
+    ///         tokio::time::sleep(Duration::from_secs(5)).await;
+    ///         "late"
+    ///     });
+    ///     let router = Router::new()
+    ///         .route("/report", slow)
+    ///         .layer(TimeboxLayer::new(&config));
+    ///     let app = Sim::new(7).app(router);
+    ///
+    ///     let start = Instant::now();
+    ///     let request = Request::get("/report")
+    ///         .header("x-timebox-deadline-ms", "300")
+    ///         .body(Body::empty())
+    ///         .unwrap();
+    ///     let answer = app.request(request);
+    ///     let response = Deadline::after(Duration::from_millis(100)).scope(answer).await;
+    ///     // The header shortened the route's 2 s; the caller's 100 ms did
+    ///     // not reach the app (nor bound the wait: a scope does not).
+    ///     assert_eq!(response.status(), 503);
+    ///     assert_eq!(start.elapsed(), Duration::from_millis(300));
+    /// }
+    /// ```
+    ///
     /// # Cancellation safety
     ///
     /// Dropping the future drops the request, as a client that went away.
