@@ -175,12 +175,6 @@ async fn complete(
         .map_err(|err| ApiError::unknown_model(err.to_string()))?;
     request.check()?;
     let tooling = app.tooling(&script, &request.model)?;
-    // Words stand in for tokens: the scripted models have no tokenizer.
-    let prompt_tokens = request
-        .messages
-        .iter()
-        .map(|message| message.text().split_whitespace().count())
-        .sum();
     let (id, guard) = app.register()?;
     tracing::info!(
         request_id = id,
@@ -192,6 +186,15 @@ async fn complete(
         id,
         model: request.model,
         created: unix_now(),
+        // Words stand in for tokens: the scripted models have no tokenizer.
+        prompt_tokens: request
+            .messages
+            .iter()
+            .map(|message| message.text().split_whitespace().count())
+            .sum(),
+        stream_usage: request
+            .stream_options
+            .is_some_and(|options| options.include_usage),
     };
     let (out, output) = mpsc::channel(OUTPUT_BUFFER);
     let leases = tooling.leases.clone();
@@ -200,16 +203,7 @@ async fn complete(
         Ok(stream(app, completion, run, output, guard, drain, leases))
     } else {
         let counted = app.inner.in_flight.enter();
-        collect(
-            completion,
-            run,
-            output,
-            guard,
-            leases,
-            prompt_tokens,
-            counted,
-        )
-        .await
+        collect(completion, run, output, guard, leases, counted).await
     }
 }
 
@@ -246,18 +240,25 @@ fn stream(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sent {
     Nothing,
-    Text,
-    /// The last event went out: the chunk with `finish_reason: "stop"`
-    /// when the model was done, else an error event.
+    /// Answer text, this many chunks of it.
+    Text(usize),
+    /// The chunk with `finish_reason: "stop"`, after this many of text,
+    /// when the usage chunk is still to come.
+    Stop(usize),
+    /// The last event went out: the chunk with `finish_reason: "stop"` (or
+    /// the usage chunk after it) when the model was done, else an error
+    /// event.
     Last,
 }
 
 /// The model's output as SSE events: answer text as `chat.completion.chunk`
 /// events (the first one names the role), tool progress as comments, which
 /// clients skip. Only an answer the model finished ends with the chunk that
-/// says `finish_reason: "stop"`. Output that stops before the model said it
-/// was done (its task died, a tool server failed) ends with an error event
-/// instead: a cut-off answer must not look like a short one (R5).
+/// says `finish_reason: "stop"`, and then, when the client asked with
+/// `stream_options.include_usage`, with the chunk that says the usage.
+/// Output that stops before the model said it was done (its task died, a
+/// tool server failed) ends with an error event instead: a cut-off answer
+/// must not look like a short one (R5).
 fn chunks(
     completion: Completion,
     output: mpsc::Receiver<Output>,
@@ -265,30 +266,49 @@ fn chunks(
     futures_util::stream::unfold(
         (output, completion, Sent::Nothing),
         |(mut output, completion, sent)| async move {
-            if sent == Sent::Last {
-                return None;
-            }
-            let (event, sent) = match output.recv().await {
-                Some(Output::Token(text)) => {
-                    let delta = if sent == Sent::Nothing {
-                        json!({ "role": "assistant", "content": text })
-                    } else {
-                        json!({ "content": text })
-                    };
-                    let chunk = completion.chunk(delta, None).to_string();
-                    (Event::default().data(chunk), Sent::Text)
+            let (event, sent) = match sent {
+                Sent::Last => return None,
+                Sent::Stop(tokens) => {
+                    let usage = completion.usage_chunk(tokens).to_string();
+                    (Event::default().data(usage), Sent::Last)
                 }
-                Some(Output::Progress(progress)) => (progress_comment(&progress), sent),
-                Some(Output::Done) => {
-                    let stop = completion.chunk(json!({}), Some("stop")).to_string();
-                    (Event::default().data(stop), Sent::Last)
-                }
-                Some(Output::Failed(message)) => (tool_failed_event(&message), Sent::Last),
-                None => (model_failed_event(), Sent::Last),
+                Sent::Nothing | Sent::Text(_) => next_event(&completion, output.recv().await, sent),
             };
             Some((event, (output, completion, sent)))
         },
     )
+}
+
+/// The event for the model's next `output` (`None`: its output stopped),
+/// after `sent`.
+fn next_event(completion: &Completion, output: Option<Output>, sent: Sent) -> (Event, Sent) {
+    let tokens = match sent {
+        Sent::Text(tokens) => tokens,
+        _ => 0,
+    };
+    match output {
+        Some(Output::Token(text)) => {
+            let delta = if sent == Sent::Nothing {
+                json!({ "role": "assistant", "content": text })
+            } else {
+                json!({ "content": text })
+            };
+            let chunk = completion.chunk(delta, None).to_string();
+            (Event::default().data(chunk), Sent::Text(tokens + 1))
+        }
+        Some(Output::Progress(progress)) => (progress_comment(&progress), sent),
+        Some(Output::Done) => {
+            let stop = completion.chunk(json!({}), Some("stop")).to_string();
+            let sent = if completion.stream_usage {
+                Sent::Stop(tokens)
+            } else {
+                Sent::Last
+            };
+            (Event::default().data(stop), sent)
+        }
+        Some(Output::Failed(message)) => (tool_failed_event(&message), Sent::Last),
+        None => (model_failed_event(), Sent::Last),
+    }
 }
 
 fn progress_comment(progress: &Progress) -> Event {
@@ -328,7 +348,6 @@ async fn collect(
     mut output: mpsc::Receiver<Output>,
     mut guard: RequestGuard,
     leases: Leases,
-    prompt_tokens: usize,
     counted: InFlightGuard,
 ) -> Result<Response, ApiError> {
     let pending = run.pending().clone();
@@ -371,7 +390,7 @@ async fn collect(
         }
     }
     drop(guard);
-    Ok(Json(completion.message(&answer, prompt_tokens, count)).into_response())
+    Ok(Json(completion.message(&answer, count)).into_response())
 }
 
 /// Seconds since the Unix epoch, for the `created` field clients display.
@@ -395,8 +414,9 @@ mod tests {
     use crate::model::Output;
     use crate::openai::Completion;
 
-    /// The SSE text of `chunks` for the model's `outputs`.
-    async fn streamed(outputs: Vec<Output>) -> String {
+    /// The SSE text of `chunks` for the model's `outputs`, for a prompt of
+    /// three tokens, with the usage chunk when `stream_usage`.
+    async fn streamed(outputs: Vec<Output>, stream_usage: bool) -> String {
         let (tx, rx) = mpsc::channel(outputs.len().max(1));
         for output in outputs {
             tx.send(output).await.expect("the channel has room");
@@ -406,6 +426,8 @@ mod tests {
             id: "chatcmpl-1".to_owned(),
             model: "m".to_owned(),
             created: 0,
+            prompt_tokens: 3,
+            stream_usage,
         };
         let events = chunks(completion, rx).map(Ok::<_, Infallible>);
         let body = Sse::new(events).into_response().into_body();
@@ -418,18 +440,77 @@ mod tests {
     #[tokio::test]
     async fn only_a_finished_answer_ends_with_finish_reason_stop() {
         let stop = r#""finish_reason":"stop""#;
-        let done = streamed(vec![Output::Token("Hi".to_owned()), Output::Done]).await;
+        let done = streamed(vec![Output::Token("Hi".to_owned()), Output::Done], false).await;
         let last = done.trim_end().rsplit("\n\n").next().unwrap_or_default();
         assert!(last.contains(stop), "the last event says stop: {done}");
-        let failed = streamed(vec![
-            Output::Token("Hi".to_owned()),
-            Output::Failed("MCP server `py` went away".to_owned()),
-        ])
+        let failed = streamed(
+            vec![
+                Output::Token("Hi".to_owned()),
+                Output::Failed("MCP server `py` went away".to_owned()),
+            ],
+            false,
+        )
         .await;
         assert!(failed.contains("event: error\n"), "{failed}");
         assert!(!failed.contains(stop), "{failed}");
-        let cut = streamed(vec![Output::Token("Hi".to_owned())]).await;
+        let cut = streamed(vec![Output::Token("Hi".to_owned())], false).await;
         assert!(cut.contains("model_error"), "{cut}");
         assert!(!cut.contains(stop), "{cut}");
+    }
+
+    /// The JSON of each `data:` line of `sse`.
+    fn data(sse: &str) -> Vec<serde_json::Value> {
+        sse.lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).expect("each data line is JSON"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_stream_asked_for_its_usage_ends_with_a_usage_chunk() {
+        let outputs = || {
+            vec![
+                Output::Token("Hello".to_owned()),
+                Output::Token(" there".to_owned()),
+                Output::Done,
+            ]
+        };
+        let chunks = data(&streamed(outputs(), true).await);
+        let (usage, answer) = chunks.split_last().expect("the stream has chunks");
+        assert_eq!(answer.len(), 3, "two of text and the stop: {chunks:?}");
+        for chunk in answer {
+            assert_eq!(chunk["usage"], serde_json::Value::Null, "{chunk}");
+            assert_eq!(
+                chunk["choices"].as_array().map(Vec::len),
+                Some(1),
+                "{chunk}"
+            );
+        }
+        assert_eq!(usage["object"], "chat.completion.chunk");
+        assert_eq!(usage["choices"], serde_json::json!([]));
+        assert_eq!(
+            usage["usage"],
+            serde_json::json!({ "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5 })
+        );
+
+        let unasked = data(&streamed(outputs(), false).await);
+        assert_eq!(unasked.len(), 3, "{unasked:?}");
+        assert!(
+            unasked.iter().all(|chunk| chunk.get("usage").is_none()),
+            "{unasked:?}"
+        );
+
+        let failed = streamed(
+            vec![
+                Output::Token("Hi".to_owned()),
+                Output::Failed("MCP server `py` went away".to_owned()),
+            ],
+            true,
+        )
+        .await;
+        assert!(
+            !failed.contains("total_tokens"),
+            "no usage after an error: {failed}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// `POST /v1/chat/completions`. Fields the gateway does not use
-/// (`temperature`, `stream_options`, …) are accepted and ignored, as
+/// (`temperature`, `max_tokens`, …) are accepted and ignored, as
 /// OpenAI-compatible servers do, so real clients work unchanged.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ChatRequest {
@@ -20,6 +20,18 @@ pub(crate) struct ChatRequest {
     /// OpenAI's API takes `null` as it takes no value: not streamed.
     #[serde(default, deserialize_with = "false_if_null")]
     pub(crate) stream: bool,
+    /// Only with `stream`, as OpenAI's API has it.
+    #[serde(default)]
+    pub(crate) stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options`: what a streamed answer adds.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StreamOptions {
+    /// One more chunk before `[DONE]`, with no choices and the `usage` of
+    /// the whole completion; every chunk before it says `"usage": null`.
+    #[serde(default, deserialize_with = "false_if_null")]
+    pub(crate) include_usage: bool,
 }
 
 fn false_if_null<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
@@ -37,11 +49,18 @@ const ROLES: [&str; 6] = [
 ];
 
 impl ChatRequest {
-    /// Refuses a conversation OpenAI would refuse: none at all, a message
+    /// Refuses a request OpenAI would refuse: `stream_options` without
+    /// `stream`, no conversation at all, a message
     /// whose role is not one of [`ROLES`] (its error names
     /// `messages[<i>].role`), or one whose content is neither text, nor a
     /// list of content parts, nor absent (see [`Message::check_content`]).
     pub(crate) fn check(&self) -> Result<(), ApiError> {
+        if self.stream_options.is_some() && !self.stream {
+            return Err(ApiError::invalid(
+                Some("stream_options".into()),
+                "`stream_options` is only allowed when `stream` is true",
+            ));
+        }
         if self.messages.is_empty() {
             return Err(ApiError::invalid(
                 Some("messages".into()),
@@ -188,22 +207,47 @@ pub(crate) struct Completion {
     pub(crate) model: String,
     /// Unix seconds, as OpenAI's `created`.
     pub(crate) created: u64,
+    /// The prompt's length in tokens (words: the scripted models have no
+    /// tokenizer).
+    pub(crate) prompt_tokens: usize,
+    /// Whether the chunks of a stream carry `usage`
+    /// (`stream_options.include_usage`).
+    pub(crate) stream_usage: bool,
 }
 
 impl Completion {
-    /// A `chat.completion.chunk` carrying `delta`, with `finish_reason`.
+    /// A `chat.completion.chunk` carrying `delta`, with `finish_reason`
+    /// (and `"usage": null` when the stream ends with its usage).
     pub(crate) fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
-        json!({
+        let choices = json!([{ "index": 0, "delta": delta, "finish_reason": finish_reason }]);
+        let usage = self.stream_usage.then_some(Value::Null);
+        self.chunk_of(choices, usage)
+    }
+
+    /// The chunk a stream asked for with `stream_options.include_usage`
+    /// ends with: no choices, and the usage of the whole completion, whose
+    /// answer was `completion_tokens` long.
+    pub(crate) fn usage_chunk(&self, completion_tokens: usize) -> Value {
+        self.chunk_of(json!([]), Some(self.usage(completion_tokens)))
+    }
+
+    fn chunk_of(&self, choices: Value, usage: Option<Value>) -> Value {
+        let mut chunk = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{ "index": 0, "delta": delta, "finish_reason": finish_reason }],
-        })
+            "choices": choices,
+        });
+        if let Some(usage) = usage {
+            chunk["usage"] = usage;
+        }
+        chunk
     }
 
-    /// A whole `chat.completion` with the answer `content`.
-    pub(crate) fn message(&self, content: &str, prompt_tokens: usize, tokens: usize) -> Value {
+    /// A whole `chat.completion` with the answer `content`, `completion_tokens`
+    /// long.
+    pub(crate) fn message(&self, content: &str, completion_tokens: usize) -> Value {
         json!({
             "id": self.id,
             "object": "chat.completion",
@@ -214,11 +258,15 @@ impl Completion {
                 "message": { "role": "assistant", "content": content },
                 "finish_reason": "stop",
             }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": tokens,
-                "total_tokens": prompt_tokens + tokens,
-            },
+            "usage": self.usage(completion_tokens),
+        })
+    }
+
+    fn usage(&self, completion_tokens: usize) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": self.prompt_tokens + completion_tokens,
         })
     }
 }

@@ -18,6 +18,15 @@ fn the_openai_client_streams_a_whole_answer_to_the_end() {
 }
 
 #[test]
+fn the_openai_client_reads_the_usage_of_a_stream_that_asked_for_it() {
+    let gateway = Gateway::start(&[]);
+    let seen = python_check(&gateway, "stream_usage");
+    // "What is a deadline?": four words, the scripted models' tokens.
+    assert_eq!(seen["usage"]["prompt_tokens"], 4, "{seen}");
+    assert_eq!(seen["usage"], seen["not_streamed"], "{seen}");
+}
+
+#[test]
 fn the_openai_client_reads_an_answer_that_is_not_streamed() {
     let gateway = Gateway::start(&[]);
     let seen = python_check(&gateway, "complete");
@@ -33,6 +42,9 @@ fn the_openai_client_raises_a_body_of_the_wrong_shape_as_a_bad_request_naming_th
     assert_eq!(seen["wrong_shape"]["param"], "messages[0].role", "{seen}");
     assert_eq!(seen["bad_value"]["status"], 400, "{seen}");
     assert_eq!(seen["bad_value"]["param"], "messages[0].content", "{seen}");
+    let without_stream = &seen["stream_options_without_stream"];
+    assert_eq!(without_stream["status"], 400, "{seen}");
+    assert_eq!(without_stream["param"], "stream_options", "{seen}");
 }
 
 #[test]

@@ -42,6 +42,35 @@ def stream(base_url):
     return {"text": text, "finish_reason": finish}
 
 
+def stream_usage(base_url):
+    """A stream asked for its usage ends with a chunk that has no choices
+    and says the usage the same answer not streamed says."""
+    text, usage, after = "", None, 0
+    chunks = client(base_url).chat.completions.create(
+        model="scripted-fast",
+        messages=MESSAGES,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    for chunk in chunks:
+        if usage is not None:
+            after += 1
+        if chunk.usage is not None:
+            if chunk.choices:
+                fail("the usage chunk has choices", choices=len(chunk.choices))
+            usage = chunk.usage.model_dump()
+            continue
+        text += chunk.choices[0].delta.content or ""
+    if text != ANSWER:
+        fail("the streamed answer is not the whole answer", text=text)
+    if usage is None:
+        fail("no chunk said the usage")
+    if after:
+        fail("chunks came after the usage chunk", count=after)
+    whole = client(base_url).chat.completions.create(model="scripted-fast", messages=MESSAGES)
+    return {"usage": usage, "not_streamed": whole.usage.model_dump()}
+
+
 def complete(base_url):
     """An answer that is not streamed arrives whole."""
     completion = client(base_url).chat.completions.create(
@@ -102,15 +131,20 @@ def shutdown_503(base_url):
 
 def bad_request(base_url):
     """A message of the wrong shape is the client's BadRequestError, naming
-    the field, as a bad value is."""
+    the field, as a bad value is, and as `stream_options` without `stream`
+    is."""
     seen = {}
-    for name, messages in [
-        ("wrong_shape", [{"role": 5, "content": "hi"}]),
-        ("bad_value", [{"role": "user", "content": 42}]),
+    for name, request in [
+        ("wrong_shape", {"messages": [{"role": 5, "content": "hi"}]}),
+        ("bad_value", {"messages": [{"role": "user", "content": 42}]}),
+        (
+            "stream_options_without_stream",
+            {"messages": MESSAGES, "stream_options": {"include_usage": True}},
+        ),
     ]:
         try:
             client(base_url, max_retries=0).chat.completions.create(
-                model="scripted-fast", messages=messages
+                model="scripted-fast", **request
             )
         except openai.BadRequestError as err:
             seen[name] = {"status": err.status_code, "param": err.param}
@@ -121,7 +155,10 @@ def bad_request(base_url):
     return seen
 
 
-CHECKS = {f.__name__: f for f in (stream, complete, hang, disconnect, shutdown_503, bad_request)}
+CHECKS = {
+    f.__name__: f
+    for f in (stream, stream_usage, complete, hang, disconnect, shutdown_503, bad_request)
+}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[2] not in CHECKS:
