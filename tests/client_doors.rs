@@ -284,6 +284,7 @@ async fn the_calls_events_are_told<D: Door>() {
     assert_eq!(
         told,
         [
+            "breaker_created host=H",
             "attempt_started host=H kind=first number=1",
             "attempt_finished host=H kind=first number=1 outcome=5xx",
             "attempt_started host=H kind=retry number=2",

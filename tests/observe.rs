@@ -42,6 +42,7 @@ async fn a_retry_the_empty_budget_cannot_pay_for_is_skipped_for_budget(sim: Sim)
     assert_eq!(
         lines(&sim.observed()),
         [
+            "breaker_created host=up:80",
             "budget_tokens host=up:80 tokens=10",
             "attempt_started host=up:80 kind=first number=1",
             "attempt_finished host=up:80 kind=first number=1 outcome=5xx",
@@ -69,6 +70,7 @@ async fn a_retry_whose_wait_does_not_fit_the_time_left_is_skipped_for_deadline(s
     assert_eq!(
         lines(&sim.observed()),
         [
+            "breaker_created host=up:80",
             "budget_tokens host=up:80 tokens=500",
             "attempt_started host=up:80 kind=first number=1",
             "attempt_finished host=up:80 kind=first number=1 outcome=5xx",
@@ -169,6 +171,7 @@ async fn a_breaker_opens_admits_trials_when_half_open_and_closes(sim: Sim) {
     assert_eq!(
         breaker,
         [
+            "breaker_created host=up:80",
             "breaker_call host=up:80 outcome=failure",
             "breaker_call host=up:80 outcome=failure",
             "breaker_transition host=up:80 from=closed to=open",

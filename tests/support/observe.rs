@@ -51,6 +51,7 @@ pub fn line(event: &Event) -> String {
         Event::BudgetTokens { host, tokens } => {
             format!("budget_tokens host={host} tokens={tokens}")
         }
+        Event::BreakerCreated { host } => format!("breaker_created host={host}"),
         Event::BreakerTransition { host, from, to } => format!(
             "breaker_transition host={host} from={} to={}",
             from.as_str(),

@@ -22,8 +22,8 @@ pub(super) struct Shared {
 #[derive(Debug)]
 struct Locked {
     machine: Machine,
-    /// Events not told yet, oldest first: the changes of state, and the
-    /// calls counted while one was being told.
+    /// Events not told yet, oldest first: the breaker's making, the changes
+    /// of state, and the calls counted while one was being told.
     untold: VecDeque<Untold>,
     /// Whether a thread is telling `untold`. One tells at a time, so every
     /// observer sees the events in the order the breaker made them, and
@@ -32,20 +32,31 @@ struct Locked {
     telling: bool,
 }
 
-/// A counted call and the change of state it made, not told yet (at least
-/// one of the two).
+/// An event not told yet.
 #[derive(Debug)]
-struct Untold {
-    call: Option<BreakerCallOutcome>,
-    transition: Option<Transition>,
+enum Untold {
+    /// The breaker was made, closed: told with its first step, before
+    /// anything that step made, so its state has a value from then on.
+    Created,
+    /// A counted call and the change of state it made (at least one of the
+    /// two).
+    Step {
+        call: Option<BreakerCallOutcome>,
+        transition: Option<Transition>,
+    },
 }
 
 impl Shared {
     pub(super) fn new(machine: Machine, host: &str, label: Label, observers: Observers) -> Self {
+        let untold = if observers.is_listening() {
+            VecDeque::from([Untold::Created])
+        } else {
+            VecDeque::new()
+        };
         Self {
             locked: Mutex::new(Locked {
                 machine,
-                untold: VecDeque::new(),
+                untold,
                 telling: false,
             }),
             host: host.into(),
@@ -68,7 +79,7 @@ impl Shared {
 
     /// Runs `step` on the state, then tells the call it counted, if any,
     /// and after it the change of state it made, if any, once the lock is
-    /// released.
+    /// released (and, at the breaker's first step, first that it was made).
     pub(super) fn step<R>(
         &self,
         step: impl FnOnce(&mut Machine) -> (R, Option<BreakerCallOutcome>),
@@ -78,17 +89,20 @@ impl Shared {
         let transition = locked.machine.take_transition();
         // A call no one hears of is not told; a change of state is logged.
         let call = call.filter(|_| self.observers.is_listening());
-        if call.is_none() && transition.is_none() {
+        if call.is_some() || transition.is_some() {
+            // Told in turn, also a call alone: told without the turn, it
+            // could be overtaken by a later call's change of state.
+            locked.untold.push_back(Untold::Step { call, transition });
+        }
+        // With nothing untold (the breaker's making is, before its first
+        // step), nothing to tell; while another thread tells, it tells
+        // what was pushed in turn.
+        if locked.untold.is_empty() || locked.telling {
             return result;
         }
-        // Told in turn, also a call alone: told without the turn, it could
-        // be overtaken by a later call's change of state.
-        locked.untold.push_back(Untold { call, transition });
-        let turn = !std::mem::replace(&mut locked.telling, true);
+        locked.telling = true;
         drop(locked);
-        if turn {
-            self.tell_untold();
-        }
+        self.tell_untold();
         result
     }
 
@@ -99,7 +113,16 @@ impl Shared {
             shared: self,
             held: true,
         };
-        while let Some(Untold { call, transition }) = turn.next() {
+        while let Some(untold) = turn.next() {
+            let (call, transition) = match untold {
+                Untold::Created => {
+                    self.observers.emit(|| Event::BreakerCreated {
+                        host: self.label.clone(),
+                    });
+                    continue;
+                }
+                Untold::Step { call, transition } => (call, transition),
+            };
             if let Some(call) = call {
                 self.told(call);
             }
@@ -374,6 +397,28 @@ mod tests {
                 panic!("an observer's own failure");
             }
         }
+    }
+
+    #[test]
+    fn the_making_is_told_once_at_the_first_step_before_all_it_made() {
+        let recording = Recording::new();
+        let breaker = breaker(Observers::new().with(recording.clone()));
+        assert!(recording.events().is_empty(), "told at its first step");
+        // Opened, then half-open at the next look, where one success of
+        // the trials it needs does not close it yet.
+        breaker.try_acquire().expect("closed").failure();
+        breaker.try_acquire().expect("half-open").success();
+        let names: Vec<&str> = recording.events().iter().map(Event::name).collect();
+        assert_eq!(
+            names,
+            [
+                "breaker_created",
+                "breaker_call",
+                "breaker_transition",
+                "breaker_transition",
+                "breaker_call",
+            ]
+        );
     }
 
     #[test]

@@ -79,6 +79,13 @@ pub enum Event {
         /// The tokens in its bucket now.
         tokens: f64,
     },
+    /// A host's circuit breaker was made, closed, before the first call it
+    /// counts: its state has a value from then on (the
+    /// `timebox.breaker.state` gauge's 0), not only once it first changes.
+    BreakerCreated {
+        /// The host.
+        host: Label,
+    },
     /// A host's circuit breaker changed state.
     BreakerTransition {
         /// The host.
@@ -152,6 +159,7 @@ impl Event {
             Self::RetrySkipped { .. } => "retry_skipped",
             Self::CallFinished { .. } => "call_finished",
             Self::BudgetTokens { .. } => "budget_tokens",
+            Self::BreakerCreated { .. } => "breaker_created",
             Self::BreakerTransition { .. } => "breaker_transition",
             Self::BreakerCall { .. } => "breaker_call",
             Self::StreamTimeout { .. } => "stream_timeout",

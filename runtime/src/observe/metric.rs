@@ -179,6 +179,10 @@ pub(crate) fn measure(event: &Event, mut apply: impl FnMut(&'static Metric, Valu
         Event::BudgetTokens { host, tokens } => {
             apply(&BUDGET_TOKENS, Value::Set(*tokens), &[host]);
         }
+        Event::BreakerCreated { host } => {
+            let closed = crate::breaker::BreakerState::Closed.gauge();
+            apply(&BREAKER_STATE, Value::Set(closed), &[host]);
+        }
         Event::BreakerTransition { host, from, to } => {
             apply(&BREAKER_STATE, Value::Set(to.gauge()), &[host]);
             apply(
@@ -234,5 +238,36 @@ impl CallOutcome {
             Self::Connect => Some("connect"),
             Self::Error | Self::Cancelled => Some("_OTHER"),
         }
+    }
+}
+
+#[cfg(all(test, any(feature = "metrics", feature = "otel")))]
+mod tests {
+    use super::*;
+    use crate::breaker::BreakerState;
+
+    /// The metrics `event` moves: name, value and attribute values.
+    fn moved(event: &Event) -> Vec<(&'static str, Value, Vec<String>)> {
+        let mut moved = Vec::new();
+        measure(event, |metric, value, values| {
+            let values = values.iter().map(|&value| value.to_owned()).collect();
+            moved.push((metric.name, value, values));
+        });
+        moved
+    }
+
+    #[test]
+    fn a_breaker_made_sets_its_state_to_closed_and_counts_no_transition() {
+        let created = Event::BreakerCreated {
+            host: "up:80".into(),
+        };
+        assert_eq!(
+            moved(&created),
+            [(
+                "timebox.breaker.state",
+                Value::Set(BreakerState::Closed.gauge()),
+                vec!["up:80".to_owned()]
+            )]
+        );
     }
 }

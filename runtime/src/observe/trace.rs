@@ -78,6 +78,11 @@ pub(super) fn event(event: &Event) {
             host = &**host,
             tokens,
         ),
+        Event::BreakerCreated { host } => tracing::debug!(
+            target: TARGET,
+            event = name,
+            host = &**host,
+        ),
         Event::BreakerTransition { host, from, to } => tracing::debug!(
             target: TARGET,
             event = name,
