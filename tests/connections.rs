@@ -29,6 +29,11 @@ use support::time::assert_just_after;
 
 /// Room given to every wall-clock bound, for a loaded CI machine.
 const ROOM: Duration = Duration::from_millis(1500);
+
+/// The open files this binary's tests may hold at once: the 1,000 ends of
+/// the 500 half-open connections, the 400 connections to the server out
+/// of descriptors, and the other tests' few.
+const FILES: u64 = 2048;
 const HALF_HEAD: &[u8] = b"GET /hello HTTP/1.1\r\nHost: x\r\n";
 const FULL_HEAD: &[u8] = b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
 /// What `HALF_HEAD` leaves out of `FULL_HEAD`.
@@ -697,6 +702,9 @@ async fn a_keep_alive_connection_in_use_stays_open_past_the_header_bound() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_half_open_connections_neither_slow_a_real_request_nor_hold_shutdown() {
+    // Both ends of each connection are this process's, beside the other
+    // tests' sockets.
+    support::files::make_room_for(FILES);
     let server = start(&config(60_000, 75)).await;
     let mut half_open = Vec::new();
     for _ in 0..500 {
@@ -1132,6 +1140,7 @@ async fn out_of_descriptors_new_connections_wait_without_spinning_and_are_served
         .and_then(|addr| addr.parse().ok())
         .expect("a `listening on` line");
 
+    support::files::make_room_for(FILES);
     let mut half_open = Vec::new();
     for _ in 0..400 {
         let mut stream = connect(addr).await;

@@ -6,6 +6,7 @@ pub mod allocations;
 pub mod chain;
 pub mod child;
 pub mod drain;
+pub mod files;
 pub mod http;
 pub mod logs;
 pub mod observe;
