@@ -849,11 +849,19 @@ fn a_server_that_cannot_be_reached_at_startup_is_an_error_naming_it() {
     );
     std::fs::write(dir.join("timebox.toml"), toml).expect("write timebox.toml");
     let mut gateway = std::process::Command::new(env!("CARGO_BIN_EXE_chat-gateway"));
-    let output = support::child::without_timebox_env(&mut gateway)
+    let child = support::child::without_timebox_env(&mut gateway)
         .current_dir(&dir)
         .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("the gateway runs");
+    // Its start gives up within twice the 2 s connect timeout.
+    let output = support::child::output_within(
+        child,
+        Duration::from_secs(20),
+        "the gateway started with an MCP server it cannot reach",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("MCP server `nowhere`"), "{stderr}");

@@ -271,7 +271,7 @@ fn an_empty_rust_log_keeps_the_default_log() {
 #[test]
 fn a_rust_log_that_is_no_filter_is_an_error_naming_it() {
     let dir = support::scratch_dir("bad-rust-log");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chat-gateway"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_chat-gateway"))
         .current_dir(&dir)
         .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
         .env("RUST_LOG", "info,rmcp=loud")
@@ -279,15 +279,11 @@ fn a_rust_log_that_is_no_filter_is_an_error_naming_it() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the gateway runs");
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while child.try_wait().expect("the gateway's status").is_none() {
-        if std::time::Instant::now() > give_up {
-            let _ = child.kill();
-            panic!("the gateway started with a `RUST_LOG` that is no filter");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().expect("the gateway's output");
+    let output = support::child::output_within(
+        child,
+        std::time::Duration::from_secs(20),
+        "the gateway started with a `RUST_LOG` that is no filter",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("`RUST_LOG`"), "{stderr}");

@@ -1,7 +1,9 @@
 //! Running one test of the current test binary as a child process, to see
 //! what a failing test prints and how it exits.
 
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::thread;
+use std::time::{Duration, Instant};
 
 /// The outcome of one child run: its exit status and everything it printed.
 #[derive(Debug)]
@@ -54,9 +56,33 @@ pub fn without_timebox_env(command: &mut Command) -> &mut Command {
     command
 }
 
+/// Waits at most `bound` for `child` to exit, and returns what it printed
+/// on its pipes (each read once it has exited: for a child that prints
+/// less than a pipe holds). A child still running then is killed, and the
+/// test fails saying that `it_ran_on` (what the child should not have
+/// done).
+pub fn output_within(mut child: Child, bound: Duration, it_ran_on: &str) -> Output {
+    let give_up = Instant::now() + bound;
+    while child
+        .try_wait()
+        .expect("the child can be waited for")
+        .is_none()
+    {
+        if Instant::now() > give_up {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {bound:?}: {it_ran_on}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child
+        .wait_with_output()
+        .expect("the child's output is read")
+}
+
 /// A child process that is killed when the test drops it, pass or fail.
 #[derive(Debug)]
-pub struct Killed(pub std::process::Child);
+pub struct Killed(pub Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
