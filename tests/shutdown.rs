@@ -462,6 +462,25 @@ async fn each_phase_is_logged_with_what_it_waits_for_and_the_key_that_sets_it() 
     );
 }
 
+/// A second signal in the pre-stop grace skips every wait after it, and
+/// the phases' lines say so rather than what they would have waited for.
+#[tokio::test(start_paused = true)]
+async fn a_forced_shutdowns_phases_say_they_do_not_wait() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let shutdown = Shutdown::new(&config(5, 30, 10));
+    let _in_flight = shutdown.in_flight().enter();
+    shutdown.trigger();
+    let drained = support::drain::in_background(&shutdown);
+    shutdown.force();
+    drained.await.unwrap();
+    for phase in ["shutdown phase 1", "shutdown phase 2"] {
+        let lines = logs.lines_with(phase);
+        assert_eq!(lines.len(), 1, "{phase}: {lines:?}");
+        assert!(lines[0].contains("forced, so not waiting"), "{}", lines[0]);
+        assert!(!lines[0].contains("waiting up to"), "{}", lines[0]);
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_a_prestop_grace_the_trigger_says_phase_one_begins_at_once() {
     let (logs, _guard) = support::logs::Logs::capture();

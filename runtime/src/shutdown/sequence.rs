@@ -26,9 +26,12 @@ impl Shutdown {
             shared.token.cancel();
             tracing::info!(
                 in_flight = shared.in_flight.count(),
-                "shutdown phase 1: new requests get 503; waiting up to {} s \
-                 (`server.shutdown_timeout_secs`) for the requests in flight",
-                shared.grace.as_secs_f64()
+                "shutdown phase 1: new requests get 503; {}",
+                self.wait_for(
+                    shared.grace,
+                    "server.shutdown_timeout_secs",
+                    "the requests in flight"
+                )
             );
         });
         self.unless_forced(tokio::time::timeout(
@@ -41,9 +44,8 @@ impl Shutdown {
             shared.drain.cancel();
             tracing::info!(
                 in_flight = shared.in_flight.count(),
-                "shutdown phase 2: streams still running are told to end; waiting up to \
-                 {} s (`server.drain_force_secs`) for them",
-                shared.drain_force.as_secs_f64()
+                "shutdown phase 2: streams still running are told to end; {}",
+                self.wait_for(shared.drain_force, "server.drain_force_secs", "them")
             );
         });
         self.unless_forced(tokio::time::timeout(
@@ -75,6 +77,20 @@ impl Shutdown {
             shutdown: self,
             phase,
             began,
+        }
+    }
+
+    /// What a phase's line says it waits for: up to `length` (set by `key`)
+    /// for `what`, or nothing once the shutdown is forced, whose phases
+    /// skip their waits.
+    fn wait_for(&self, length: Duration, key: &str, what: &str) -> String {
+        if self.shared.forced.is_cancelled() {
+            format!("forced, so not waiting for {what}")
+        } else {
+            format!(
+                "waiting up to {} s (`{key}`) for {what}",
+                length.as_secs_f64()
+            )
         }
     }
 
