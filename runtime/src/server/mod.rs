@@ -91,7 +91,13 @@
 //!   `queue.target_ms` while the queue has not been empty for
 //!   `queue.interval_ms` (`503`, jittered `Retry-After`, `x-timebox-shed:
 //!   overloaded`); while congested the newest waiter is served first. A
-//!   request holds its slot until its response head. Without a
+//!   request holds its slot until its response head, its handler's
+//!   extractors included, so also while they read its body: as with
+//!   tower's `ConcurrencyLimit`, a client that sends bodies slowly holds
+//!   slots for as long as it sends, bounded only by the route's deadline
+//!   (and its long time there, or its being cut by that deadline, lowers
+//!   an adaptive limit as slow server work would). Give the routes that take
+//!   bodies a deadline where the limit is on. Without a
 //!   `TimeboxLayer` no limit applies, and the routes of
 //!   [`Routes::into_router`] say so in a `warn!` at their first request.
 //!
