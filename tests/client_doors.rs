@@ -1127,6 +1127,84 @@ async fn the_layer_retries_a_refused_connection_and_says_connect() {
     );
 }
 
+/// An inner service that answers `/` with a `307` to `/next` after 900 ms
+/// and `/next` with a `200` after 50 ms, and is not ready for 500 ms after
+/// it answered `/` (a limit another caller holds).
+#[derive(Default)]
+struct BusyAfterRedirect {
+    busy_until: Arc<Mutex<Option<Instant>>>,
+    waiting: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Clone for BusyAfterRedirect {
+    fn clone(&self) -> Self {
+        Self {
+            busy_until: Arc::clone(&self.busy_until),
+            waiting: None,
+        }
+    }
+}
+
+impl Service<http::Request<Full<Bytes>>> for BusyAfterRedirect {
+    type Response = http::Response<Full<Bytes>>;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send + 'static>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        if let Some(until) = *self.busy_until.lock().unwrap() {
+            let waiting = self
+                .waiting
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+            std::task::ready!(waiting.as_mut().poll(cx));
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
+        let busy_until = Arc::clone(&self.busy_until);
+        Box::pin(async move {
+            let mut response = http::Response::new(Full::default());
+            if request.uri().path() == "/" {
+                sleep(MS(900)).await;
+                *busy_until.lock().unwrap() = Some(Instant::now() + MS(500));
+                *response.status_mut() = StatusCode::TEMPORARY_REDIRECT;
+                response.headers_mut().insert(
+                    LOCATION,
+                    http::HeaderValue::from_static("http://up.test/next"),
+                );
+            } else {
+                sleep(MS(50)).await;
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// A hop that waits for the inner service to be ready does not spend its
+/// attempt's timeout on that wait: the hop still has the 100 ms its
+/// attempt had left when the redirect came.
+#[tokio::test(start_paused = true)]
+async fn through_the_layer_a_hops_wait_for_readiness_is_not_in_its_attempts_timeout() {
+    let mut config = config();
+    config.http.client.timeout_secs = 1;
+    config.http.client.max_retries = 0;
+    let client = ClientLayer::new(&config).layer(BusyAfterRedirect::default());
+    let request = http::Request::get("http://up.test/")
+        .body(Full::default())
+        .unwrap();
+    let start = Instant::now();
+
+    let response = client.oneshot(request).await.expect("the hop answers");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(start.elapsed(), MS(1450));
+}
+
 #[tokio::test]
 async fn the_layer_refuses_a_relative_uri_naming_it() {
     let client = ByLayer::new(&config()).0;

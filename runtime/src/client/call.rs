@@ -1,13 +1,13 @@
 //! [`drive`]: runs a [`Call`] to its end over a [`Sender`], the one loop
 //! every door of the client shares.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use pin_project::pin_project;
-use tokio::time::Timeout;
+use tokio::time::{Instant, Timeout};
 use tracing::{Instrument, Span};
 use url::Url;
 
@@ -85,11 +85,8 @@ where
 {
     let deadline = call.deadline();
     loop {
-        match within_deadline(deadline, sender.ready()).await {
-            None => return Err(ClientError::deadline()),
-            Some(Err(err)) => return Err(err.into_client()),
-            Some(Ok(())) => {}
-        }
+        let waited = ready(sender, deadline).await?;
+        call.waited_for_ready(waited);
         let (request, pending) = call.start()?;
         let hedge = call.hedge_delay(&pending);
         // Forked before the send borrows `sender`, whether or not the hedge
@@ -237,6 +234,29 @@ where
             None => Scoped::Free(timed),
         },
         deadline,
+    }
+}
+
+/// Waits, within `deadline`, until `sender` can send the next request, and
+/// says how long that took: zero, and no clock read, when it could at once.
+async fn ready<B, S: Sender<B>>(
+    sender: &mut S,
+    deadline: Option<Deadline>,
+) -> Result<Duration, ClientError> {
+    let mut ready = pin!(within_deadline(deadline, sender.ready()));
+    let mut pended = None;
+    let readied = poll_fn(|cx| {
+        let poll = ready.as_mut().poll(cx);
+        if poll.is_pending() {
+            pended.get_or_insert_with(Instant::now);
+        }
+        poll
+    })
+    .await;
+    match readied {
+        None => Err(ClientError::deadline()),
+        Some(Err(err)) => Err(err.into_client()),
+        Some(Ok(())) => Ok(pended.map_or(Duration::ZERO, |since| since.elapsed())),
     }
 }
 

@@ -178,6 +178,23 @@ impl<B: Body> Call<B> {
         self.as_set = None;
     }
 
+    /// Takes a wait for the sender to be ready, `waited` long, out of the
+    /// attempt's time: the next request is a hop of an attempt whose
+    /// timeout covers its chain (C7), and waiting on our own side never
+    /// counts in an attempt's timeout. (Any other attempt's timeout starts
+    /// when it does, after the wait.)
+    pub(crate) fn waited_for_ready(&mut self, waited: Duration) {
+        if self.next_kind != AttemptKind::Redirect {
+            return;
+        }
+        if let Some(ends) = &mut self.attempt_ends {
+            // An end past what the clock can hold stays where it was.
+            if let Some(later) = ends.instant().checked_add(waited) {
+                *ends = Deadline::at(later);
+            }
+        }
+    }
+
     /// The call's deadline, if it has one.
     pub(crate) fn deadline(&self) -> Option<Deadline> {
         self.deadline
