@@ -260,6 +260,58 @@ async fn an_answer_to_the_time_sent_ends_the_race_as_the_deadline(sim: Sim) {
     );
 }
 
+/// A redirect that comes as its attempt's timeout runs out starts no hop:
+/// it is that attempt's timeout, which leaves the race to the hedge, whose
+/// own timeout ends later.
+#[sim_test]
+async fn a_redirect_that_comes_as_its_attempt_times_out_leaves_the_race_to_the_hedge(sim: Sim) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let next = Arc::new(AtomicUsize::new(0));
+    let heard = Arc::clone(&next);
+    sim.net().host(
+        "up",
+        Router::new()
+            .route(
+                "/",
+                any(move || {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        if n == 0 {
+                            sleep(MS(1000)).await;
+                            return (StatusCode::TEMPORARY_REDIRECT, [("location", "/next")])
+                                .into_response();
+                        }
+                        sleep(MS(990)).await;
+                        StatusCode::OK.into_response()
+                    }
+                }),
+            )
+            .route(
+                "/next",
+                any(move || {
+                    heard.fetch_add(1, Ordering::SeqCst);
+                    async { StatusCode::OK }
+                }),
+            ),
+    );
+    let mut config = hedging(&sim, 20);
+    config.http.client.timeout_secs = 1;
+    let client = sim.client_with(&config);
+    let start = Instant::now();
+    let response = client.get("http://up/").retries(0).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(Instant::now() - start, MS(1010), "the hedge's answer");
+    assert_eq!(next.load(Ordering::SeqCst), 0, "no hop was sent");
+    let told = lines_of(&sim.observed(), &["attempt_finished"]);
+    assert_eq!(
+        told,
+        [
+            "attempt_finished host=up:80 kind=first number=1 outcome=timeout",
+            "attempt_finished host=up:80 kind=hedge number=2 outcome=2xx",
+        ]
+    );
+}
+
 #[sim_test]
 async fn a_first_attempt_that_answers_before_the_delay_is_not_hedged(sim: Sim) {
     let host = Host::default();

@@ -14,7 +14,7 @@ use url::Url;
 use crate::deadline::{bounded, Bounded, Deadline, Scope};
 use crate::observe::{waiting_at, Stage};
 
-use super::engine::{answer_to_the_time_sent, Answer, Body, Call, Next, Outcome, Pending};
+use super::engine::{Answer, Body, Call, Next, Outcome, Pending};
 use super::transport::TransportError;
 use super::{Attempt, ClientError};
 
@@ -181,11 +181,12 @@ where
     // The loser is gone before the winner is settled: `second` is dropped
     // when this function returns, `first` too.
     // Each outcome is read as `decide` will read it: an answer to the time
-    // sent is the deadline's, which ends the race for both.
+    // sent is the deadline's, which ends the race for both, and a redirect
+    // that came as its attempt's time ran out is its timeout.
     tokio::select! {
         biased;
         outcome = &mut first => {
-            let outcome = answer_to_the_time_sent(outcome, &pending);
+            let outcome = call.read(outcome, &pending);
             if outcome.leaves_the_race() {
                 call.lose(pending, &outcome);
                 return (hedge, second.await);
@@ -194,7 +195,7 @@ where
             (pending, outcome)
         }
         outcome = &mut second => {
-            let outcome = answer_to_the_time_sent(outcome, &hedge);
+            let outcome = call.read(outcome, &hedge);
             if outcome.leaves_the_race() {
                 call.lose(hedge, &outcome);
                 return (pending, first.await);

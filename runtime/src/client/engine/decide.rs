@@ -51,7 +51,7 @@ pub(crate) enum Next<R> {
 impl<B: Body> Call<B> {
     /// Settles `pending` with what came of it and says what comes next.
     pub(crate) fn decide<R: Answer>(&mut self, pending: Pending, outcome: Outcome<R>) -> Next<R> {
-        let outcome = answer_to_the_time_sent(self.redirect_in_time(outcome, &pending), &pending);
+        let outcome = self.read(outcome, &pending);
         let observed = outcome.observed();
         self.budget_refused = false;
         if let (Outcome::Response(_), Some(stats)) = (&outcome, &self.target.stats) {
@@ -216,6 +216,16 @@ impl<B: Body> Call<B> {
         Some(Next::Follow)
     }
 
+    /// What `outcome`, the end of the attempt `pending`, is for the call:
+    /// a redirect that came as the attempt's time ran out is its timeout
+    /// ([`redirect_in_time`](Self::redirect_in_time)), and an answer to the
+    /// time sent is the deadline's ([`answer_to_the_time_sent`]). `decide`
+    /// reads every outcome so, and a hedge race reads its two attempts' so
+    /// to tell which one wins; a second reading changes nothing.
+    pub(crate) fn read<R: Answer>(&self, outcome: Outcome<R>, pending: &Pending) -> Outcome<R> {
+        answer_to_the_time_sent(self.redirect_in_time(outcome, pending), pending)
+    }
+
     /// `outcome`, unless it is a redirect that would start a hop and came
     /// as the attempt's time ran out. One attempt's timeout covers the
     /// chain of hops (C7), so such a redirect starts no hop, whose host
@@ -364,10 +374,7 @@ impl<B: Body> Call<B> {
 /// host failing, and the call ends with its deadline (C2), a cancelled
 /// call for the breaker (B6). A timebox server's refusal without running
 /// the request (`x-timebox-shed`) is an answer as it is.
-pub(crate) fn answer_to_the_time_sent<R: Answer>(
-    outcome: Outcome<R>,
-    pending: &Pending,
-) -> Outcome<R> {
+fn answer_to_the_time_sent<R: Answer>(outcome: Outcome<R>, pending: &Pending) -> Outcome<R> {
     let Outcome::Response(response) = &outcome else {
         return outcome;
     };

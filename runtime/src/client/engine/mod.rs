@@ -41,5 +41,5 @@ mod target;
 
 pub(crate) use attempt::Pending;
 pub(crate) use call::Call;
-pub(crate) use decide::{answer_to_the_time_sent, Next, Outcome};
+pub(crate) use decide::{Next, Outcome};
 pub(crate) use request::{Answer, Body, Request};
