@@ -1205,6 +1205,78 @@ async fn through_the_layer_a_hops_wait_for_readiness_is_not_in_its_attempts_time
     assert_eq!(start.elapsed(), MS(1450));
 }
 
+/// An inner service whose connection fails as it is readied for the first
+/// retry (as tower's `Reconnect` connects in `poll_ready`): its first call
+/// answers `503`, any later one `200`.
+#[derive(Clone, Default)]
+struct RefusedOnceReadied {
+    readied: Arc<std::sync::atomic::AtomicUsize>,
+    called: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Service<http::Request<Full<Bytes>>> for RefusedOnceReadied {
+    type Response = http::Response<Full<Bytes>>;
+    type Error = std::io::Error;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        let n = self
+            .readied
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::task::Poll::Ready(if n == 1 {
+            Err(std::io::ErrorKind::ConnectionRefused.into())
+        } else {
+            Ok(())
+        })
+    }
+
+    fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
+        let n = self
+            .called
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut response = http::Response::new(Full::default());
+        if n == 0 {
+            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        }
+        std::future::ready(Ok(response))
+    }
+}
+
+/// A connection that fails as the inner service is readied for a retry is
+/// an attempt that could not connect: retried as one, and told as one.
+#[tokio::test(start_paused = true)]
+async fn through_the_layer_a_connection_refused_while_readying_a_retry_is_retried() {
+    let recording = timebox::observe::Recording::new();
+    let mut config = config();
+    config.http.client.max_retries = 2;
+    let inner = RefusedOnceReadied::default();
+    let client = ClientLayer::new(&config.observed_by(recording.clone())).layer(inner.clone());
+    let request = http::Request::get("http://up.test/")
+        .body(Full::default())
+        .unwrap();
+
+    let response = client
+        .oneshot(request)
+        .await
+        .expect("the last retry answers");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    let called = inner.called.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(called, 2, "the first attempt and the last retry were sent");
+    let told = support::observe::lines_of(&recording.events(), &["attempt_finished"]);
+    assert_eq!(
+        told,
+        [
+            "attempt_finished host=up.test:80 kind=first number=1 outcome=5xx",
+            "attempt_finished host=up.test:80 kind=retry number=2 outcome=connect",
+            "attempt_finished host=up.test:80 kind=retry number=3 outcome=2xx",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn the_layer_refuses_a_relative_uri_naming_it() {
     let client = ByLayer::new(&config()).0;

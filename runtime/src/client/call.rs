@@ -85,31 +85,22 @@ where
 {
     let deadline = call.deadline();
     loop {
-        let waited = ready(sender, deadline).await?;
-        call.waited_for_ready(waited);
-        let (request, pending) = call.start()?;
-        let hedge = call.hedge_delay(&pending);
-        // Forked before the send borrows `sender`, whether or not the hedge
-        // is sent in the end; boxed, as the race is, so a call that never
-        // hedges carries a pointer for it.
-        let fork = hedge.and_then(|_| sender.fork()).map(Box::new);
-        let url = call.url().cloned();
-        let sent = attempt_once(
-            made_as_polled(&pending.span, deadline, || {
-                sender.send(request, pending.attempt, url.as_ref())
-            }),
-            pending.ends,
-            deadline,
-        )
-        .instrument(pending.span.clone());
-        let (pending, outcome) = match (hedge, fork) {
-            // Boxed: a race holds two attempts, and the future of a call
-            // that never hedges need not have room for them.
-            (Some(delay), Some(fork)) => Box::pin(race(call, fork, sent, pending, delay)).await,
-            _ => {
-                let outcome = sent.await;
-                (pending, outcome)
+        let (pending, outcome) = match ready(sender, deadline).await {
+            Ok(waited) => {
+                call.waited_for_ready(waited);
+                attempt(call, sender, deadline).await?
             }
+            Err(Unready::Deadline) => return Err(ClientError::deadline()),
+            // The sender's connection failed as it readied it (tower's
+            // `Reconnect` connects there): an attempt that could not
+            // connect, as a send that failed to would be.
+            Err(Unready::Failed(err @ TransportError::Connect(_))) => {
+                let (_, pending) = call.start()?;
+                (pending, Outcome::Failed(err))
+            }
+            // Nothing was sent, and the host is not to blame (a closed
+            // `Buffer`): the call ends with it.
+            Err(Unready::Failed(err)) => return Err(err.into_client()),
         };
         match call.decide(pending, outcome) {
             Next::Follow => {}
@@ -124,6 +115,51 @@ where
             Next::Return(result) => return result,
         }
     }
+}
+
+/// Starts the call's next attempt through `sender`, which is ready, hedges
+/// it when the call may, and says what came of it.
+async fn attempt<B, S>(
+    call: &mut Call<B>,
+    sender: &mut S,
+    deadline: Option<Deadline>,
+) -> Result<(Pending, Outcome<S::Response>), ClientError>
+where
+    B: Body,
+    S: Sender<B>,
+{
+    let (request, pending) = call.start()?;
+    let hedge = call.hedge_delay(&pending);
+    // Forked before the send borrows `sender`, whether or not the hedge is
+    // sent in the end; boxed, as the race is, so a call that never hedges
+    // carries a pointer for it.
+    let fork = hedge.and_then(|_| sender.fork()).map(Box::new);
+    let url = call.url().cloned();
+    let sent = attempt_once(
+        made_as_polled(&pending.span, deadline, || {
+            sender.send(request, pending.attempt, url.as_ref())
+        }),
+        pending.ends,
+        deadline,
+    )
+    .instrument(pending.span.clone());
+    Ok(match (hedge, fork) {
+        // Boxed: a race holds two attempts, and the future of a call that
+        // never hedges need not have room for them.
+        (Some(delay), Some(fork)) => Box::pin(race(call, fork, sent, pending, delay)).await,
+        _ => {
+            let outcome = sent.await;
+            (pending, outcome)
+        }
+    })
+}
+
+/// Why the sender is not ready for the next request.
+enum Unready {
+    /// The call's deadline passed while it waited.
+    Deadline,
+    /// Readying it failed.
+    Failed(TransportError),
 }
 
 /// Awaits the attempt `first` (`pending`); if it has not ended after
@@ -243,7 +279,7 @@ where
 async fn ready<B, S: Sender<B>>(
     sender: &mut S,
     deadline: Option<Deadline>,
-) -> Result<Duration, ClientError> {
+) -> Result<Duration, Unready> {
     let mut ready = pin!(within_deadline(deadline, sender.ready()));
     let mut pended = None;
     let readied = poll_fn(|cx| {
@@ -255,8 +291,8 @@ async fn ready<B, S: Sender<B>>(
     })
     .await;
     match readied {
-        None => Err(ClientError::deadline()),
-        Some(Err(err)) => Err(err.into_client()),
+        None => Err(Unready::Deadline),
+        Some(Err(err)) => Err(Unready::Failed(err)),
         Some(Ok(())) => Ok(pended.map_or(Duration::ZERO, |since| since.elapsed())),
     }
 }

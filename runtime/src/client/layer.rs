@@ -40,11 +40,16 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 ///
 /// An inner error counts as a connection failure, and is retried as one,
 /// when its `source()` chain holds hyper-util's connect error or an
-/// `io::Error` of kind `ConnectionRefused`; any other inner error ends the
-/// call with [`ClientError::Transport`], since the request may have been
-/// sent, and counts as a failure for the host's breaker. That includes a
-/// timeout of the inner stack's own (a `tower::timeout::Timeout` inside):
-/// the attempt timeout the layer retries is `http.client.timeout_secs`.
+/// `io::Error` of kind `ConnectionRefused`, whether the inner service's
+/// `call` gave it or readying it for a retry or a hop did (tower's
+/// `Reconnect` connects there); any other error of `call` ends the call
+/// with [`ClientError::Transport`], since the request may have been sent,
+/// and counts as a failure for the host's breaker. That includes a timeout
+/// of the inner stack's own (a `tower::timeout::Timeout` inside): the
+/// attempt timeout the layer retries is `http.client.timeout_secs`. Any
+/// other error readying it (a `Buffer` whose worker is gone) ends the call
+/// with `ClientError::Transport` too, but no request was sent, and the
+/// host's breaker does not count it.
 ///
 /// The response body comes back as the inner service gave it: unlike
 /// `Client`'s, reading it is not bounded by the call's deadline. Read
