@@ -332,8 +332,10 @@ impl RequestBuilder {
     /// runs). Only a request that is safe to send twice
     /// (an idempotent method) is hedged, and a hedge is sent only while the
     /// time left covers the host's median latency, the host's retry bucket
-    /// is at least half full (it pays `hedge_cost`) and fewer than
-    /// `max_extra_load` of the host's requests were hedged lately.
+    /// is at least half full (it pays `hedge_cost`) and, with this hedge,
+    /// no more than `max_extra_load` of the host's requests that may be
+    /// hedged, in the last 10 s, were hedged (so a host with fewer than 20
+    /// such requests in 10 s is not hedged at the default 0.05).
     ///
     /// ```
     /// # async fn run(client: timebox::client::Client) -> Result<(), timebox::client::ClientError> {

@@ -223,14 +223,20 @@ pub struct HedgeConfig {
     /// host's p95 latency over 30 s (its newest 512 answers at most), once
     /// 100 answers were seen (no hedge before that). The estimates come
     /// from the calls that may hedge.
-    /// With a fixed delay a host is hedged from its first call, and the
-    /// check that the time left covers its median applies once it has one
-    /// (after 100 answers): until then a hedge may go with little time left.
+    /// With a fixed delay a host may be hedged before it has estimates (as
+    /// soon as `max_extra_load` allows, below), and the check that the time
+    /// left covers its median applies once it has one (after 100 answers):
+    /// until then a hedge may go with little time left.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
     /// Tokens of the host's retry budget a hedge costs. Default 5.
     pub hedge_cost: u64,
     /// Most of a host's requests that are hedged, as a fraction. Default 0.05.
+    /// The share counts the host's last 10 s of requests that could be
+    /// hedged, this one included: a hedge goes only if, with it, no more
+    /// than this share were, so at 0.05 a host is hedged once it has had 20
+    /// such requests in 10 s, and a host called less often is not hedged
+    /// at all. 1.0 lifts the cap.
     pub max_extra_load: f64,
 }
 
