@@ -119,6 +119,15 @@ async fn nothing_is_trusted_unless_headers_are_accepted() {
     );
 }
 
+/// Header names are not case-sensitive in HTTP, nor in the config: a name
+/// written as a spec writes it is the header.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_header_named_in_capitals_is_trusted() {
+    let config = trusting(&["Connect-Timeout-Ms"]);
+    let answer = answered_after(&config, &[("connect-timeout-ms", "300")]).await;
+    assert_eq!(answer, (MS(300), StatusCode::SERVICE_UNAVAILABLE));
+}
+
 #[test]
 fn a_name_that_is_no_deadline_header_of_its_direction_is_an_error_naming_it() {
     let mut config = Config::default();

@@ -80,12 +80,13 @@ impl Format {
         }
     }
 
-    /// The format whose header is called `name` (lowercase, as in config).
+    /// The format whose header is called `name`, in any case, as HTTP
+    /// header names are (`Connect-Timeout-Ms` is `connect-timeout-ms`).
     #[must_use]
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
-            .find(|format| format.name().as_str() == name)
+            .find(|format| format.name().as_str().eq_ignore_ascii_case(name))
     }
 
     /// Whether a server may trust this format on a request.
