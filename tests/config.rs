@@ -337,6 +337,22 @@ fn timebox_variables_without_a_double_underscore_are_not_keys() {
     assert_eq!(config, Config::default());
 }
 
+/// A section and its key joined by one underscore, where two were meant,
+/// set nothing: an error names the variable rather than leave the default
+/// in place unsaid.
+#[test]
+fn a_variable_that_joins_a_section_to_its_key_with_one_underscore_is_an_error_naming_it() {
+    for name in [
+        "TIMEBOX_SERVER_SHUTDOWN_TIMEOUT_SECS",
+        "TIMEBOX_Stream_Heartbeat_Secs",
+    ] {
+        let err = load_env(&[(name, "60")]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains(&format!("`{name}` sets no key")), "{text}");
+        assert!(text.contains("__<KEY>`"), "{text}");
+    }
+}
+
 #[test]
 fn a_missing_file_loads_the_defaults() {
     let dir = TempDir::new("missing_file");

@@ -139,6 +139,19 @@ impl Layer {
                 continue;
             };
             if !rest.contains("__") {
+                // Not a key (`TIMEBOX_SIM_SEED`), unless it names a section
+                // and a key joined by one underscore where two were meant.
+                if let Some(section) = misjoined_section(rest) {
+                    errors.extend(ConfigError::new(
+                        None,
+                        format!(
+                            "environment variable `{name}` sets no key: it names the section \
+                             `{section}`, whose keys are set as `{ENV_PREFIX}{}__<KEY>`, with \
+                             `__` between the levels of `<KEY>` too",
+                            section.to_ascii_uppercase()
+                        ),
+                    ));
+                }
                 continue;
             }
             let path: Vec<String> = rest.split("__").map(level_name).collect();
@@ -222,6 +235,15 @@ fn parse_toml(text: &str, origin: &str) -> Result<Dict, ConfigError> {
             ),
         )
     })
+}
+
+/// The table of [`Config`] that `rest`, a variable's name after
+/// [`ENV_PREFIX`], begins with (in any case), followed by one underscore
+/// (`SERVER_SHUTDOWN_TIMEOUT_SECS`). The tables' names have none.
+fn misjoined_section(rest: &str) -> Option<String> {
+    let (first, _) = rest.split_once('_')?;
+    let defaults = Layer::defaults(&Config::default(), None).ok()?;
+    defaults.table_named(first).map(str::to_owned)
 }
 
 /// The key a level of a variable's name stands for: a field's name in

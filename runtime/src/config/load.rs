@@ -109,7 +109,9 @@ impl Loader {
     /// They are read as the process environment would be: `TIMEBOX_PROFILE`
     /// selects the profile, `TIMEBOX_<SECTION>__<KEY>` sets a key (each `__`
     /// goes one level down, names are case-insensitive), other names are
-    /// ignored. A later pair for the same name wins.
+    /// ignored, but for one that begins with a section and one underscore
+    /// (`TIMEBOX_SERVER_SHUTDOWN_TIMEOUT_SECS`), which is an error naming
+    /// it when the config loads. A later pair for the same name wins.
     #[must_use]
     pub fn env_vars<I, K, V>(mut self, vars: I) -> Self
     where
