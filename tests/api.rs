@@ -122,3 +122,16 @@ fn each_wrapping_service_hands_back_its_inner_service() {
     assert_wrapper_hands_back_its_inner!(GrpcDeadlineLayer::server(&config));
     assert_wrapper_hands_back_its_inner!(GrpcDeadlineLayer::client(&config));
 }
+
+#[test]
+fn the_session_masks_hand_back_the_session_layers_service_and_yours() {
+    use timebox::server::SaveSessionUnlessCancelledLayer;
+    use tower::layer::util::Identity;
+
+    // With no session layer between them, the outer mask wraps the inner.
+    let layer = SaveSessionUnlessCancelledLayer::new(Identity::new());
+    let mut outer = tower::Layer::layer(&layer, 1_u8);
+    *outer.get_mut().get_mut() += 1;
+    assert_eq!(*outer.get_ref().get_ref(), 2);
+    assert_eq!(outer.into_inner().into_inner(), 2);
+}

@@ -76,10 +76,30 @@ struct HiddenStatus(StatusCode);
 /// One side of [`SaveSessionUnlessCancelledLayer`]: below the session
 /// layer it shows an unmarked 5xx as `200 OK`; above it, it puts the real
 /// status back.
+///
+/// The outer side's inner service is the session layer's service, whose
+/// inner service is the inner side: yours is two levels down.
 #[derive(Debug, Clone)]
 pub struct MapStatus<S> {
     inner: S,
     map: fn(Response) -> Response,
+}
+
+impl<S> MapStatus<S> {
+    /// A reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// A mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
 }
 
 impl<S, B> Service<Request<B>> for MapStatus<S>
