@@ -33,7 +33,9 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 ///
 /// The inner service is any `Service<http::Request<B>, Response =
 /// http::Response<R>>`: hyper-util's legacy client, for one. It must be
-/// `Clone` (each retry or hop is a call of a clone, readied first), and the
+/// `Clone` (a call takes the service readied for it and leaves a clone in
+/// its place, readies it again for each retry and hop, and sends a hedge
+/// through another clone), and the
 /// body `B` must be `Clone` (it is sent again on a retry or a `307`/`308`)
 /// and `Default` (the empty body of a redirect that becomes a GET);
 /// `http_body_util::Full<Bytes>` is both. Request URIs must be absolute.
