@@ -95,7 +95,92 @@ fn validate_path(method: Method, path: &Path) -> syn::Result<LitStr> {
             ),
         ));
     }
+    if let Some(problem) = capture_problem(&value) {
+        return Err(syn::Error::new_spanned(
+            literal,
+            format!("axum's router would panic mounting this path: {problem}"),
+        ));
+    }
     Ok(literal.clone())
+}
+
+/// What axum's router (matchit 0.8) refuses in `path`'s captures, said for
+/// the user: a capture with no name, or with a `*` inside it, a brace
+/// left open in its segment or closed unopened, text after a capture in its segment, a
+/// catch-all before the end. `{{` and `}}` are literal braces, read first,
+/// as the router reads them.
+fn capture_problem(path: &str) -> Option<String> {
+    // Each character, and whether it is a literal brace written twice.
+    let mut chars: Vec<(char, bool)> = Vec::with_capacity(path.len());
+    let mut rest = path.chars().peekable();
+    while let Some(c) = rest.next() {
+        let doubled = matches!(c, '{' | '}') && rest.next_if_eq(&c).is_some();
+        chars.push((c, doubled));
+    }
+    let text =
+        |from: usize, to: usize| -> String { chars[from..to].iter().map(|&(c, _)| c).collect() };
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            ('}', false) => {
+                return Some(
+                    "the path has a `}` that closes no capture (write `}}` for a literal brace)"
+                        .to_owned(),
+                )
+            }
+            ('{', false) => {
+                // Its `}`, before the segment ends.
+                let stop = chars[i + 1..]
+                    .iter()
+                    .position(|&c| c == ('}', false) || c.0 == '/')
+                    .map_or(chars.len(), |at| i + 1 + at);
+                if chars.get(stop) != Some(&('}', false)) {
+                    return Some(format!(
+                        "the capture `{}` is not closed with `}}` before its segment ends",
+                        text(i, stop)
+                    ));
+                }
+                let close = stop;
+                let name = text(i + 1, close);
+                let (catch_all, bare) = match name.strip_prefix('*') {
+                    Some(bare) => (true, bare),
+                    None => (false, name.as_str()),
+                };
+                if bare.is_empty() {
+                    let named = if catch_all { "{*rest}" } else { "{id}" };
+                    return Some(format!(
+                        "the capture `{{{name}}}` has no name; name it, like `{named}`"
+                    ));
+                }
+                if bare.contains('*') {
+                    return Some(format!(
+                        "the capture `{{{name}}}` has a `*` in its name; only a catch-all \
+                         begins with one, like `{{*rest}}`"
+                    ));
+                }
+                let end = close + 1;
+                if catch_all && end < chars.len() {
+                    return Some(format!(
+                        "the catch-all `{{{name}}}` must end the path; nothing can follow it"
+                    ));
+                }
+                if chars.get(end).is_some_and(|&(next, _)| next != '/') {
+                    let segment_end = chars[end..]
+                        .iter()
+                        .position(|&(c, _)| c == '/')
+                        .map_or(chars.len(), |at| end + at);
+                    return Some(format!(
+                        "the capture `{{{name}}}` must end its segment, and `{}` follows it; \
+                         capture the whole segment and split it in the handler",
+                        text(end, segment_end)
+                    ));
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// `path` with its axum 0.7 captures (`:id`, `*rest`) in braces, if it has
@@ -296,5 +381,53 @@ fn timeout_off(value: &Expr) -> syn::Result<()> {
             value,
             "`timeout` accepts only `\"off\"`; for a deadline write `timeout_ms = N`",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capture_problem;
+
+    #[test]
+    fn paths_axums_router_takes_have_no_capture_problem() {
+        for path in [
+            "/",
+            "/users/{id}",
+            "/users/{id}/posts/{post_id}",
+            "/files/{*rest}",
+            "/v1/file-{name}",
+            "/literal/{{braces}}",
+            "/odd/{a{b}",
+            "/escaped/{a}}b}",
+            "/ünïcode/{naïve}",
+        ] {
+            assert_eq!(capture_problem(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn each_capture_axums_router_refuses_is_named() {
+        for (path, said) in [
+            (
+                "/reports/{id}.csv",
+                "`{id}` must end its segment, and `.csv` follows",
+            ),
+            (
+                "/files/{*path}/raw",
+                "the catch-all `{*path}` must end the path",
+            ),
+            ("/users/{id", "the capture `{id` is not closed"),
+            ("/users/{id/posts", "the capture `{id` is not closed"),
+            ("/a/{}", "the capture `{}` has no name"),
+            (
+                "/a/{*}",
+                "the capture `{*}` has no name; name it, like `{*rest}`",
+            ),
+            ("/a/{x*y}", "`{x*y}` has a `*` in its name"),
+            ("/a/b}", "a `}` that closes no capture"),
+        ] {
+            let problem = capture_problem(path).unwrap_or_default();
+            assert!(problem.contains(said), "{path}: {problem}");
+        }
     }
 }
