@@ -121,6 +121,15 @@ fn parse_entry(input: ParseStream<'_>) -> syn::Result<Entry> {
             format!("unknown key `{unknown}`; use {}", in_words(&KEYS, "or"))
         };
         return Err(syn::Error::new_spanned(&unknown, message));
+    } else if input.peek(LitStr) && input.fork().parse::<LitStr>()?.value().starts_with('/') {
+        // A path where a key belongs: after a key
+        // (`#[get(timeout_ms = 5000, "/users")]`), or after the path.
+        let path: LitStr = input.parse()?;
+        return Err(syn::Error::new_spanned(
+            path,
+            "a route has one path, and it comes first, before its keys, like \
+             `#[get(\"/users\", timeout_ms = 5000)]`",
+        ));
     } else {
         return Err(not_a_key(input, &KEYS, Key::TimeoutMs.example()));
     };
