@@ -105,6 +105,15 @@ pub(super) fn int_value(entry: &Entry) -> syn::Result<u64> {
                 ),
             ))
         }
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            ..
+        }) => {
+            return Err(syn::Error::new_spanned(
+                &entry.value,
+                format!("`{name}` cannot be negative; write a whole number, like `{example}`"),
+            ))
+        }
         other => {
             return Err(syn::Error::new_spanned(
                 other,
