@@ -7,9 +7,13 @@ use syn::Type;
 use super::Method;
 use crate::errors::Errors;
 
+/// The most arguments an axum handler takes.
+const MAX_EXTRACTORS: usize = 16;
+
 /// Checks the handler `function` under the route attribute `method`: an
-/// `async fn`, not `unsafe`, not a method, not generic, with arguments
-/// axum can extract, and no second route attribute; every problem at once.
+/// `async fn`, not `unsafe`, not a method, not generic, with at most
+/// [`MAX_EXTRACTORS`] arguments axum can extract, and no second route
+/// attribute; every problem at once.
 pub(super) fn validate_fn(method: Method, function: &syn::ItemFn) -> syn::Result<()> {
     let name = method.attribute();
     let mut errors = Errors::default();
@@ -36,6 +40,16 @@ pub(super) fn validate_fn(method: Method, function: &syn::ItemFn) -> syn::Result
         errors.push(syn::Error::new_spanned(
             &sig.generics,
             format!("`#[{name}]` handlers cannot be generic; remove the parameters"),
+        ));
+    }
+    if let Some(past) = sig.inputs.iter().nth(MAX_EXTRACTORS) {
+        errors.push(syn::Error::new_spanned(
+            past,
+            format!(
+                "`#[{name}]` handlers take at most {MAX_EXTRACTORS} extractors, as axum's \
+                 handlers do; group some into a tuple, `(HeaderMap, Query<Page>)`, which \
+                 is one extractor"
+            ),
         ));
     }
     for input in &sig.inputs {
