@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::metadata::MetadataValue;
-use tonic::Status;
+use tonic::{Code, Status};
 
 use crate::config::dotted_key;
 use crate::deadline::{DeadlineExceeded, Format};
@@ -91,10 +91,19 @@ pub(crate) fn deadline_status(message: String) -> Status {
 /// A peer's own `DEADLINE_EXCEEDED` (its method's deadline, or its A1
 /// check), from the status in `headers` (a Trailers-Only head, or
 /// trailers): its message and metadata as the peer said them, with a
-/// [`DeadlineExceeded`] as its source all the same.
+/// [`DeadlineExceeded`] as its source all the same. The code stays the
+/// peer's when its `grpc-message` does not decode (tonic reads such a
+/// status as `UNKNOWN`, saying why).
 pub(crate) fn peers_deadline(headers: &http::HeaderMap) -> Status {
-    let mut status = Status::from_header_map(headers)
-        .unwrap_or_else(|| Status::deadline_exceeded("the peer answered DEADLINE_EXCEEDED"));
+    let mut status = match Status::from_header_map(headers) {
+        Some(status) if status.code() == Code::DeadlineExceeded => status,
+        Some(unread) => Status::with_metadata(
+            Code::DeadlineExceeded,
+            format!("the peer answered DEADLINE_EXCEEDED; {}", unread.message()),
+            unread.metadata().clone(),
+        ),
+        None => Status::deadline_exceeded("the peer answered DEADLINE_EXCEEDED"),
+    };
     // The peer's, not ours: told by no one, a route answering with it
     // neither.
     status.set_source(Arc::new(DeadlineExceeded::told()));
@@ -199,7 +208,7 @@ mod tests {
 
     use tonic::Code;
 
-    use super::{deadline_too_short, shutting_down, Budget, Origin};
+    use super::{deadline_too_short, peers_deadline, shutting_down, Budget, Origin};
     use crate::admission::TooShort;
     use crate::deadline::is_deadline_exceeded;
     use crate::entropy::Entropy;
@@ -217,6 +226,28 @@ mod tests {
             "deadline of 300 ms from server.grpc.methods.\"/fleet.Relay/Forward\" exceeded"
         );
         assert!(is_deadline_exceeded(&status));
+    }
+
+    #[test]
+    fn a_peers_deadline_keeps_its_code_when_its_message_does_not_decode() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("grpc-status", http::HeaderValue::from_static("4"));
+        headers.insert("grpc-message", http::HeaderValue::from_static("%FF"));
+        let status = peers_deadline(&headers);
+        assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+        assert!(status
+            .message()
+            .starts_with("the peer answered DEADLINE_EXCEEDED; "));
+        assert!(is_deadline_exceeded(&status));
+
+        headers.insert("grpc-message", http::HeaderValue::from_static("too%20slow"));
+        let status = peers_deadline(&headers);
+        assert_eq!(status.code(), Code::DeadlineExceeded);
+        assert_eq!(
+            status.message(),
+            "too slow",
+            "the peer's message as it said it"
+        );
     }
 
     #[test]
