@@ -91,8 +91,8 @@ async fn a_call_past_its_grpc_timeout_gets_deadline_exceeded_and_its_handler_is_
         wait(2000),
     )
     .await;
-    // Counted from a millisecond before the layer read the clock, where
-    // tonic's own timer for the header started.
+    // Counted from a millisecond before the layer read the clock, just
+    // before tonic's own timer for the header started.
     assert_eq!(start.elapsed(), MS(299));
     assert_eq!(response.status(), 200);
     assert_eq!(
@@ -106,8 +106,9 @@ async fn a_call_past_its_grpc_timeout_gets_deadline_exceeded_and_its_handler_is_
 }
 
 /// A layer before timebox's that takes a tick of tokio's timer to forward
-/// a call: tonic's own timer for the call's `grpc-timeout`, started before
-/// either, fires first.
+/// a call: tonic's own timer for the call's `grpc-timeout`, started as this
+/// layer's `call` returned, a tick before timebox's reads the clock, fires
+/// first.
 #[derive(Clone)]
 struct ForwardsAfterATick<S>(S);
 
@@ -348,7 +349,7 @@ async fn the_deadline_shrinks_at_every_hop() {
         .expect("every hop has time")
         .into_inner();
     // Each server counts a `grpc-timeout` from a millisecond before it read
-    // the clock, where tonic's own timer for it started.
+    // the clock, just before tonic's own timer for it started.
     assert_eq!(reply.relay_deadline_ms, 1399, "the front spent {HOP:?}");
     assert_eq!(reply.leaf_deadline_ms, 1298, "the relay spent {HOP:?}");
     let seen = &relay.seen.lock().unwrap()[0];

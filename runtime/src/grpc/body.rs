@@ -40,14 +40,16 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///
 /// On a server with a [`Shutdown`](crate::shutdown::Shutdown), a body still
 /// streaming at phase 2 (when remaining streams are told to end) ends with
-/// trailers saying `UNAVAILABLE`, which gRPC clients retry: at its first
-/// poll that finds no frame ready (a body waiting for its next frame is
-/// woken for it), or once it has sent two more frames. Those two carry a
-/// unary answer whole (its message, then its own trailers), so a call that
-/// finished its work during phase 2 says how it went, as an HTTP response
-/// does then; a stream whose frames are always ready ends all the same. A
-/// stream whose client has stopped reading is not polled (HTTP/2 flow
-/// control holds it), so it ends only when its connection does.
+/// trailers saying `UNAVAILABLE` at its first poll that finds no frame
+/// ready (a body waiting for its next frame is woken for it), or once it
+/// has sent two more frames. Those two carry a unary answer whole (its
+/// message, then its own trailers), so a call that finished its work
+/// during phase 2 says how it went, as an HTTP response does then; a
+/// stream whose frames are always ready ends all the same. A gRPC client
+/// does not retry such an `UNAVAILABLE` on its own: the response's head
+/// has gone out, which commits the call. A stream whose client has stopped
+/// reading is not polled (HTTP/2 flow control holds it), so it ends only
+/// when its connection does.
 #[pin_project]
 #[derive(Debug, Default)]
 pub struct GrpcBody<B> {

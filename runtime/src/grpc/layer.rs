@@ -41,13 +41,15 @@ impl GrpcDeadlineLayer {
     /// could match.
     ///
     /// Make it the first of the server's `.layer(..)` calls. tonic puts a
-    /// timer of its own on a call that carries `grpc-timeout`, started
-    /// before any layer runs, and ends the call with `CANCELLED` ("Timeout
-    /// expired") if that timer fires first. This layer counts a
-    /// `grpc-timeout` from one millisecond before it reads the clock, so
-    /// its `DEADLINE_EXCEEDED` comes first when nothing before it waits; a
-    /// layer before it that waits longer than that (an authentication
-    /// lookup, a concurrency limit) would leave the answer to tonic's timer.
+    /// timer of its own on a call that carries `grpc-timeout`, started as
+    /// the layers' `call`s return, and ends the call with `CANCELLED`
+    /// ("Timeout expired") if that timer fires first. This layer counts a
+    /// `grpc-timeout` from one millisecond before it reads the clock, in its
+    /// `call`, so its `DEADLINE_EXCEEDED` comes first, also behind a layer
+    /// that puts off calling on by less than that; one that puts it off
+    /// longer (an authentication lookup in its future) would leave the
+    /// answer to tonic's timer. A wait in `poll_ready` (a concurrency limit)
+    /// comes before either clock starts (see [Admission](super#admission)).
     ///
     /// # Examples
     ///

@@ -34,12 +34,13 @@ const MAX_ROUTES: usize = 256;
 /// How long before the layer reads the clock a `grpc-timeout` counts from.
 ///
 /// tonic puts a timer of its own on every call that carries the header,
-/// started in its own service before any layer runs, and answers
+/// started in its own service as the layers' `call`s return, and answers
 /// `CANCELLED` ("Timeout expired") if that timer fires while the call is
 /// still going. Counted from one tick of tokio's timer earlier, the
-/// layer's deadline is never later than tonic's (the layers between are
-/// expected to forward at once, see [`GrpcDeadlineLayer::server`]), so a
-/// call past its deadline ends with the layer's `DEADLINE_EXCEEDED`.
+/// layer's deadline is never later than tonic's, also when a layer before
+/// it puts off calling on, into its future, by less than that (see
+/// [`GrpcDeadlineLayer::server`]), so a call past its deadline ends with
+/// the layer's `DEADLINE_EXCEEDED`.
 ///
 /// [`GrpcDeadlineLayer::server`]: super::GrpcDeadlineLayer::server
 const AHEAD_OF_TONIC: Duration = Duration::from_millis(1);
