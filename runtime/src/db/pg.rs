@@ -128,9 +128,12 @@ pub async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres>, PgEr
 /// function set, and what was in force before, in the settings
 /// `timebox.statement_timeout_set` and `timebox.statement_timeout_before`
 /// (a value the caller sets that equals the one this function set last is
-/// taken for this function's: Postgres does not say who set it). Outside a
-/// transaction the setting would end with the statement that made it: call
-/// this on a transaction.
+/// taken for this function's: Postgres does not say who set it). With no
+/// current deadline, or one further away than Postgres can count (about
+/// 24.8 days), it sends nothing, so a shorter timeout an earlier call set
+/// in the transaction stays in force: call it under the deadline the next
+/// statements should have. Outside a transaction the setting would end
+/// with the statement that made it: call this on a transaction.
 ///
 /// # Errors
 ///
