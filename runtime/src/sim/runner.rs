@@ -26,6 +26,11 @@ pub struct Test {
 }
 
 /// What a test body may return: `()` or a `Result` whose `Err` fails the test.
+#[diagnostic::on_unimplemented(
+    message = "a `#[sim_test]` returns `()` or `Result<(), E>` with `E: Debug`, not `{Self}`",
+    label = "this test returns `{Self}`",
+    note = "an `Err` fails the test, printed with `{{:?}}`, then its replay line"
+)]
 pub trait Outcome {
     /// `Err` with a description when the body reported a failure.
     ///
