@@ -101,7 +101,7 @@ impl Session {
                 }
                 Transport::Http(url) => {
                     let transport = StreamableHttpClientTransport::with_client(
-                        http.clone(),
+                        http.clone().opening_within(server.connect_timeout),
                         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
                     );
                     (client.serve(transport).await, None)

@@ -30,12 +30,18 @@
 //!   request's cleanup then tells the server to stop
 //!   (`notifications/cancelled`); the SDK drops the POST when its request
 //!   is cancelled, and every POST of a session when the session closes.
-//! - The POSTs carry no deadline header. The SDK sends them from a worker
-//!   task of the session's, where no request's deadline is current, and a
-//!   deadline the `Client` knew of would also bound the answer's event
-//!   stream: cut at the deadline, the stream closes the whole session (the
-//!   SDK ends it on a broken stream), before the cancellation notice could
-//!   go out on it. In MCP a lost connection does not cancel a request, so
+//!   The one request with a bound is `initialize`, which with its answer,
+//!   head and body, ends within the server's `connect_timeout_ms` (as a
+//!   call's `.timeout()` does, so its deadline header goes out): the SDK's
+//!   worker task sends it and keeps it when the handshake is given up (at
+//!   that bound, or when the request that needed the session ends), so it
+//!   needs a bound of its own.
+//! - The POSTs but `initialize` carry no deadline header. The SDK sends
+//!   them from a worker task of the session's, where no request's deadline
+//!   is current, and a deadline the `Client` knew of would also bound the
+//!   answer's event stream: cut at the deadline, the stream closes the
+//!   whole session (the SDK ends it on a broken stream), before the
+//!   cancellation notice could go out on it. In MCP a lost connection does not cancel a request, so
 //!   the notice is what stops the tool.
 //!
 //! Response bodies are bounded as the SDK's own client bounds them

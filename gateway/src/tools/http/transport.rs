@@ -9,7 +9,9 @@ use std::time::Duration;
 use futures_util::stream::BoxStream;
 use http::header::ACCEPT;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, JsonRpcRequest, ServerJsonRpcMessage,
+};
 use rmcp::transport::common::http_header::{HEADER_LAST_EVENT_ID, HEADER_SESSION_ID};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -30,6 +32,10 @@ const ACCEPTS: &str = "text/event-stream, application/json";
 #[derive(Debug, Clone)]
 pub(crate) struct TimeboxHttp {
     client: Client,
+    /// The bound of the `initialize` request and its answer, head and body:
+    /// the server's `connect_timeout_ms`, once
+    /// [`opening_within`](Self::opening_within) set it.
+    open_within: Duration,
 }
 
 /// The error the SDK's transport takes from its HTTP client.
@@ -37,7 +43,22 @@ pub(super) type Error = StreamableHttpError<ClientError>;
 
 impl TimeboxHttp {
     pub(crate) fn new(client: Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            open_within: AS_LONG_AS_THE_WORK,
+        }
+    }
+
+    /// The same client, bounding a session's `initialize` request, its
+    /// answer's head and body (an event stream's too), by
+    /// `connect_timeout`, the server's `connect_timeout_ms`. The handshake
+    /// is dropped at that bound, and the SDK's worker task, which sent the
+    /// request, does not drop it with the handshake: without a bound of its
+    /// own, a server that never answered would hold the task and its
+    /// connection for good.
+    pub(crate) fn opening_within(mut self, connect_timeout: Duration) -> Self {
+        self.open_within = connect_timeout;
+        self
     }
 
     /// A request to `uri` with the headers every MCP request carries.
@@ -110,6 +131,10 @@ impl StreamableHttpClient for TimeboxHttp {
             .header(ACCEPT, ACCEPTS)
             .json(&message);
         let request = match &message {
+            JsonRpcMessage::Request(JsonRpcRequest {
+                request: ClientRequest::InitializeRequest(_),
+                ..
+            }) => request.timeout(self.open_within),
             JsonRpcMessage::Request(_) => {
                 request.attempt_timeout(AS_LONG_AS_THE_WORK).long_running()
             }
@@ -311,6 +336,18 @@ mod tests {
         format!("http://{addr}/mcp").into()
     }
 
+    fn initialize() -> ClientJsonRpcMessage {
+        ClientJsonRpcMessage::request(
+            ClientRequest::InitializeRequest(rmcp::model::InitializeRequest::new(
+                rmcp::model::InitializeRequestParams::new(
+                    rmcp::model::ClientCapabilities::default(),
+                    rmcp::model::Implementation::new("test", "1"),
+                ),
+            )),
+            NumberOrString::Number(1),
+        )
+    }
+
     fn ping() -> ClientJsonRpcMessage {
         ClientJsonRpcMessage::request(
             ClientRequest::PingRequest(rmcp::model::PingRequest::default()),
@@ -356,6 +393,97 @@ mod tests {
 
     fn json(status: StatusCode, body: &'static str) -> axum::response::Response {
         (status, [("content-type", "application/json")], body).into_response()
+    }
+
+    /// A server that opens connections and reads, but never answers: the
+    /// `initialize` request ends at the bound the session opens within,
+    /// since nothing else would end it; its connection closes with it.
+    #[tokio::test]
+    async fn an_initialize_the_server_never_answers_ends_at_the_connect_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let addr = listener.local_addr().expect("its address");
+        let (closed, closing) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.expect("the client connects");
+            let mut buf = [0_u8; 1024];
+            // Read whatever comes, answer nothing, until the client closes.
+            while tokio::io::AsyncReadExt::read(&mut socket, &mut buf)
+                .await
+                .is_ok_and(|n| n > 0)
+            {}
+            let _ = closed.send(());
+        });
+        let bound = std::time::Duration::from_millis(200);
+        let http = TimeboxHttp::new(Client::new(&Config::default())).opening_within(bound);
+        let start = std::time::Instant::now();
+        let posted = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            http.post_message_with_response_limits(
+                format!("http://{addr}/mcp").into(),
+                initialize(),
+                None,
+                None,
+                HashMap::new(),
+                StreamableHttpResponseLimits::default(),
+            ),
+        )
+        .await
+        .expect("the initialize request ends at its bound");
+        assert!(
+            matches!(
+                posted,
+                Err(StreamableHttpError::Client(
+                    timebox::client::ClientError::DeadlineExceeded(_)
+                ))
+            ),
+            "{posted:?}"
+        );
+        let took = start.elapsed();
+        assert!(
+            took >= bound && took < bound + std::time::Duration::from_secs(2),
+            "{took:?}"
+        );
+        tokio::time::timeout(std::time::Duration::from_secs(2), closing)
+            .await
+            .expect("the connection closes with the request")
+            .expect("the server saw it close");
+    }
+
+    /// A server that answers `initialize` with an event stream's head and
+    /// then nothing: the stream ends at the bound too.
+    #[tokio::test]
+    async fn an_initialize_answered_with_a_stream_that_stalls_ends_at_the_connect_timeout() {
+        let stalls = axum::response::sse::Sse::new(futures_util::stream::pending::<
+            Result<axum::response::sse::Event, std::convert::Infallible>,
+        >());
+        let uri = answering(stalls.into_response()).await;
+        let bound = std::time::Duration::from_millis(200);
+        let http = TimeboxHttp::new(Client::new(&Config::default())).opening_within(bound);
+        let start = std::time::Instant::now();
+        let posted = http
+            .post_message_with_response_limits(
+                uri,
+                initialize(),
+                None,
+                None,
+                HashMap::new(),
+                StreamableHttpResponseLimits::default(),
+            )
+            .await;
+        let Ok(StreamableHttpPostResponse::Sse(mut events, _)) = posted else {
+            panic!("an event stream's head: {posted:?}");
+        };
+        let first = tokio::time::timeout(std::time::Duration::from_secs(10), events.next())
+            .await
+            .expect("the stream ends at its bound");
+        assert!(matches!(first, Some(Err(_))), "{first:?}");
+        let took = start.elapsed();
+        assert!(
+            took >= bound && took < bound + std::time::Duration::from_secs(2),
+            "{took:?}"
+        );
     }
 
     #[tokio::test]
