@@ -1277,6 +1277,63 @@ async fn through_the_layer_a_connection_refused_while_readying_a_retry_is_retrie
     );
 }
 
+/// An inner service that answers `503` once, and is never ready again (a
+/// limit another caller holds for good).
+#[derive(Clone, Default)]
+struct BusyAfterA503(Arc<std::sync::atomic::AtomicBool>);
+
+impl Service<http::Request<Full<Bytes>>> for BusyAfterA503 {
+    type Response = http::Response<Full<Bytes>>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut response = http::Response::new(Full::default());
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        std::future::ready(Ok(response))
+    }
+}
+
+/// A retry whose wait fitted, but that the deadline ends while the inner
+/// service is not ready for it, is told as skipped for the deadline.
+#[tokio::test(start_paused = true)]
+async fn through_the_layer_a_retry_the_deadline_ends_before_it_is_sent_is_told_skipped() {
+    let recording = timebox::observe::Recording::new();
+    let client =
+        ClientLayer::new(&config().observed_by(recording.clone())).layer(BusyAfterA503::default());
+    let request = http::Request::get("http://up.test/")
+        .body(Full::default())
+        .unwrap();
+
+    let err = Deadline::after(MS(500))
+        .scope(client.oneshot(request))
+        .await
+        .expect_err("the deadline passes before the retry is sent");
+
+    assert!(is_deadline_exceeded(&err), "{err:?}");
+    let told = support::observe::lines_of(&recording.events(), &["attempt_", "retry_skipped"]);
+    assert_eq!(
+        told,
+        [
+            "attempt_started host=up.test:80 kind=first number=1",
+            "attempt_finished host=up.test:80 kind=first number=1 outcome=5xx",
+            "retry_skipped host=up.test:80 reason=deadline",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn the_layer_refuses_a_relative_uri_naming_it() {
     let client = ByLayer::new(&config()).0;

@@ -90,7 +90,7 @@ where
                 call.waited_for_ready(waited);
                 attempt(call, sender, deadline).await?
             }
-            Err(Unready::Deadline) => return Err(ClientError::deadline()),
+            Err(Unready::Deadline) => return Err(call.deadline_passed()),
             // The sender's connection failed as it readied it (tower's
             // `Reconnect` connects there): an attempt that could not
             // connect, as a send that failed to would be.
@@ -109,7 +109,7 @@ where
                     .await
                     .is_none()
                 {
-                    return Err(ClientError::deadline());
+                    return Err(call.deadline_passed());
                 }
             }
             Next::Return(result) => return result,

@@ -294,7 +294,9 @@ impl CallOutcome {
 pub enum SkipReason {
     /// The host's retry budget could not pay for it.
     Budget,
-    /// The wait before it did not fit the time left.
+    /// The wait before it did not fit the time left, or the deadline
+    /// passed before it could be sent (during its wait, or while the
+    /// sender was not ready for it).
     Deadline,
     /// The call had made all the retries it may.
     MaxAttempts,

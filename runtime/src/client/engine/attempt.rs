@@ -90,7 +90,7 @@ impl<B: Body> Call<B> {
             .deadline
             .is_some_and(|deadline| deadline.instant() <= now)
         {
-            return Err(ClientError::deadline());
+            return Err(self.deadline_passed());
         }
         let attempt = Attempt {
             number: self.sent + 1,
@@ -170,6 +170,20 @@ impl<B: Body> Call<B> {
             sent,
         };
         Ok((request, pending))
+    }
+
+    /// The error of a call whose deadline passed before its next attempt
+    /// started. A retry that was decided (its wait fitted) and is not made,
+    /// because the wait, or the sender's readiness after it, ran past the
+    /// deadline, is told as skipped for the deadline.
+    pub(crate) fn deadline_passed(&self) -> ClientError {
+        if self.next_kind == AttemptKind::Retry {
+            self.rules.observers.emit(|| Event::RetrySkipped {
+                host: self.label(),
+                reason: SkipReason::Deadline,
+            });
+        }
+        ClientError::deadline()
     }
 
     /// The error of `attempt`, which the host's breaker refused. A retry
