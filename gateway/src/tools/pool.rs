@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};
+use tokio_util::task::TaskTracker;
 
+use super::notice::NOTICE_LINGER;
 use super::{Session, TimeboxHttp, ToolError};
 use crate::settings::Server;
 
@@ -32,6 +34,9 @@ pub(crate) struct Pool {
     /// Set by [`close`](Self::close): sessions given back are ended, once
     /// the notices just sent on them have had their time.
     closed: AtomicBool,
+    /// The sessions being ended (waiting out their notices' linger, then
+    /// for the SDK to end them), which [`close`](Self::close) waits for.
+    ending: TaskTracker,
 }
 
 impl Pool {
@@ -43,6 +48,7 @@ impl Pool {
             idle: Mutex::new(Vec::new()),
             returned: Notify::new(),
             closed: AtomicBool::new(false),
+            ending: TaskTracker::new(),
         }
     }
 
@@ -88,7 +94,7 @@ impl Pool {
             };
             let session = Session::open(&self.server, &self.http).await?;
             tracing::info!(server = self.name(), "opened an MCP session");
-            return Ok(session.holding(place));
+            return Ok(session.holding(place, self.ending.clone()));
         }
     }
 
@@ -116,7 +122,7 @@ impl Pool {
             return;
         }
         if self.closed.load(Ordering::Acquire) {
-            end_after_linger(Arc::new(session));
+            self.end_after_linger(Arc::new(session));
             return;
         }
         let mut idle = self.lock();
@@ -131,7 +137,7 @@ impl Pool {
                 max_idle = self.server.max_idle,
                 "no room among the idle MCP sessions; ending the one given back"
             );
-            end_after_linger(Arc::new(session));
+            self.end_after_linger(Arc::new(session));
         }
     }
 
@@ -140,19 +146,23 @@ impl Pool {
     /// notices just sent on it ([`Session::linger`]).
     pub(crate) fn evict(&self, session: Arc<Session>, why: &str) {
         tracing::info!(server = self.name(), why, "evicted an MCP session");
-        end_after_linger(session);
+        self.end_after_linger(session);
     }
 
     /// Closes the pool: every idle session is closed, each waited for at
-    /// most `bound` (they close side by side), and sessions given back
-    /// later are ended.
+    /// most `bound` (they close side by side), sessions given back later
+    /// are ended, and the sessions being ended (evicted, or given back
+    /// with no room among the idle ones) are waited for beside them, at
+    /// most their notices' linger and `bound` too.
     pub(crate) async fn close(&self, bound: Duration) {
         self.closed.store(true, Ordering::Release);
         // Requests waiting for a session stop waiting.
         self.places.close();
+        self.ending.close();
         let idle = std::mem::take(&mut *self.lock());
         let closing = idle.into_iter().map(|session| session.close(bound));
-        let closed = futures_util::future::join_all(closing).await;
+        let ending = tokio::time::timeout(NOTICE_LINGER + bound, self.ending.wait());
+        let (closed, ended) = tokio::join!(futures_util::future::join_all(closing), ending);
         let stuck = closed.iter().filter(|closed| !**closed).count();
         if stuck > 0 {
             tracing::warn!(
@@ -162,26 +172,38 @@ impl Pool {
                 "MCP sessions still closing; leaving them"
             );
         }
+        if ended.is_err() {
+            tracing::warn!(
+                server = self.name(),
+                ending = self.ending.len(),
+                ?bound,
+                "MCP sessions still ending; leaving them"
+            );
+        }
+    }
+
+    /// Ends `session` once the server has had its time to act on the
+    /// notices just sent on it ([`Session::linger`]): at once when none
+    /// was. [`close`](Self::close) waits for it.
+    fn end_after_linger(&self, session: Arc<Session>) {
+        let linger = session.linger();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if !linger.is_zero() => {
+                self.ending.spawn_on(
+                    async move {
+                        tokio::time::sleep(linger).await;
+                        session.end();
+                    },
+                    &runtime,
+                );
+            }
+            _ => session.end(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Session>> {
         // A list of sessions holds no invariant a panicking holder could break.
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Ends `session` once the server has had its time to act on the notices
-/// just sent on it ([`Session::linger`]): at once when none was.
-fn end_after_linger(session: Arc<Session>) {
-    let linger = session.linger();
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) if !linger.is_zero() => {
-            runtime.spawn(async move {
-                tokio::time::sleep(linger).await;
-                session.end();
-            });
-        }
-        _ => session.end(),
     }
 }
 
@@ -256,6 +278,23 @@ mod tests {
         pool.give_back(session);
         let _next = pool.take().await.expect("a session once the first ends");
         assert_eq!(given_back.elapsed(), NOTICE_LINGER);
+    }
+
+    /// Closing the pool waits for the sessions it is ending, not only its
+    /// idle ones: with no room among the idle, one given back just after a
+    /// notice lingers, then ends, before the pool is closed.
+    #[tokio::test(start_paused = true)]
+    async fn closing_the_pool_waits_for_the_sessions_it_is_ending() {
+        let mut server = Server::builtin_for_tests(1);
+        server.max_idle = 0;
+        let pool = pool_of(server);
+        let session = pool.take().await.expect("a session");
+        session.noticed_now();
+        pool.give_back(session);
+        let closing = Instant::now();
+        pool.close(Duration::from_secs(1)).await;
+        assert_eq!(closing.elapsed(), NOTICE_LINGER);
+        assert!(pool.ending.is_empty(), "the session has ended");
     }
 
     #[tokio::test(start_paused = true)]

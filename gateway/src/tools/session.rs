@@ -18,6 +18,7 @@ use timebox::registry::{RemoteCleanup, ToolCall};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 
 use super::error::said;
 #[cfg(unix)]
@@ -50,6 +51,9 @@ pub(crate) struct Session {
     /// Its place among the server's `max_sessions`, given up once the
     /// session has ended.
     place: Option<OwnedSemaphorePermit>,
+    /// Where the task that ends it, once dropped, is tracked (its pool's
+    /// sessions being ended).
+    ending: Option<TaskTracker>,
 }
 
 /// The client side's handler: passes progress notifications on to whoever
@@ -120,6 +124,7 @@ impl Session {
                 builtin,
                 noticed: NoticeClock::default(),
                 place: None,
+                ending: None,
             })
         };
         tokio::time::timeout(server.connect_timeout, opening)
@@ -162,8 +167,9 @@ impl Session {
 
     /// The session, holding `place` among its server's sessions until it
     /// has ended, once dropped.
-    pub(crate) fn holding(mut self, place: OwnedSemaphorePermit) -> Self {
+    pub(crate) fn holding(mut self, place: OwnedSemaphorePermit, ending: TaskTracker) -> Self {
         self.place = Some(place);
+        self.ending = Some(ending);
         self
     }
 
@@ -309,10 +315,14 @@ impl Drop for Session {
             return;
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
+            let end = async move {
                 let _ = tokio::time::timeout(END_BOUND, service.cancel()).await;
                 drop(place);
-            });
+            };
+            match &self.ending {
+                Some(ending) => drop(ending.spawn_on(end, &runtime)),
+                None => drop(runtime.spawn(end)),
+            }
         }
     }
 }
