@@ -333,9 +333,9 @@ fn tool_failed_event(message: &str) -> Event {
 }
 
 /// The whole answer at once. Runs under the request deadline: when it
-/// passes, this future is dropped with the guard, and the guard's async
-/// cleanup tells the tool server to stop whatever it was doing for the
-/// request.
+/// passes (or the client hangs up), this future is dropped with the guard,
+/// and the guard's async cleanup tells the tool server to stop whatever it
+/// was doing for the request.
 ///
 /// Unlike a stream's, this cleanup runs beside the `503` rather than before
 /// it: the route answers as soon as the deadline passes and the handler is
@@ -354,15 +354,19 @@ async fn collect(
     let request_id = completion.id.clone();
     guard.on_async_cleanup(move || async move {
         let _counted = counted;
-        // Calls still waiting: the deadline cut the request short (R3's
-        // timeout order: notices, then eviction).
+        // Calls still waiting: the request was cut short, by its deadline
+        // or by its client hanging up (R3's timeout order: notices, then
+        // eviction).
         let cut_short = !pending.is_empty();
         let report = pending
             .take_cancel_notices("the request ended before the tool call finished")
             .run()
             .await;
         if cut_short {
-            leases.evict("its request's deadline passed during a tool call");
+            leases.evict(
+                "its request ended during a tool call (its deadline passed, or its client \
+                 went away)",
+            );
         }
         if !report.is_complete() {
             tracing::warn!(
