@@ -8,9 +8,13 @@
 
 mod support;
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
@@ -880,7 +884,7 @@ async fn a_response_a_later_middleware_makes_up_is_not_taken_for_a_redirect() {
 /// A middleware that lets the first request through and fails every later
 /// one on our side, as a token refresh that fails does.
 #[derive(Default)]
-struct FailsAfterTheFirst(std::sync::atomic::AtomicUsize);
+struct FailsAfterTheFirst(AtomicUsize);
 
 #[async_trait::async_trait]
 impl reqwest_middleware::Middleware for FailsAfterTheFirst {
@@ -890,7 +894,7 @@ impl reqwest_middleware::Middleware for FailsAfterTheFirst {
         extensions: &mut http::Extensions,
         next: reqwest_middleware::Next<'_>,
     ) -> reqwest_middleware::Result<reqwest::Response> {
-        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
             return next.run(request, extensions).await;
         }
         Err(reqwest_middleware::Error::middleware(
@@ -1059,7 +1063,7 @@ fn header_seen() -> (
     impl Service<
             http::Request<Full<Bytes>>,
             Response = http::Response<Full<Bytes>>,
-            Error = std::convert::Infallible,
+            Error = Infallible,
             Future: Send,
         > + Clone
         + Send
@@ -1133,7 +1137,7 @@ async fn the_layer_retries_a_refused_connection_and_says_connect() {
 #[derive(Default)]
 struct BusyAfterRedirect {
     busy_until: Arc<Mutex<Option<Instant>>>,
-    waiting: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    waiting: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Clone for BusyAfterRedirect {
@@ -1147,22 +1151,18 @@ impl Clone for BusyAfterRedirect {
 
 impl Service<http::Request<Full<Bytes>>> for BusyAfterRedirect {
     type Response = http::Response<Full<Bytes>>;
-    type Error = std::convert::Infallible;
-    type Future = std::pin::Pin<
-        Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send + 'static>,
-    >;
+    type Error = Infallible;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send + 'static>>;
 
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         if let Some(until) = *self.busy_until.lock().unwrap() {
             let waiting = self
                 .waiting
                 .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
-            std::task::ready!(waiting.as_mut().poll(cx));
+            ready!(waiting.as_mut().poll(cx));
         }
-        std::task::Poll::Ready(Ok(()))
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
@@ -1210,8 +1210,8 @@ async fn through_the_layer_a_hops_wait_for_readiness_is_not_in_its_attempts_time
 /// answers `503`, any later one `200`.
 #[derive(Clone, Default)]
 struct RefusedOnceReadied {
-    readied: Arc<std::sync::atomic::AtomicUsize>,
-    called: Arc<std::sync::atomic::AtomicUsize>,
+    readied: Arc<AtomicUsize>,
+    called: Arc<AtomicUsize>,
 }
 
 impl Service<http::Request<Full<Bytes>>> for RefusedOnceReadied {
@@ -1219,14 +1219,9 @@ impl Service<http::Request<Full<Bytes>>> for RefusedOnceReadied {
     type Error = std::io::Error;
     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
 
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        let n = self
-            .readied
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        std::task::Poll::Ready(if n == 1 {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        let n = self.readied.fetch_add(1, Ordering::SeqCst);
+        Poll::Ready(if n == 1 {
             Err(std::io::ErrorKind::ConnectionRefused.into())
         } else {
             Ok(())
@@ -1234,9 +1229,7 @@ impl Service<http::Request<Full<Bytes>>> for RefusedOnceReadied {
     }
 
     fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
-        let n = self
-            .called
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = self.called.fetch_add(1, Ordering::SeqCst);
         let mut response = http::Response::new(Full::default());
         if n == 0 {
             *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
@@ -1264,7 +1257,7 @@ async fn through_the_layer_a_connection_refused_while_readying_a_retry_is_retrie
         .expect("the last retry answers");
 
     assert_eq!(response.status(), StatusCode::OK);
-    let called = inner.called.load(std::sync::atomic::Ordering::SeqCst);
+    let called = inner.called.load(Ordering::SeqCst);
     assert_eq!(called, 2, "the first attempt and the last retry were sent");
     let told = support::observe::lines_of(&recording.events(), &["attempt_finished"]);
     assert_eq!(
@@ -1280,26 +1273,23 @@ async fn through_the_layer_a_connection_refused_while_readying_a_retry_is_retrie
 /// An inner service that answers `503` once, and is never ready again (a
 /// limit another caller holds for good).
 #[derive(Clone, Default)]
-struct BusyAfterA503(Arc<std::sync::atomic::AtomicBool>);
+struct BusyAfterA503(Arc<AtomicBool>);
 
 impl Service<http::Request<Full<Bytes>>> for BusyAfterA503 {
     type Response = http::Response<Full<Bytes>>;
-    type Error = std::convert::Infallible;
+    type Error = Infallible;
     type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
 
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
-            std::task::Poll::Pending
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if self.0.load(Ordering::SeqCst) {
+            Poll::Pending
         } else {
-            std::task::Poll::Ready(Ok(()))
+            Poll::Ready(Ok(()))
         }
     }
 
     fn call(&mut self, _: http::Request<Full<Bytes>>) -> Self::Future {
-        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.store(true, Ordering::SeqCst);
         let mut response = http::Response::new(Full::default());
         *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
         std::future::ready(Ok(response))
