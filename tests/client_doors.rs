@@ -1205,9 +1205,8 @@ async fn through_the_layer_a_hops_wait_for_readiness_is_not_in_its_attempts_time
     assert_eq!(start.elapsed(), MS(1450));
 }
 
-/// An inner service whose connection fails as it is readied for the first
-/// retry (as tower's `Reconnect` connects in `poll_ready`): its first call
-/// answers `503`, any later one `200`.
+/// An inner service whose readiness fails for the first retry, with a
+/// refused connection: its first call answers `503`, any later one `200`.
 #[derive(Clone, Default)]
 struct RefusedOnceReadied {
     readied: Arc<AtomicUsize>,
@@ -1238,10 +1237,12 @@ impl Service<http::Request<Full<Bytes>>> for RefusedOnceReadied {
     }
 }
 
-/// A connection that fails as the inner service is readied for a retry is
-/// an attempt that could not connect: retried as one, and told as one.
+/// An inner service that fails to get ready for a retry (as a
+/// `tower::Buffer` does once its worker saw its service fail): the call
+/// ends with that error, not retried through it, and neither the retry nor
+/// a breaker count is told for a request that was never sent.
 #[tokio::test(start_paused = true)]
-async fn through_the_layer_a_connection_refused_while_readying_a_retry_is_retried() {
+async fn through_the_layer_a_service_that_fails_to_get_ready_for_a_retry_ends_the_call() {
     let recording = timebox::observe::Recording::new();
     let mut config = config();
     config.http.client.max_retries = 2;
@@ -1251,21 +1252,24 @@ async fn through_the_layer_a_connection_refused_while_readying_a_retry_is_retrie
         .body(Full::default())
         .unwrap();
 
-    let response = client
+    let err = client
         .oneshot(request)
         .await
-        .expect("the last retry answers");
+        .expect_err("the retry's readiness failed");
 
-    assert_eq!(response.status(), StatusCode::OK);
-    let called = inner.called.load(Ordering::SeqCst);
-    assert_eq!(called, 2, "the first attempt and the last retry were sent");
-    let told = support::observe::lines_of(&recording.events(), &["attempt_finished"]);
+    assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
+    assert_eq!(
+        inner.called.load(Ordering::SeqCst),
+        1,
+        "only the first attempt was sent"
+    );
+    let told = support::observe::lines_of(&recording.events(), &["attempt_", "breaker_call"]);
     assert_eq!(
         told,
         [
+            "attempt_started host=up.test:80 kind=first number=1",
             "attempt_finished host=up.test:80 kind=first number=1 outcome=5xx",
-            "attempt_finished host=up.test:80 kind=retry number=2 outcome=connect",
-            "attempt_finished host=up.test:80 kind=retry number=3 outcome=2xx",
+            "breaker_call host=up.test:80 outcome=failure",
         ]
     );
 }

@@ -91,15 +91,10 @@ where
                 attempt(call, sender, deadline).await?
             }
             Err(Unready::Deadline) => return Err(call.deadline_passed()),
-            // The sender's connection failed as it readied it (tower's
-            // `Reconnect` connects there): an attempt that could not
-            // connect, as a send that failed to would be.
-            Err(Unready::Failed(err @ TransportError::Connect(_))) => {
-                let (_, pending) = call.start()?;
-                (pending, Outcome::Failed(err))
-            }
-            // Nothing was sent, and the host is not to blame (a closed
-            // `Buffer`): the call ends with it.
+            // Nothing was sent, and the host is not to blame: a service
+            // whose readiness failed stays failed (a `tower::Buffer` whose
+            // worker saw the error), so a retry through it would fail the
+            // same way. The call ends with the error.
             Err(Unready::Failed(err)) => return Err(err.into_client()),
         };
         match call.decide(pending, outcome) {

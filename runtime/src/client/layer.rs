@@ -40,18 +40,19 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// and `Default` (the empty body of a redirect that becomes a GET);
 /// `http_body_util::Full<Bytes>` is both. Request URIs must be absolute.
 ///
-/// An inner error counts as a connection failure, and is retried as one,
-/// when its `source()` chain holds hyper-util's connect error or an
-/// `io::Error` of kind `ConnectionRefused`, whether the inner service's
-/// `call` gave it or readying it for a retry or a hop did (tower's
-/// `Reconnect` connects there); any other error of `call` ends the call
-/// with [`ClientError::Transport`], since the request may have been sent,
-/// and counts as a failure for the host's breaker. That includes a timeout
-/// of the inner stack's own (a `tower::timeout::Timeout` inside): the
-/// attempt timeout the layer retries is `http.client.timeout_secs`. Any
-/// other error readying it (a `Buffer` whose worker is gone) ends the call
-/// with `ClientError::Transport` too, but no request was sent, and the
-/// host's breaker does not count it.
+/// An error of the inner service's `call` counts as a connection failure,
+/// and is retried as one, when its `source()` chain holds hyper-util's
+/// connect error or an `io::Error` of kind `ConnectionRefused`; any other
+/// ends the call with [`ClientError::Transport`], since the request may
+/// have been sent, and counts as a failure for the host's breaker. That
+/// includes a timeout of the inner stack's own (a `tower::timeout::Timeout`
+/// inside): the attempt timeout the layer retries is
+/// `http.client.timeout_secs`. An error readying the inner service for a
+/// retry or a hop ends the call with it ([`ClientError::Connect`] when it
+/// is a connection failure, else `ClientError::Transport`), unretried,
+/// and the host's breaker does not count it: no request was sent, and a
+/// service whose readiness failed stays failed (a `tower::Buffer` whose
+/// worker saw the error fails every call after it).
 ///
 /// The response body comes back as the inner service gave it: unlike
 /// `Client`'s, reading it is not bounded by the call's deadline. Read
