@@ -2,7 +2,7 @@
 
 use proc_macro2::Span;
 use syn::parse::ParseStream;
-use syn::{Expr, LitStr, Token};
+use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, Token, UnOp};
 
 /// The `= value` after the key `name` (at `key_span`); a key with no `=` or
 /// no value is an error that names it and shows the form, `example`.
@@ -74,6 +74,75 @@ pub(crate) fn quoted_number(
         None => format!("write a number, like `{example}`"),
     };
     syn::Error::new_spanned(text, format!("`{key}` takes a number, not a string; {fix}"))
+}
+
+/// The value of the key `key` (shown in errors as `example`) as an
+/// integer literal that fits a `u64`, and its span: the one check of both
+/// macros' integer keys. A string is [`quoted_number`]'s error, with
+/// `quoted_fix` as its advice when given.
+pub(crate) fn u64_literal(
+    key: &str,
+    example: &str,
+    value: &Expr,
+    quoted_fix: Option<&str>,
+) -> syn::Result<(u64, Span)> {
+    let literal = match ungroup(value) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(literal),
+            ..
+        }) => literal,
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(_), ..
+        }) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                format!("`{key}` takes a whole number, like `{example}`"),
+            ))
+        }
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => return Err(quoted_number(key, example, text, quoted_fix)),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                format!("`{key}` cannot be negative; write a whole number, like `{example}`"),
+            ))
+        }
+        Expr::Path(_) => {
+            return Err(syn::Error::new_spanned(
+                value,
+                format!(
+                    "`{key}` takes an integer literal, like `{example}`; the macro cannot read a \
+                     constant"
+                ),
+            ))
+        }
+        _ => {
+            return Err(syn::Error::new_spanned(
+                value,
+                format!("`{key}` takes an integer literal, like `{example}`"),
+            ))
+        }
+    };
+    if !matches!(literal.suffix(), "" | "u64") {
+        return Err(syn::Error::new_spanned(
+            literal,
+            format!(
+                "`{key}` takes a plain integer; remove the `{}` suffix",
+                literal.suffix()
+            ),
+        ));
+    }
+    let parsed = literal.base10_parse::<u64>().map_err(|_| {
+        syn::Error::new_spanned(
+            literal,
+            format!("`{key}` must fit in a u64 (at most {})", u64::MAX),
+        )
+    })?;
+    Ok((parsed, literal.span()))
 }
 
 /// `value` without the invisible groups a `macro_rules!` fragment wraps

@@ -1,13 +1,13 @@
 //! Every rule across the attribute and the handler, checked before expansion.
 
 use proc_macro2::Span;
-use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
+use syn::{Expr, ExprLit, Lit, LitStr};
 
 use super::attr::{Attr, Entry, Key, Path};
 use super::handler::validate_fn;
 use super::Method;
 use crate::errors::{both, Errors};
-use crate::expr::{quoted_number, ungroup};
+use crate::expr::{u64_literal, ungroup};
 
 /// A route attribute that passed every check.
 pub(super) struct Route {
@@ -296,65 +296,16 @@ fn nonzero_millis(entry: &Entry, zero: &str) -> syn::Result<(u64, Span)> {
 /// The value of a `*_ms` key: an integer literal that fits a `u64`, and
 /// the literal's span.
 fn millis(key: Key, value: &Expr) -> syn::Result<(u64, Span)> {
-    let (example, key) = (key.example(), key.name());
-    let literal = match ungroup(value) {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(literal),
-            ..
-        }) => literal,
-        Expr::Lit(ExprLit {
-            lit: Lit::Float(_), ..
-        }) => {
-            return Err(syn::Error::new_spanned(
-                value,
-                format!("`{key}` takes whole milliseconds; write an integer, like `{example}`"),
-            ))
-        }
+    let off = match ungroup(value) {
         Expr::Lit(ExprLit {
             lit: Lit::Str(text),
             ..
-        }) => {
-            let off = (key == Key::TimeoutMs.name() && text.value().trim() == "off")
-                .then_some("for no deadline write `timeout = \"off\"` instead");
-            return Err(quoted_number(key, example, text, off));
+        }) if key == Key::TimeoutMs && text.value().trim() == "off" => {
+            Some("for no deadline write `timeout = \"off\"` instead")
         }
-        Expr::Unary(ExprUnary {
-            op: UnOp::Neg(_), ..
-        }) => {
-            return Err(syn::Error::new_spanned(
-                value,
-                format!("`{key}` cannot be negative; write a number of milliseconds, like `{example}`"),
-            ))
-        }
-        Expr::Path(_) => {
-            return Err(syn::Error::new_spanned(
-                value,
-                format!("`{key}` must be an integer literal, like `{example}`; the macro cannot read a constant"),
-            ))
-        }
-        _ => {
-            return Err(syn::Error::new_spanned(
-                value,
-                format!("`{key}` must be an integer literal, like `{example}`"),
-            ))
-        }
+        _ => None,
     };
-    if !matches!(literal.suffix(), "" | "u64") {
-        return Err(syn::Error::new_spanned(
-            literal,
-            format!(
-                "`{key}` takes a plain integer; remove the `{}` suffix",
-                literal.suffix()
-            ),
-        ));
-    }
-    let millis = literal.base10_parse::<u64>().map_err(|_| {
-        syn::Error::new_spanned(
-            literal,
-            format!("`{key}` must fit in a u64 (at most {})", u64::MAX),
-        )
-    })?;
-    Ok((millis, literal.span()))
+    u64_literal(key.name(), key.example(), value, off)
 }
 
 /// The value of `timeout`: only `"off"`.

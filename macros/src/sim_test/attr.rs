@@ -3,9 +3,9 @@
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{LitInt, Token};
+use syn::Token;
 
-use crate::expr::{in_words, not_a_key, quoted_number, ungroup, value_of};
+use crate::expr::{in_words, not_a_key, u64_literal, value_of};
 
 mod kw {
     syn::custom_keyword!(seed);
@@ -87,57 +87,5 @@ impl Parse for Entry {
 
 /// The value of `entry` as an integer literal of type `u64`.
 pub(super) fn int_value(entry: &Entry) -> syn::Result<u64> {
-    let (name, example) = (entry.key.name(), entry.key.example());
-    let literal = match ungroup(&entry.value) {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(literal),
-            ..
-        }) => literal,
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(text),
-            ..
-        }) => return Err(quoted_number(name, example, text, None)),
-        syn::Expr::Path(_) => {
-            return Err(syn::Error::new_spanned(
-                &entry.value,
-                format!(
-                    "`{name}` takes an integer literal, like `{example}`; the macro cannot read a constant"
-                ),
-            ))
-        }
-        syn::Expr::Unary(syn::ExprUnary {
-            op: syn::UnOp::Neg(_),
-            ..
-        }) => {
-            return Err(syn::Error::new_spanned(
-                &entry.value,
-                format!("`{name}` cannot be negative; write a whole number, like `{example}`"),
-            ))
-        }
-        other => {
-            return Err(syn::Error::new_spanned(
-                other,
-                format!("`{name}` takes an integer literal, like `{example}`"),
-            ))
-        }
-    };
-    parse_u64(literal, name)
-}
-
-fn parse_u64(literal: &LitInt, name: &str) -> syn::Result<u64> {
-    if !matches!(literal.suffix(), "" | "u64") {
-        return Err(syn::Error::new_spanned(
-            literal,
-            format!(
-                "`{name}` takes a plain integer; remove the `{}` suffix",
-                literal.suffix()
-            ),
-        ));
-    }
-    literal.base10_parse::<u64>().map_err(|_| {
-        syn::Error::new_spanned(
-            literal,
-            format!("`{name}` must fit in a u64 (at most {})", u64::MAX),
-        )
-    })
+    u64_literal(entry.key.name(), entry.key.example(), &entry.value, None).map(|(value, _)| value)
 }
