@@ -2,8 +2,9 @@
 //! what a failing test prints and how it exits.
 
 use std::process::{Child, Command, Output};
+use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The outcome of one child run: its exit status and everything it printed.
 #[derive(Debug)]
@@ -57,27 +58,30 @@ pub fn without_timebox_env(command: &mut Command) -> &mut Command {
 }
 
 /// Waits at most `bound` for `child` to exit, and returns what it printed
-/// on its pipes (each read once it has exited: for a child that prints
-/// less than a pipe holds). A child still running then is killed, and the
-/// test fails saying that `it_ran_on` (what the child should not have
-/// done).
-pub fn output_within(mut child: Child, bound: Duration, it_ran_on: &str) -> Output {
-    let give_up = Instant::now() + bound;
-    while child
-        .try_wait()
-        .expect("the child can be waited for")
-        .is_none()
-    {
-        if Instant::now() > give_up {
-            let _ = child.kill();
-            let _ = child.wait();
+/// on its pipes. A child still running then is killed, and the test fails
+/// saying that `it_ran_on` (what the child should not have done).
+pub fn output_within(child: Child, bound: Duration, it_ran_on: &str) -> Output {
+    let pid = child.id();
+    let (done, output) = mpsc::channel();
+    // `wait_with_output` reads the pipes while it waits, on a thread of
+    // its own, so the bound is a timed receive rather than a polling loop.
+    thread::spawn(move || done.send(child.wait_with_output()));
+    match output.recv_timeout(bound) {
+        Ok(output) => output.expect("the child's output is read"),
+        Err(_) => {
+            // It may exit meanwhile: a failed kill is no news.
+            #[cfg(unix)]
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            #[cfg(not(unix))]
+            let _ = pid;
             panic!("still running after {bound:?}: {it_ran_on}");
         }
-        thread::sleep(Duration::from_millis(20));
     }
-    child
-        .wait_with_output()
-        .expect("the child's output is read")
 }
 
 /// A child process that is killed when the test drops it, pass or fail.
