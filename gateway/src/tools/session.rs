@@ -49,11 +49,9 @@ pub(crate) struct Session {
     builtin: Option<JoinHandle<()>>,
     noticed: NoticeClock,
     /// Its place among the server's `max_sessions`, given up once the
-    /// session has ended.
-    place: Option<OwnedSemaphorePermit>,
-    /// Where the task that ends it, once dropped, is tracked (its pool's
-    /// sessions being ended).
-    ending: Option<TaskTracker>,
+    /// session has ended, and where the task that ends it, once dropped,
+    /// is tracked (its pool's sessions being ended).
+    place: Option<(OwnedSemaphorePermit, TaskTracker)>,
 }
 
 /// The client side's handler: passes progress notifications on to whoever
@@ -124,7 +122,6 @@ impl Session {
                 builtin,
                 noticed: NoticeClock::default(),
                 place: None,
-                ending: None,
             })
         };
         tokio::time::timeout(server.connect_timeout, opening)
@@ -166,10 +163,9 @@ impl Session {
     }
 
     /// The session, holding `place` among its server's sessions until it
-    /// has ended, once dropped.
+    /// has ended, once dropped, on a task `ending` tracks.
     pub(crate) fn holding(mut self, place: OwnedSemaphorePermit, ending: TaskTracker) -> Self {
-        self.place = Some(place);
-        self.ending = Some(ending);
+        self.place = Some((place, ending));
         self
     }
 
@@ -311,18 +307,18 @@ impl Drop for Session {
     /// runtime, it gives up its place at once, and the SDK's guard ends
     /// the session.
     fn drop(&mut self) {
-        let (Some(service), Some(place)) = (self.service.take(), self.place.take()) else {
+        let (Some(service), Some((place, ending))) = (self.service.take(), self.place.take())
+        else {
             return;
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let end = async move {
-                let _ = tokio::time::timeout(END_BOUND, service.cancel()).await;
-                drop(place);
-            };
-            match &self.ending {
-                Some(ending) => drop(ending.spawn_on(end, &runtime)),
-                None => drop(runtime.spawn(end)),
-            }
+            ending.spawn_on(
+                async move {
+                    let _ = tokio::time::timeout(END_BOUND, service.cancel()).await;
+                    drop(place);
+                },
+                &runtime,
+            );
         }
     }
 }
