@@ -331,6 +331,25 @@ async fn a_post_is_never_hedged(sim: Sim) {
 }
 
 #[sim_test]
+async fn a_post_that_may_be_retried_is_still_never_hedged(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(first_slow));
+    let client = sim.client_with(&hedging(&sim, 20));
+    client
+        .post("http://up/")
+        .retry_non_idempotent()
+        .hedge()
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        host.attempts(),
+        [None],
+        "hedging asks for an idempotent method"
+    );
+}
+
+#[sim_test]
 async fn a_long_running_call_is_never_hedged(sim: Sim) {
     let host = Host::default();
     sim.net().host("up", host.router(first_slow));
@@ -364,6 +383,55 @@ async fn no_hedge_while_the_bucket_is_below_half(sim: Sim) {
     assert_eq!(slow.status(), StatusCode::OK);
     assert_eq!(host.attempts(), [None, None, None]);
     assert!(lines(&sim.observed()).contains(&"budget_tokens host=up:80 tokens=46".to_owned()));
+}
+
+#[sim_test]
+async fn a_bucket_exactly_half_full_still_hedges(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.two_failures_then_slow());
+    let mut config = hedging(&sim, 20);
+    config.http.client.max_retries = 1;
+    // The retry takes 50 of the 90 tokens and the next call's deposit adds
+    // 5: 45, exactly half.
+    config.http.client.retry_budget.capacity = 90;
+    config.http.client.retry_budget.transient_cost = 50;
+    let client = sim.client_with(&config);
+    let failed = client.get("http://up/").send().await.unwrap();
+    assert_eq!(failed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let slow = client.get("http://up/").send().await.unwrap();
+    assert_eq!(slow.status(), StatusCode::OK);
+    assert_eq!(
+        host.attempts(),
+        [None, None, None, Some("2;hedge".to_owned())]
+    );
+    let tokens = lines_of(&sim.observed(), &["budget_tokens"]);
+    assert!(
+        tokens.ends_with(&[
+            "budget_tokens host=up:80 tokens=45".to_owned(),
+            "budget_tokens host=up:80 tokens=40".to_owned(),
+        ]),
+        "{tokens:#?}"
+    );
+}
+
+#[sim_test]
+async fn a_hedge_costs_the_configured_hedge_cost(sim: Sim) {
+    let host = Host::default();
+    sim.net().host("up", host.router(first_slow));
+    let mut config = hedging(&sim, 20);
+    config.http.client.hedge.hedge_cost = 50;
+    let client = sim.client_with(&config);
+    client.get("http://up/").send().await.unwrap();
+    assert_eq!(host.attempts(), [None, Some("2;hedge".to_owned())]);
+    let tokens = lines_of(&sim.observed(), &["budget_tokens"]);
+    assert_eq!(
+        tokens[..2],
+        [
+            "budget_tokens host=up:80 tokens=500",
+            "budget_tokens host=up:80 tokens=450"
+        ],
+        "{tokens:?}"
+    );
 }
 
 #[sim_test]
@@ -476,6 +544,16 @@ async fn no_hedge_once_the_time_left_no_longer_covers_the_median(sim: Sim) {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(host_again.attempts()[101], Some("2;hedge".to_owned()));
+    // With exactly the median left at the delay, it is too.
+    let host_last = Host::default();
+    sim.net().host("last", host_last.router(slowest));
+    for _ in 0..100 {
+        client.get("http://last/").send().await.unwrap();
+    }
+    let _ = Deadline::after(MS(30))
+        .scope(client.get("http://last/").send())
+        .await;
+    assert_eq!(host_last.attempts()[101], Some("2;hedge".to_owned()));
 }
 
 #[sim_test]
