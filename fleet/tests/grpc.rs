@@ -396,6 +396,24 @@ async fn a_shorter_deadline_header_the_caller_set_is_kept_and_sent_once() {
     assert_eq!(seen.grpc_timeout, ["200m"]);
 }
 
+/// I3 with C3: a deadline the caller set on the request that is longer
+/// than the time left grants nothing: the call goes out with what is left,
+/// one value of each.
+#[tokio::test(start_paused = true)]
+async fn a_longer_deadline_the_caller_set_is_cut_to_the_time_left() {
+    let probe = Probe::default();
+    let mut relay = client(&Config::default(), serve(probe.clone(), None).await);
+    for (name, value) in [("x-timebox-deadline-ms", "5000"), ("grpc-timeout", "5S")] {
+        call_with_header(&mut relay, name, value)
+            .await
+            .expect("the call succeeds");
+    }
+    for seen in probe.seen.lock().unwrap().iter() {
+        assert_one_deadline_of(seen, 1000);
+    }
+    assert_eq!(probe.calls(), 2);
+}
+
 /// I3 with I5: each header in `http.client.deadline_headers` goes out once,
 /// saying the same time as the `grpc-timeout`.
 #[tokio::test(start_paused = true)]
@@ -665,6 +683,46 @@ where
         .body(http_body_util::Empty::new())
         .unwrap();
     deadline.scope(layered.oneshot(request)).await
+}
+
+/// I3: a deadline the caller set with none current is capped as every
+/// deadline is, at 30 years: not the 584 million years that a `u64` of
+/// milliseconds says, which some platforms' clocks cannot hold.
+#[tokio::test(start_paused = true)]
+async fn a_callers_deadline_beyond_any_clock_is_capped() {
+    use tower::ServiceExt;
+
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let peer = {
+        let seen = seen.clone();
+        tower::service_fn(
+            move |_: http::Request<http_body_util::Empty<bytes::Bytes>>| {
+                let seen = seen.clone();
+                async move {
+                    *seen.lock().unwrap() = Deadline::current();
+                    Ok::<_, std::io::Error>(
+                        Status::new(Code::Ok, "")
+                            .into_http::<http_body_util::Empty<bytes::Bytes>>(),
+                    )
+                }
+            },
+        )
+    };
+    let layered = tower::ServiceBuilder::new()
+        .layer(GrpcDeadlineLayer::client(&Config::default()))
+        .service(peer);
+    let request = http::Request::post("http://peer/fleet.Relay/Wait")
+        .header("x-timebox-deadline-ms", u64::MAX.to_string())
+        .body(http_body_util::Empty::new())
+        .unwrap();
+    let start = Instant::now();
+    layered.oneshot(request).await.expect("the peer answers");
+    let deadline = seen
+        .lock()
+        .unwrap()
+        .expect("the call's deadline is current");
+    let thirty_one_years = Duration::from_secs(31 * 365 * 24 * 3600);
+    assert!(deadline.instant() <= start + thirty_one_years);
 }
 
 /// After the time sent ran out, before the caller's deadline.

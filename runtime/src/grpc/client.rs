@@ -203,14 +203,14 @@ where
                 state: CallState::Failed(Some(budget.exceeded())),
             };
         }
-        let deadline = Deadline::at(now + budget.length);
+        let deadline = Deadline::after_start(now, budget.length);
         let headers = req.headers_mut();
         read.write(sent, headers);
         if let Some((format, value)) = kept {
             headers.insert(format.name(), value);
         }
         let side = Side::Client {
-            sent: Deadline::at(now + sent),
+            sent: Deadline::after_start(now, sent),
         };
         GrpcClientFuture {
             state: CallState::Bounded {
