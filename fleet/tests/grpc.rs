@@ -1351,6 +1351,15 @@ async fn client_errors_become_statuses_that_keep_their_chain() {
             Code::Internal,
         ),
         (breaker_open(), Code::Unavailable),
+        (
+            ClientError::Connect("connection refused".into()),
+            Code::Unavailable,
+        ),
+        (
+            ClientError::Transport("connection reset".into()),
+            Code::Unavailable,
+        ),
+        (ClientError::Decode("expected `}`".into()), Code::Internal),
     ] {
         let said = err.to_string();
         let status = Status::from(err);
