@@ -176,6 +176,9 @@ async fn a_route_min_budget_refuses_from_the_first_request(sim: Sim) {
     for _ in 0..4 {
         app.request(request("GET", "/fixed")).await;
     }
+    // Exactly the route's 50 ms is enough.
+    let response = app.request(get_with_deadline_header("/fixed", "50")).await;
+    assert_eq!(response.status(), StatusCode::OK);
     let response = app.request(get_with_deadline_header("/fixed", "30")).await;
     assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
     let detail = text(response).await;
@@ -290,9 +293,13 @@ fn limited(sim: &Sim, limit: usize, global_ms: Option<u64>) -> (SimApp, Config) 
     config.server.admission.concurrency =
         Concurrency::Fixed(std::num::NonZeroUsize::new(limit).unwrap());
     config.server.timeouts.request_timeout_ms = global_ms;
-    let router: Router = routes![work, hold, upload].into_router(&config);
-    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
-    (app, config)
+    (layered(sim, &config), config)
+}
+
+/// `/work`, `/hold` and `/upload` under a `TimeboxLayer` of `config`.
+fn layered(sim: &Sim, config: &Config) -> SimApp {
+    let router: Router = routes![work, hold, upload].into_router(config);
+    sim.app(router.layer(TimeboxLayer::new(config)))
 }
 
 /// Inherits the global deadline, when there is one.
@@ -693,6 +700,32 @@ async fn codel_sheds_after_the_target_once_the_queue_has_stood_for_the_interval(
     let late = app.request(request("GET", "/work")).await;
     assert_eq!(late.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(Instant::now() - start, MS(105));
+    assert_eq!(
+        second.await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+}
+
+/// The same standing queue with `target_ms = 20` and `interval_ms = 300`.
+#[sim_test]
+async fn the_queue_keys_set_codels_target_and_interval(sim: Sim) {
+    let (_, mut config) = limited(&sim, 1, None);
+    config.server.admission.queue.target_ms = 20;
+    config.server.admission.queue.interval_ms = 300;
+    let app = layered(&sim, &config);
+    let _holder = spawned(&app, request("GET", "/hold")).await;
+    let start = Instant::now();
+    let first = spawned(&app, request("GET", "/work")).await; // shed at 300 ms
+    sleep(MS(297)).await;
+    let second = spawned(&app, request("GET", "/work")).await; // shed at 317 ms
+    assert_eq!(
+        first.await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(Instant::now() - start, MS(300));
+    let late = app.request(request("GET", "/work")).await;
+    assert_eq!(late.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(Instant::now() - start, MS(320));
     assert_eq!(
         second.await.unwrap().status(),
         StatusCode::SERVICE_UNAVAILABLE
