@@ -490,6 +490,50 @@ async fn a_routes_own_refusals_teach_the_limit_nothing(sim: Sim) {
     two_waves_run_at_once(&app).await;
 }
 
+/// The layer's own A1 refusal of a plain route did no work either.
+#[sim_test]
+async fn the_layers_refusals_of_a_plain_route_teach_the_limit_nothing(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Enforce);
+    config.server.admission.concurrency = Concurrency::Vegas;
+    config.server.admission.max_reject_fraction = 1.0;
+    config.server.timeouts.request_timeout_ms = Some(30_000);
+    let plain = axum::routing::get(|| async {
+        sleep(MS(40)).await;
+        "done"
+    });
+    let router: Router = routes![work].into_router(&config).route("/plain", plain);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    // A hundred successes teach the layer's check a median of 40 ms.
+    for _ in 0..100 {
+        let response = app.request(request("GET", "/plain")).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    for _ in 0..30 {
+        let response = app.request(get_with_deadline_header("/plain", "10")).await;
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    }
+    two_waves_run_at_once(&app).await;
+}
+
+/// A request whose client went away before its answer (a hedge that lost
+/// its race, a closed tab) says nothing of the server's latency: its slot
+/// goes back with no sample, so hang-ups a millisecond in do not teach
+/// Vegas a latency of nothing, nor shrink its limit as overload would.
+#[sim_test]
+async fn a_request_whose_client_went_away_teaches_the_limit_nothing(sim: Sim) {
+    let mut config = config(&sim, DeadlineCheck::Off);
+    config.server.admission.concurrency = Concurrency::Vegas;
+    let router: Router = routes![work].into_router(&config);
+    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+    for _ in 0..30 {
+        let gone = spawned(&app, request("GET", "/work")).await;
+        sleep(MS(1)).await;
+        gone.abort();
+        assert!(gone.await.unwrap_err().is_cancelled());
+    }
+    two_waves_run_at_once(&app).await;
+}
+
 /// Twenty requests for `/work` at once, twice: with a limit that learnt
 /// nothing wrong, each wave runs at once, in 40 ms.
 async fn two_waves_run_at_once(app: &SimApp) {

@@ -116,7 +116,7 @@ impl LimitAlgorithm {
     /// Learns from one request that finished at `now`: how long it held its
     /// slot (`rtt`), how many requests were in flight when it started
     /// (`in_flight`, itself included), and whether it was dropped (timed
-    /// out, cancelled, failed) rather than answered.
+    /// out) rather than answered.
     pub(crate) fn on_sample(
         &mut self,
         now: Instant,

@@ -223,17 +223,22 @@ impl State {
     }
 }
 
-/// A slot of the limit, released when dropped.
+/// A slot of the limit, given back with what its request teaches the
+/// limit algorithm.
 ///
-/// Its time with the slot is a sample for the limit algorithm; a permit
-/// dropped before [`Permit::answered`] counts as dropped work (cancelled or
-/// timed out), which the adaptive algorithms read as overload.
+/// Its time with the slot is a sample: [`Permit::answered`] for an answer,
+/// [`Permit::timed_out`] for work its deadline cut, which the adaptive
+/// algorithms read as overload. A permit dropped without either (its
+/// request's future dropped before an answer: the client went away, a
+/// hedge lost its race, the server stopped) goes back with no sample, as
+/// Netflix's limiters ignore a cancelled request: a client's hang-up says
+/// nothing of the server's latency, and one after a millisecond would
+/// teach Vegas a no-load latency of nothing.
 #[derive(Debug)]
 pub(crate) struct Permit {
     shared: Option<Arc<Shared>>,
     since: Instant,
     in_flight: usize,
-    answered: bool,
 }
 
 impl Permit {
@@ -242,13 +247,17 @@ impl Permit {
             shared: Some(Arc::clone(shared)),
             since: Instant::now(),
             in_flight,
-            answered: false,
         }
     }
 
-    /// Marks the work done: the request was answered.
-    pub(crate) fn answered(&mut self) {
-        self.answered = true;
+    /// Gives the slot back: the request was answered.
+    pub(crate) fn answered(mut self) {
+        self.release_sampled(false);
+    }
+
+    /// Gives the slot back as dropped work: its deadline cut the request.
+    pub(crate) fn timed_out(mut self) {
+        self.release_sampled(true);
     }
 
     /// Gives the slot back with no sample: the request did no work (a
@@ -259,14 +268,20 @@ impl Permit {
             shared.release(None);
         }
     }
+
+    fn release_sampled(&mut self, dropped: bool) {
+        if let Some(shared) = self.shared.take() {
+            let now = Instant::now();
+            let rtt = now.duration_since(self.since);
+            shared.release(Some((now, rtt, self.in_flight, dropped)));
+        }
+    }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.take() {
-            let now = Instant::now();
-            let rtt = now.duration_since(self.since);
-            shared.release(Some((now, rtt, self.in_flight, !self.answered)));
+            shared.release(None);
         }
     }
 }
@@ -468,14 +483,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_slot_handed_over_after_the_waiters_deadline_goes_back() {
         let limiter = limiter(1);
-        let mut holder = limiter.acquire(None).await.unwrap();
+        let holder = limiter.acquire(None).await.unwrap();
         let deadline = Instant::now() + 30 * MS;
         let mut waiting = tokio_test::task::spawn(limiter.acquire(Some(deadline)));
         assert!(waiting.poll().is_pending());
         // The deadline passes, and the slot frees before the waiter runs.
         advance(30 * MS).await;
         holder.answered();
-        drop(holder);
         let Poll::Ready(result) = waiting.poll() else {
             panic!("the wait is over");
         };
@@ -502,9 +516,8 @@ mod tests {
             let mut gone = tokio_test::task::spawn(limiter.acquire(Some(deadline)));
             assert!(gone.poll().is_pending(), "queued");
             advance(10 * MS).await;
-            let mut first = held.pop().unwrap();
-            first.answered();
-            drop(first); // a 10 ms sample; its slot goes to `gone`
+            // A 10 ms sample; its slot goes to `gone`.
+            held.pop().unwrap().answered();
             if late {
                 // Its deadline has passed by the time it takes the slot.
                 let Poll::Ready(result) = gone.poll() else {
@@ -514,7 +527,7 @@ mod tests {
             } else {
                 drop(gone);
             }
-            for mut permit in held {
+            for permit in held {
                 permit.answered();
             }
             assert_limit_kept(&limiter, initial, late).await;
@@ -533,7 +546,7 @@ mod tests {
                 })
                 .collect();
             advance(10 * MS).await;
-            for mut permit in round {
+            for permit in round {
                 permit.answered();
             }
         }

@@ -95,7 +95,12 @@ pub enum Concurrency {
     /// Netflix's `VegasLimit`, between 1 and 1000, per request: the queue is
     /// estimated from how far latency is above the lowest seen, and the
     /// limit grows or shrinks to keep it between `3·log10(limit)` and
-    /// `6·log10(limit)`; a dropped request shrinks it.
+    /// `6·log10(limit)`; a request its deadline cut shrinks it.
+    ///
+    /// Both learn only from requests that were answered: a refusal (A1),
+    /// an answer to a deadline spent before the handler ran, and a request
+    /// whose client went away before its answer (a hedge that lost its
+    /// race, a closed tab) teach them nothing.
     Vegas,
 }
 

@@ -146,10 +146,13 @@ where
         }
         let answer = ready!(answer);
         if let Some(permit) = this.permit.take() {
-            match &answer {
-                Answer::Inner(output) => settle(permit, &AnsweredBy::Route(output.as_ref().ok())),
-                Answer::Timeout(_) | Answer::Refused(_) => settle(permit, &AnsweredBy::Layer),
-            }
+            settle(
+                permit,
+                match &answer {
+                    Answer::Inner(output) => output.as_ref().ok(),
+                    Answer::Timeout(response) | Answer::Refused(response) => Some(response),
+                },
+            );
         }
         Poll::Ready(match answer {
             Answer::Inner(output) => output.map(|mut response| {
@@ -188,29 +191,20 @@ impl Queue {
     }
 }
 
-/// Who answered a request that held a slot.
-enum AnsweredBy<'a> {
-    /// The route, with this response (`None` when it failed).
-    Route(Option<&'a Response>),
-    /// The layer, for it: a timeout or a refusal.
-    Layer,
-}
-
-/// Gives back the slot a request held, once it is answered.
-fn settle(mut permit: Permit, answered: &AnsweredBy<'_>) {
-    match answered {
-        // A route's own refusal (A1), or its answer to a deadline that had
-        // passed on arrival (S4), did no work: no sample.
-        AnsweredBy::Route(Some(response)) if response.extensions().get::<NoWork>().is_some() => {
-            permit.release_unsampled();
-        }
-        // A route's own timeout answer is timed-out work, as the layer's
-        // own is: the permit goes back as dropped, which the adaptive
-        // limits read as overload.
-        AnsweredBy::Route(Some(response))
-            if response.extensions().get::<DeadlineCancelled>().is_some() => {}
-        AnsweredBy::Route(_) => permit.answered(),
-        AnsweredBy::Layer => {}
+/// Gives back the slot a request held, once it is answered (`None`: the
+/// route failed), with what the answer teaches the limit. A request whose
+/// future is dropped before it answers gives its slot back unsettled, with
+/// no sample (see [`Permit`]).
+fn settle(permit: Permit, response: Option<&Response>) {
+    match response.map(Response::extensions) {
+        // A refusal (A1), or an answer to a deadline that passed before
+        // the handler ran (on arrival, or in the queue), did no work, the
+        // route's or the layer's: no sample.
+        Some(extensions) if extensions.get::<NoWork>().is_some() => permit.release_unsampled(),
+        // A timeout answer, the route's own or the layer's, is timed-out
+        // work, which the adaptive limits read as overload.
+        Some(extensions) if extensions.get::<DeadlineCancelled>().is_some() => permit.timed_out(),
+        _ => permit.answered(),
     }
 }
 
