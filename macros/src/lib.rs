@@ -25,7 +25,8 @@ use route::Method;
 ///   where `base` is `TIMEBOX_SIM_SEED` or 0.
 ///
 /// Without either, the seed is `TIMEBOX_SIM_SEED` (decimal or `0x` hex), or 0.
-/// See `timebox::sim` for the replay line and the liveness bound.
+/// See `timebox::sim` for the replay line and the liveness bound. It needs
+/// timebox's `sim` feature, enabled from `[dev-dependencies]`.
 ///
 /// ```
 /// use timebox::sim::Sim;

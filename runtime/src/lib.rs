@@ -20,11 +20,11 @@
 //!   OpenTelemetry.
 #![cfg_attr(
     feature = "client",
-    doc = "- [`client`]: outbound HTTP with retries that fit the time left, the per-host budget and breaker, hedging; also as a reqwest middleware and a tower layer."
+    doc = "- [`client`]: outbound HTTP with retries that fit the time left, the per-host budget and breaker, hedging; also as a reqwest middleware (feature `reqwest-middleware`) and a tower layer."
 )]
 #![cfg_attr(
     feature = "sqlx",
-    doc = "- [`db`]: pool waits and Postgres statement timeouts that follow the deadline."
+    doc = "- [`db`]: pool waits and Postgres statement timeouts (feature `postgres`) that follow the deadline."
 )]
 #![cfg_attr(
     feature = "server",

@@ -41,8 +41,9 @@ pub enum ClientError {
     },
     /// A redirect chain longer than 10 hops.
     TooManyRedirects,
-    /// An attempt ran past its own timeout (`http.client.timeout_secs`) while
-    /// the deadline still had time left.
+    /// An attempt ran past its own timeout (`http.client.timeout_secs`, or
+    /// the call's [`attempt_timeout`](super::RequestBuilder::attempt_timeout))
+    /// while the deadline still had time left.
     Timeout,
     /// The connection could not be made (refused, unreachable, dropped by a
     /// simulated network).

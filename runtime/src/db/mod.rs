@@ -24,15 +24,18 @@
 //! use axum::Router;
 //! use sqlx::PgPool;
 //! use timebox::config::Config;
-//! use timebox::db::{Conn, PoolWaitError};
+//! use timebox::db::pg::PgError;
+//! use timebox::db::Conn;
 //! use timebox::{get, routes};
 //!
+//! // The wait for a connection is bounded by the route's deadline; the
+//! // query's own error answers as `PgError` does (500, or 504 for a
+//! // statement Postgres stopped at the deadline).
 //! #[get("/count", timeout_ms = 200)]
-//! async fn count(Conn(mut conn): Conn<sqlx::Postgres>) -> Result<String, PoolWaitError> {
+//! async fn count(Conn(mut conn): Conn<sqlx::Postgres>) -> Result<String, PgError> {
 //!     let row: (i64,) = sqlx::query_as("SELECT 41 + 1")
 //!         .fetch_one(&mut *conn)
-//!         .await
-//!         .map_err(PoolWaitError::from)?;
+//!         .await?;
 //!     Ok(row.0.to_string())
 //! }
 //!

@@ -13,7 +13,7 @@ use super::{Event, Observer};
 
 /// An observer that turns events into the metrics of [`METRICS`] through
 /// the [`metrics`] facade, so any recorder shows them
-/// (`metrics-exporter-prometheus`, StatsD, ..).
+/// (`metrics-exporter-prometheus`, StatsD, ..). Feature `metrics`.
 ///
 /// [`MetricsObserver::new`] describes every metric to the recorder
 /// installed then (the global one, or a thread's local one), so install the

@@ -10,7 +10,7 @@ use super::{Event, Observer};
 
 /// An observer that turns events into the metrics of [`METRICS`] on an
 /// OpenTelemetry [`Meter`]: the API only, so the app chooses the SDK and
-/// the exporter.
+/// the exporter. Feature `otel`.
 ///
 /// # Examples
 ///

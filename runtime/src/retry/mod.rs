@@ -37,8 +37,10 @@
 //! 1. Look up the host's bucket with [`RetryBudgets::for_uri`] (`None`: no
 //!    budget, only `max_retries` and the deadline bound retries) and call
 //!    [`RetryBudget::on_first_attempt`] once; a first attempt never waits.
-//! 2. On an answer [`classify_status`] calls retryable (or a connect error or
-//!    attempt timeout, which are [`RetryKind::Transient`]), and only for an
+//! 2. On an answer [`classify_answer`] calls retryable (it reads
+//!    `x-timebox-shed`: a shed `503` is throttling and A1's `504` is final;
+//!    [`classify_status`] judges a status alone), or a connect error or
+//!    attempt timeout (both [`RetryKind::Transient`]), and only for an
 //!    [`is_idempotent`] method or a request that opted in: compute the wait,
 //!    [`Backoff::delay`] plus [`hint_wait`]; if the retry does not fit in the
 //!    time left, stop without charging the budget.

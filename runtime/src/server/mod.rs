@@ -13,9 +13,14 @@
 //!     "a long report"
 //! }
 //!
-//! #[post("/upload", timeout = "off")]
+//! #[post("/upload", timeout_ms = 60000)]
 //! async fn upload(body: String) -> String {
 //!     format!("{} bytes", body.len())
+//! }
+//!
+//! #[get("/events", timeout = "off")]
+//! async fn events() -> &'static str {
+//!     "a stream that ends when its client goes"
 //! }
 //!
 //! #[get("/health")]
@@ -25,7 +30,7 @@
 //!
 //! let mut config = Config::default();
 //! config.server.timeouts.request_timeout_ms = Some(5_000);
-//! let app: axum::Router = routes![report, upload, health].into_router(&config);
+//! let app: axum::Router = routes![report, upload, events, health].into_router(&config);
 //! ```
 //!
 //! # What a request goes through
@@ -35,8 +40,10 @@
 //!    in-flight count.
 //! 2. Routing, then the route's deadline, when it has one: the route's
 //!    override, else the global `request_timeout_ms`, else none. It counts
-//!    from the first poll of the handler's future, before extraction; an
-//!    inbound deadline header, accepted when
+//!    from the first poll of the handler's future, before extraction, or,
+//!    under a [`TimeboxLayer`], from when the request reached that layer
+//!    (so a wait in its concurrency queue counts); an inbound deadline
+//!    header, accepted when
 //!    `server.timeouts.accept_deadline_header` is on (in the formats of
 //!    `server.timeouts.deadline_headers`, the earliest winning), can only
 //!    shorten it.
@@ -47,7 +54,8 @@
 //!    is `503 Service Unavailable`, `application/problem+json`, with
 //!    `Retry-After` of 1, 2 or 3 seconds drawn from
 //!    [`Entropy`](crate::entropy::Entropy) (the simulation's under
-//!    `Sim::app`, else one OS-seeded source), and the [`DeadlineCancelled`]
+//!    `Sim::app`, else the `TimeboxLayer`'s around the router, else one
+//!    OS-seeded source), and the [`DeadlineCancelled`]
 //!    extension. A `warn!` names the method, route, deadline, elapsed time
 //!    and where the deadline came from (`source`: the route, the global
 //!    deadline or the header).
@@ -60,7 +68,8 @@
 //!    errors are left alone.
 //!
 //! Only the time to the response head is bounded: a streaming body keeps
-//! going after the handler returned. A route with no deadline reads no clock.
+//! going after the handler returned. A route with no deadline, mounted
+//! without a `TimeboxLayer`, reads no clock.
 //!
 //! # Admission
 //!

@@ -1,5 +1,8 @@
 //! Deterministic tests in virtual time: `#[sim_test]` and [`Sim`].
 //!
+//! Feature `sim`, which a crate enables from its `[dev-dependencies]`:
+//! `timebox = { version = "…", features = ["sim"] }`.
+//!
 //! A simulation test runs on a current-thread tokio runtime whose clock is
 //! paused at the start, so time moves only when every task is waiting (tokio
 //! then jumps straight to the next timer) or when the test calls
