@@ -940,6 +940,46 @@ async fn a_retry_a_later_middleware_fails_gives_its_tokens_back() {
     );
 }
 
+/// A3: a hedge that a later middleware fails before it is sent never
+/// reached the host either: its tokens go back, and the first attempt's
+/// answer is the call's.
+#[tokio::test]
+async fn a_hedge_a_later_middleware_fails_gives_its_tokens_back() {
+    let recorder = Recorder::new();
+    let addr = serve(recording(&recorder, |_| async {
+        sleep(MS(200)).await;
+        StatusCode::OK
+    }))
+    .await;
+    let mut config = config();
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(50);
+    config.http.client.hedge.max_extra_load = 1.0;
+    let timebox = Timebox::new(&config);
+    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(timebox.clone())
+        .with(FailsAfterTheFirst::default())
+        .build();
+    let url = format!("http://{addr}/");
+    let budget = timebox
+        .budgets()
+        .for_uri(&url.parse().unwrap())
+        .expect("a bucket");
+    let full = budget.tokens();
+
+    let response = ends(client.get(&url).send())
+        .await
+        .expect("the first attempt answers");
+
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(recorder.count(), 1, "the hedge was never sent");
+    assert!(
+        (budget.tokens() - full).abs() < 1e-9,
+        "{} of {full}",
+        budget.tokens()
+    );
+}
+
 /// A middleware that sends every request to `addr`, as service discovery
 /// does.
 struct Discovery(SocketAddr);

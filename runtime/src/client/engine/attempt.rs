@@ -237,13 +237,9 @@ impl<B: Body> Call<B> {
         let kind = std::mem::replace(&mut self.next_kind, AttemptKind::Hedge);
         let Ok((mut request, pending)) = self.start() else {
             // Not sent after all (the breaker refused it, or the deadline
-            // passed): it costs nothing, neither tokens nor a place in the
-            // host's share of hedged requests.
+            // passed).
             self.next_kind = kind;
-            self.rules.hedging.withdraw(&stats, budget.as_ref());
-            if let Some(budget) = &budget {
-                self.tell_tokens(budget, None);
-            }
+            self.withdraw_hedge();
             return None;
         };
         let marker = format!("{};hedge", pending.attempt.number);
@@ -256,6 +252,20 @@ impl<B: Body> Call<B> {
             "hedging: the first attempt is slow"
         );
         Some((request, pending))
+    }
+
+    /// Undoes the admission of a hedge that never reached the host (not
+    /// sent after all, or failed on our side): it costs nothing, neither
+    /// tokens nor a place in the host's share of hedged requests.
+    pub(super) fn withdraw_hedge(&self) {
+        let Some(stats) = &self.target.stats else {
+            return;
+        };
+        let budget = self.target.budget.as_ref();
+        self.rules.hedging.withdraw(stats, budget);
+        if let Some(budget) = budget {
+            self.tell_tokens(budget, None);
+        }
     }
 
     /// Abandons `pending`, a first attempt that a hedge's answer beat. Its

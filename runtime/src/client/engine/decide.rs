@@ -143,7 +143,8 @@ impl<B: Body> Call<B> {
     /// timebox server refusing it as too short (our impatience), a local
     /// failure (not the host's doing) and the timeout of a long-running
     /// call (whose time says nothing of the host) drop the permit without
-    /// an outcome.
+    /// an outcome. A hedge that failed locally also gives back what its
+    /// admission took (A3).
     fn attempt_ended<R: Answer>(
         &mut self,
         attempt: Attempt,
@@ -153,6 +154,11 @@ impl<B: Body> Call<B> {
     ) {
         self.under_way.ended(attempt);
         self.tell_attempt_end(attempt, observed);
+        if attempt.kind == AttemptKind::Hedge
+            && matches!(outcome, Outcome::Failed(TransportError::Local(_)))
+        {
+            self.withdraw_hedge();
+        }
         let Some(permit) = permit else { return };
         match outcome {
             Outcome::Response(response)
