@@ -121,11 +121,15 @@ impl Pool {
             session.end();
             return;
         }
+        // Read under the idle list's lock, which `close` sets it under: a
+        // session given back as the pool closes is either among the idle
+        // ones it closes or ended here, never left in a list nobody reads.
+        let mut idle = self.lock();
         if self.closed.load(Ordering::Acquire) {
+            drop(idle);
             self.end_after_linger(Arc::new(session));
             return;
         }
-        let mut idle = self.lock();
         if idle.len() < self.server.max_idle {
             idle.push(session);
             drop(idle);
@@ -155,11 +159,14 @@ impl Pool {
     /// with no room among the idle ones) are waited for beside them, at
     /// most their notices' linger and `bound` too.
     pub(crate) async fn close(&self, bound: Duration) {
-        self.closed.store(true, Ordering::Release);
+        let idle = {
+            let mut idle = self.lock();
+            self.closed.store(true, Ordering::Release);
+            std::mem::take(&mut *idle)
+        };
         // Requests waiting for a session stop waiting.
         self.places.close();
         self.ending.close();
-        let idle = std::mem::take(&mut *self.lock());
         let closing = idle.into_iter().map(|session| session.close(bound));
         let ending = tokio::time::timeout(NOTICE_LINGER + bound, self.ending.wait());
         let (closed, ended) = tokio::join!(futures_util::future::join_all(closing), ending);
