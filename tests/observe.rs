@@ -207,6 +207,56 @@ async fn a_stream_that_goes_quiet_times_out_for_inactivity() {
     );
 }
 
+/// O1: a stream whose client went away tells the cancellation, with no
+/// timeout.
+#[tokio::test(start_paused = true)]
+async fn a_stream_whose_client_left_tells_a_disconnect() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let events = futures_util::stream::once(async { SseEvent::default().data("first") })
+        .chain(futures_util::stream::pending());
+    let stream = SseStream::new(events, Watchdog::new().inactivity(SECS(10)))
+        .heartbeat(None)
+        .observed(&config.observers, "/chat");
+    let mut body = stream.into_response().into_body();
+    assert!(body.frame().await.is_some(), "the first event");
+    drop(body);
+    sleep(SECS(1)).await;
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "stream_first_item route=/chat after=0ms",
+            "request_cancelled reason=disconnect",
+        ]
+    );
+}
+
+/// O1: a stream that a shutdown's drain ends tells the cancellation, with
+/// no timeout.
+#[tokio::test(start_paused = true)]
+async fn a_stream_a_shutdown_drains_tells_a_shutdown() {
+    let recording = Recording::new();
+    let config = Config::default().observed_by(recording.clone());
+    let shutdown = Shutdown::new(&Config::default());
+    let events = futures_util::stream::once(async { SseEvent::default().data("first") })
+        .chain(futures_util::stream::pending());
+    let stream = SseStream::new(events, Watchdog::new().inactivity(SECS(10)))
+        .heartbeat(None)
+        .drain(shutdown.drain_token())
+        .observed(&config.observers, "/chat");
+    let body = tokio::spawn(stream.into_response().into_body().collect());
+    sleep(SECS(1)).await;
+    shutdown.force();
+    assert!(!body.await.unwrap().unwrap().to_bytes().is_empty());
+    assert_eq!(
+        lines(&recording.events()),
+        [
+            "stream_first_item route=/chat after=0ms",
+            "request_cancelled reason=shutdown",
+        ]
+    );
+}
+
 /// W2, O1: the time to the first item counts from the stream's start (its
 /// watchdog's), as the first-item timer does, not from when its response
 /// began to be sent.
