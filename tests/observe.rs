@@ -183,6 +183,42 @@ async fn a_breaker_opens_admits_trials_when_half_open_and_closes(sim: Sim) {
     );
 }
 
+/// O1: a call that answers after the breaker's slow threshold is told as
+/// slow, a quick one as a success.
+#[sim_test]
+async fn a_slow_call_is_told_as_slow(sim: Sim) {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    sim.net().host(
+        "up",
+        recording(&Recorder::new(), move |_| {
+            let first = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+            async move {
+                if first {
+                    sleep(SECS(2)).await;
+                }
+                StatusCode::OK
+            }
+        }),
+    );
+    let mut config = sim.config();
+    config.breaker.slow_call_duration_threshold_secs = 1;
+    let client = sim.client_with(&config);
+    for _ in 0..2 {
+        client.get("http://up/").send().await.unwrap();
+    }
+    let calls: Vec<_> = lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("breaker_call"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "breaker_call host=up:80 outcome=slow",
+            "breaker_call host=up:80 outcome=success",
+        ]
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_stream_that_goes_quiet_times_out_for_inactivity() {
     let recording = Recording::new();
