@@ -472,6 +472,118 @@ async fn raw_paths_never_appear_as_routes() {
     assert_eq!(routes, BTreeSet::from(["/users/{id}".to_owned()]));
 }
 
+/// What [`one_of_each`] moves each metric by: counters by one, gauges to
+/// the value, histograms by the duration in seconds (the table's unit), in
+/// the order of the names.
+const MOVED_BY_ONE_OF_EACH: [(&str, f64); 14] = [
+    ("timebox.breaker.calls", 1.0),
+    ("timebox.breaker.state", 2.0), // open
+    ("timebox.breaker.transitions", 1.0),
+    ("timebox.client.attempts", 1.0),
+    ("timebox.client.call.duration", 0.02),
+    ("timebox.client.retry.skipped", 1.0),
+    ("timebox.deadline.exceeded", 1.0),
+    ("timebox.deadline.remaining", 2.0),
+    ("timebox.requests.cancelled", 1.0),
+    ("timebox.retry_budget.tokens", 10.0),
+    ("timebox.server.shed", 1.0),
+    ("timebox.shutdown.phase.duration", 3.0),
+    ("timebox.stream.first_item.duration", 0.2),
+    ("timebox.stream.timeouts", 1.0),
+];
+
+/// Asserts that `moved`, sorted by name, is [`MOVED_BY_ONE_OF_EACH`].
+fn assert_moved_as_told(sink: &str, mut moved: Vec<(String, f64)>) {
+    moved.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(moved.len(), MOVED_BY_ONE_OF_EACH.len(), "{sink}: {moved:?}");
+    for ((name, value), (want_name, want)) in moved.iter().zip(MOVED_BY_ONE_OF_EACH) {
+        assert_eq!(name, want_name, "{sink}");
+        assert!(
+            (value - want).abs() < 1e-9,
+            "{sink}: {name} is {value}, not {want}"
+        );
+    }
+}
+
+/// O3: the `metrics` sink moves each metric by what its event says.
+#[test]
+fn each_event_moves_its_metric_by_its_value_through_metrics() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let observer = MetricsObserver::new();
+        for event in one_of_each() {
+            observer.on_event(&event);
+        }
+    });
+    let moved = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let name = key.key().name().to_owned();
+            let value = match value {
+                DebugValue::Counter(count) => count as f64,
+                DebugValue::Gauge(value) => value.into_inner(),
+                DebugValue::Histogram(values) => {
+                    assert_eq!(values.len(), 1, "{name}");
+                    values[0].into_inner()
+                }
+            };
+            (name, value)
+        })
+        .collect();
+    assert_moved_as_told("metrics", moved);
+}
+
+/// O3: the OpenTelemetry sink moves each metric by what its event says.
+#[test]
+fn each_event_moves_its_metric_by_its_value_through_otel() {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let observer = OtelObserver::new(&provider.meter("timebox-test"));
+    for event in one_of_each() {
+        observer.on_event(&event);
+    }
+    provider.force_flush().expect("the metrics are exported");
+    let exported = exporter.get_finished_metrics().expect("exported metrics");
+    let values: Vec<(String, f64)> = exported
+        .iter()
+        .flat_map(|resource| resource.scope_metrics())
+        .flat_map(|scope| scope.metrics())
+        .map(|metric| {
+            let value = match metric.data() {
+                AggregatedMetrics::U64(MetricData::Sum(sum)) => {
+                    let points: Vec<u64> = sum.data_points().map(|point| point.value()).collect();
+                    assert_eq!(points.len(), 1, "{}", metric.name());
+                    points[0] as f64
+                }
+                AggregatedMetrics::F64(MetricData::Gauge(gauge)) => {
+                    let points: Vec<f64> = gauge.data_points().map(|point| point.value()).collect();
+                    assert_eq!(points.len(), 1, "{}", metric.name());
+                    points[0]
+                }
+                AggregatedMetrics::F64(MetricData::Histogram(histogram)) => {
+                    let points: Vec<(u64, f64)> = histogram
+                        .data_points()
+                        .map(|point| (point.count(), point.sum()))
+                        .collect();
+                    assert_eq!(points.len(), 1, "{}", metric.name());
+                    assert_eq!(points[0].0, 1, "{}", metric.name());
+                    points[0].1
+                }
+                _ => panic!("{} has a kind the table has not", metric.name()),
+            };
+            (metric.name().to_owned(), value)
+        })
+        .collect();
+    assert_moved_as_told("otel", values);
+}
+
 /// O3: the OpenTelemetry histograms are in seconds, so their buckets are
 /// too: a 20 ms and a 400 ms call land in different buckets, and a 2 s
 /// deadline in neither of theirs.
