@@ -133,3 +133,190 @@ pub(super) fn event(event: &Event) {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::Duration;
+
+    use tracing::Level;
+    use tracing_subscriber::fmt::MakeWriter;
+
+    use crate::attempt::{Attempt, AttemptKind};
+    use crate::breaker::BreakerState;
+    use crate::observe::{
+        BreakerCallOutcome, CallOutcome, DeadlineSource, Event, Label, PhaseOutcome, ShedReason,
+        ShutdownPhase, SkipReason, Stage,
+    };
+    use crate::registry::CancelReason;
+    use crate::watchdog::TimeoutKind;
+
+    /// What a subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Written(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Written {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl MakeWriter<'_> for Written {
+        type Writer = Self;
+
+        fn make_writer(&self) -> Self {
+            self.clone()
+        }
+    }
+
+    /// What the sink writes for `event` through a plain `fmt` subscriber.
+    fn written(event: &Event) -> String {
+        let written = Written::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(written.clone())
+            .with_max_level(Level::DEBUG)
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        tracing::subscriber::with_default(subscriber, || super::event(event));
+        let bytes = written.0.lock().unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[test]
+    fn each_event_is_one_debug_line_with_its_attributes_as_fields() {
+        let host = || Label::from("up:80");
+        let route = || Some(Label::from("/users/{id}"));
+        let cases = [
+            (
+                Event::DeadlineSet {
+                    source: DeadlineSource::Global,
+                    budget: Duration::from_millis(2500),
+                    route: route(),
+                },
+                r#"event="deadline_set" source="global" budget_s=2.5 route="/users/{id}""#,
+            ),
+            (
+                Event::DeadlineExceeded {
+                    stage: Stage::Outbound,
+                    route: None,
+                },
+                r#"event="deadline_exceeded" stage="outbound""#,
+            ),
+            (
+                Event::AttemptStarted {
+                    host: host(),
+                    attempt: Attempt::new(2, AttemptKind::Hedge),
+                },
+                r#"event="attempt_started" host="up:80" kind="hedge" number=2"#,
+            ),
+            (
+                Event::AttemptFinished {
+                    host: host(),
+                    attempt: Attempt::new(3, AttemptKind::Retry),
+                    outcome: CallOutcome::Status(503),
+                },
+                r#"event="attempt_finished" host="up:80" kind="retry" number=3 outcome="5xx""#,
+            ),
+            (
+                Event::RetrySkipped {
+                    host: host(),
+                    reason: SkipReason::Deadline,
+                },
+                r#"event="retry_skipped" host="up:80" reason="deadline""#,
+            ),
+            (
+                Event::CallFinished {
+                    host: host(),
+                    outcome: CallOutcome::Timeout,
+                    duration: Duration::from_millis(20),
+                },
+                r#"event="call_finished" host="up:80" outcome="timeout" duration_s=0.02"#,
+            ),
+            (
+                Event::BudgetTokens {
+                    host: host(),
+                    tokens: 9.5,
+                },
+                r#"event="budget_tokens" host="up:80" tokens=9.5"#,
+            ),
+            (
+                Event::BreakerCreated { host: host() },
+                r#"event="breaker_created" host="up:80""#,
+            ),
+            (
+                Event::BreakerTransition {
+                    host: host(),
+                    from: BreakerState::Closed,
+                    to: BreakerState::Open,
+                },
+                r#"event="breaker_transition" host="up:80" from="closed" to="open""#,
+            ),
+            (
+                Event::BreakerCall {
+                    host: host(),
+                    outcome: BreakerCallOutcome::Slow,
+                },
+                r#"event="breaker_call" host="up:80" outcome="slow""#,
+            ),
+            (
+                Event::StreamTimeout {
+                    kind: TimeoutKind::Total,
+                    route: route(),
+                },
+                r#"event="stream_timeout" kind="total" route="/users/{id}""#,
+            ),
+            (
+                Event::StreamFirstItem {
+                    route: route(),
+                    after: Duration::from_millis(200),
+                },
+                r#"event="stream_first_item" route="/users/{id}" after_s=0.2"#,
+            ),
+            (
+                Event::RequestCancelled {
+                    reason: CancelReason::Timeout(TimeoutKind::Inactivity),
+                },
+                r#"event="request_cancelled" reason="timeout" timer="inactivity""#,
+            ),
+            (
+                Event::RequestCancelled {
+                    reason: CancelReason::Disconnect,
+                },
+                r#"event="request_cancelled" reason="disconnect""#,
+            ),
+            (
+                Event::ShutdownPhase {
+                    phase: ShutdownPhase::Drain,
+                    duration: Duration::from_secs(3),
+                    outcome: PhaseOutcome::Forced,
+                },
+                r#"event="shutdown_phase" phase="drain" duration_s=3.0 outcome="forced""#,
+            ),
+            (
+                Event::RequestShed {
+                    reason: ShedReason::Overloaded,
+                    route: route(),
+                },
+                r#"event="request_shed" reason="overloaded" route="/users/{id}""#,
+            ),
+        ];
+        for (event, fields) in cases {
+            let line = written(&event);
+            assert_eq!(
+                line,
+                format!("DEBUG timebox::observe: {fields}\n"),
+                "{event:?}"
+            );
+        }
+    }
+}
