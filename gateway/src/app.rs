@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
+use axum::http::{Method, Uri};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
@@ -84,11 +85,24 @@ impl App {
     /// port to scrape, as for most single-binary services. A service that
     /// must keep it off the public port serves the same handle on an admin
     /// listener.
+    ///
+    /// Another path, or another method, is answered in OpenAI's error shape
+    /// too (`404`, `405` with `Allow`). timebox's own answers keep the
+    /// problem+json of DESIGN S5: the deadline's `503`, the deadline
+    /// check's `504` and, from `serve`'s gate, the shutdown's `503`. A
+    /// client reads them by their status and `Retry-After`, as the
+    /// `openai` clients do.
     pub(crate) fn router(self, shutdown: &Shutdown) -> Router {
         routes![chat_completions, models]
             .into_router(&self.inner.config)
             .route("/ready", timebox::server::readiness(shutdown))
             .route("/metrics", axum::routing::get(metrics))
+            .fallback(|method: Method, uri: Uri| async move {
+                ApiError::unknown_url(&method, uri.path())
+            })
+            .method_not_allowed_fallback(|method: Method, uri: Uri| async move {
+                ApiError::method_not_allowed(&method, uri.path())
+            })
             .with_state(self)
     }
 

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -334,6 +334,29 @@ impl ApiError {
             kind: "invalid_request_error",
             param: Some("model".into()),
             code: Some("model_not_found"),
+        }
+    }
+
+    /// A `404` for a path the gateway does not serve, in the words of
+    /// OpenAI's own.
+    pub(crate) fn unknown_url(method: &Method, path: &str) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            message: format!("Invalid URL ({method} {path})"),
+            kind: "invalid_request_error",
+            param: None,
+            code: None,
+        }
+    }
+
+    /// A `405` for a path the gateway serves, asked with another method.
+    pub(crate) fn method_not_allowed(method: &Method, path: &str) -> Self {
+        Self {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            message: format!("{path} does not take {method}"),
+            kind: "invalid_request_error",
+            param: None,
+            code: None,
         }
     }
 

@@ -152,6 +152,40 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
     assert_eq!(body["error"]["code"], "model_not_found");
 }
 
+/// A path the gateway does not serve, or one asked with another method, is
+/// answered in OpenAI's error shape as well.
+#[tokio::test]
+async fn an_unknown_path_or_method_gets_an_openai_error() {
+    let gateway = Gateway::start(&[]);
+    let client = reqwest::Client::new();
+    let unknown = client
+        .post(format!("{}/v1/embeddings", gateway.base))
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(unknown.status(), 404);
+    let body: Value = serde_json::from_str(&unknown.text().await.expect("a body")).expect("JSON");
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    assert_eq!(
+        body["error"]["message"], "Invalid URL (POST /v1/embeddings)",
+        "{body}"
+    );
+
+    let wrong = client
+        .get(format!("{}/v1/chat/completions", gateway.base))
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(wrong.status(), 405);
+    assert_eq!(wrong.headers()["allow"], "POST");
+    let body: Value = serde_json::from_str(&wrong.text().await.expect("a body")).expect("JSON");
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    assert_eq!(
+        body["error"]["message"], "/v1/chat/completions does not take GET",
+        "{body}"
+    );
+}
+
 /// `"stream": null` is what clients generated from OpenAI's API description
 /// send for an unset field; the API reads it as `false`.
 #[tokio::test]
