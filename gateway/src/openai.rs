@@ -10,9 +10,13 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// `POST /v1/chat/completions`. Fields the gateway does not use
-/// (`temperature`, `max_tokens`, …) are accepted and ignored, as
-/// OpenAI-compatible servers do, so real clients work unchanged.
+/// `POST /v1/chat/completions`. Fields the gateway does not know are
+/// accepted and ignored, as OpenAI-compatible servers do, so real clients
+/// work unchanged. The common sampling fields it knows are checked as
+/// OpenAI's API checks them (a wrong type or range is a `400` naming the
+/// field), and not read otherwise: the scripted models' answers are fixed,
+/// so `temperature`, `top_p` and the token limits change nothing. `null`
+/// is the same as no value throughout.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ChatRequest {
     pub(crate) model: String,
@@ -23,6 +27,21 @@ pub(crate) struct ChatRequest {
     /// Only with `stream`, as OpenAI's API has it.
     #[serde(default)]
     pub(crate) stream_options: Option<StreamOptions>,
+    /// From 0 to 2.
+    #[serde(default)]
+    temperature: Option<f64>,
+    /// From 0 to 1.
+    #[serde(default)]
+    top_p: Option<f64>,
+    /// How many choices to answer: 1, the one the gateway makes.
+    #[serde(default)]
+    n: Option<u32>,
+    /// At least 1.
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    /// At least 1.
+    #[serde(default)]
+    max_completion_tokens: Option<u32>,
 }
 
 /// `stream_options`: what a streamed answer adds.
@@ -53,8 +72,10 @@ impl ChatRequest {
     /// `stream`, no conversation at all, a message
     /// whose role is not one of [`ROLES`] (its error names
     /// `messages[<i>].role`), or one whose content is neither text, nor a
-    /// list of content parts, nor absent (see [`Message::check_content`]).
+    /// list of content parts, nor absent (see [`Message::check_content`]);
+    /// a sampling field out of its range, or an `n` other than 1.
     pub(crate) fn check(&self) -> Result<(), ApiError> {
+        self.check_sampling()?;
         if self.stream_options.is_some() && !self.stream {
             return Err(ApiError::invalid(
                 Some("stream_options".into()),
@@ -81,6 +102,39 @@ impl ChatRequest {
             message.check_content(i)?;
         }
         Ok(())
+    }
+
+    /// Refuses a sampling field out of its range, and an `n` other than 1.
+    fn check_sampling(&self) -> Result<(), ApiError> {
+        let out_of_range = |field: &'static str, value: &dyn std::fmt::Display, range: &str| {
+            ApiError::invalid(
+                Some(field.into()),
+                format!("`{field}` is {value}; expected {range}"),
+            )
+        };
+        if let Some(t) = self.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+            return Err(out_of_range("temperature", &t, "a number from 0 to 2"));
+        }
+        if let Some(p) = self.top_p.filter(|p| !(0.0..=1.0).contains(p)) {
+            return Err(out_of_range("top_p", &p, "a number from 0 to 1"));
+        }
+        for (field, limit) in [
+            ("max_tokens", self.max_tokens),
+            ("max_completion_tokens", self.max_completion_tokens),
+        ] {
+            if limit == Some(0) {
+                return Err(out_of_range(field, &0, "at least 1"));
+            }
+        }
+        match self.n {
+            None | Some(1) => Ok(()),
+            Some(0) => Err(out_of_range("n", &0, "at least 1")),
+            Some(n) => Err(out_of_range(
+                "n",
+                &n,
+                "1: the gateway answers with one choice",
+            )),
+        }
     }
 }
 

@@ -53,6 +53,14 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
             json!({ "model": "scripted-fast", "messages": [messages[0], "hi"] }),
             "messages[1]",
         ),
+        (
+            json!({ "model": "scripted-fast", "messages": messages, "temperature": "x" }),
+            "temperature",
+        ),
+        (
+            json!({ "model": "scripted-fast", "messages": messages, "max_tokens": -1 }),
+            "max_tokens",
+        ),
     ] {
         let (status, body) = post(&gateway, &request.to_string()).await;
         assert_eq!(status, 400, "{request}: {body}");
@@ -141,6 +149,50 @@ async fn bad_requests_get_an_openai_error_naming_the_field() {
         let (status, body) = post(&gateway, &request.to_string()).await;
         assert_eq!(status, 200, "{content}: {body}");
     }
+
+    // Values OpenAI's API refuses: out of range, or more than the one
+    // choice the gateway answers with.
+    for (field, value, said) in [
+        (
+            "temperature",
+            json!(2.5),
+            "`temperature` is 2.5; expected a number from 0 to 2",
+        ),
+        (
+            "top_p",
+            json!(-0.1),
+            "`top_p` is -0.1; expected a number from 0 to 1",
+        ),
+        (
+            "n",
+            json!(2),
+            "`n` is 2; expected 1: the gateway answers with one choice",
+        ),
+        ("n", json!(0), "`n` is 0; expected at least 1"),
+        (
+            "max_completion_tokens",
+            json!(0),
+            "`max_completion_tokens` is 0; expected at least 1",
+        ),
+    ] {
+        let mut request = json!({ "model": "scripted-fast", "messages": messages });
+        request[field] = value;
+        let (status, body) = post(&gateway, &request.to_string()).await;
+        assert_eq!(status, 400, "{request}: {body}");
+        assert_eq!(body["error"]["param"], field, "{request}: {body}");
+        assert_eq!(body["error"]["message"], said, "{request}: {body}");
+    }
+    // In range, or `null`, they are accepted.
+    let request = json!({
+        "model": "scripted-fast",
+        "messages": messages,
+        "temperature": 0.7,
+        "top_p": null,
+        "n": 1,
+        "max_tokens": 50,
+    });
+    let (status, body) = post(&gateway, &request.to_string()).await;
+    assert_eq!(status, 200, "{body}");
 
     let (status, body) = post(
         &gateway,
