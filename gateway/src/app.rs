@@ -50,7 +50,31 @@ struct Inner {
     /// The shutdown's count, which an answer's cleanup stays in until the
     /// tool servers have its notices.
     in_flight: InFlight,
-    next_id: AtomicU64,
+    ids: CompletionIds,
+}
+
+/// Completion ids, `chatcmpl-<process>-<n>`: the counter keeps them apart
+/// within the process, the random part from another gateway's, or this
+/// one's before a restart, as OpenAI's ids are unique across requests.
+#[derive(Debug)]
+struct CompletionIds {
+    process: u64,
+    next: AtomicU64,
+}
+
+impl CompletionIds {
+    fn new() -> Self {
+        Self {
+            // Twelve hex digits.
+            process: timebox::entropy::Entropy::from_os().next_u64() >> 16,
+            next: AtomicU64::new(1),
+        }
+    }
+
+    fn next(&self) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("chatcmpl-{:012x}-{n}", self.process)
+    }
 }
 
 impl App {
@@ -73,7 +97,7 @@ impl App {
                 default_server,
                 metrics,
                 in_flight: shutdown.in_flight(),
-                next_id: AtomicU64::new(1),
+                ids: CompletionIds::new(),
             }),
         }
     }
@@ -108,8 +132,7 @@ impl App {
 
     /// A new completion id, registered for the life of the request.
     fn register(&self) -> Result<(String, RequestGuard), ApiError> {
-        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let id = format!("chatcmpl-{n}");
+        let id = self.inner.ids.next();
         let guard = self
             .inner
             .registry
@@ -453,6 +476,16 @@ mod tests {
             .await
             .expect("the body is read");
         String::from_utf8(bytes.to_vec()).expect("SSE is text")
+    }
+
+    #[test]
+    fn completion_ids_differ_within_a_process_and_across_processes() {
+        let (one, other) = (super::CompletionIds::new(), super::CompletionIds::new());
+        let ids = [one.next(), one.next(), other.next()];
+        assert!(ids[0].starts_with("chatcmpl-"), "{ids:?}");
+        assert_eq!(ids[0].len(), "chatcmpl-".len() + 12 + "-1".len(), "{ids:?}");
+        assert_ne!(ids[0], ids[1]);
+        assert_ne!(ids[0], ids[2], "another process's first id");
     }
 
     #[tokio::test]
