@@ -48,9 +48,21 @@ impl Relay {
         // The client sends what is left in `x-timebox-deadline-ms`; a
         // `ClientError` becomes a `Status` with `?`.
         let response = self.client.get(&self.leaf).send().await?;
-        let leaf_status = u32::from(response.status().as_u16());
+        let status = response.status();
+        let leaf_status = u32::from(status.as_u16());
         let text = response.text().await?;
-        let leaf_deadline_ms = text.trim().parse().unwrap_or(-1);
+        let leaf_deadline_ms = match text.trim().parse() {
+            Ok(ms) => ms,
+            // An error page says nothing of the deadline: its status, which
+            // the front shows, says what happened.
+            Err(_) if !status.is_success() => -1,
+            Err(_) => {
+                let said: String = text.chars().take(64).collect();
+                return Err(Status::internal(format!(
+                    "the leaf answered {said:?}, not the milliseconds it was given"
+                )));
+            }
+        };
         Ok(ForwardReply {
             relay_deadline_ms,
             leaf_deadline_ms,

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 use timebox::config::Config;
 use timebox::observe::{Event, Recording, Stage};
 use timebox_fleet::front::RESERVE;
+use timebox_fleet::pb::ForwardRequest;
+use timebox_fleet::relay::Relay;
 use timebox_fleet::Fleet;
 
 /// Room above the front's 2 s deadline for a busy machine.
@@ -83,4 +85,26 @@ async fn a_slow_leaf_makes_the_front_answer_504_in_time_and_the_relay_drops_its_
         })
         .count();
     assert_eq!(relay_timeouts, 1, "{:?}", recording.events());
+}
+
+/// A leaf that answers something other than the milliseconds it was given
+/// is an error that quotes it, not a leaf that received no deadline.
+#[tokio::test]
+async fn a_leaf_answer_that_is_no_deadline_is_an_error_quoting_it() {
+    use timebox_fleet::pb::relay_server::Relay as _;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let leaf = axum::Router::new().route("/leaf", axum::routing::get(|| async { "soon" }));
+    tokio::spawn(async move { axum::serve(listener, leaf).await });
+    let relay = Relay::new(&Config::default(), format!("http://{addr}/leaf"));
+    let status = relay
+        .forward(tonic::Request::new(ForwardRequest {}))
+        .await
+        .expect_err("the relay fails the call");
+    assert_eq!(status.code(), tonic::Code::Internal);
+    assert_eq!(
+        status.message(),
+        "the leaf answered \"soon\", not the milliseconds it was given"
+    );
 }
