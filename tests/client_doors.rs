@@ -32,6 +32,7 @@ use timebox::client::{
 use timebox::config::Config;
 use timebox::deadline::{is_deadline_exceeded, Deadline};
 use timebox::entropy::Entropy;
+use timebox::retry::RetryBudget;
 use tokio::time::{sleep, Instant};
 use tower::{Layer, Service, ServiceExt};
 
@@ -903,6 +904,24 @@ impl reqwest_middleware::Middleware for FailsAfterTheFirst {
     }
 }
 
+/// A client whose `Timebox` middleware, of `config`, has a
+/// [`FailsAfterTheFirst`] after it, and the bucket of the host at `addr`.
+fn failing_after_the_first(
+    config: &Config,
+    addr: SocketAddr,
+) -> (reqwest_middleware::ClientWithMiddleware, RetryBudget) {
+    let timebox = Timebox::new(config);
+    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
+        .with(timebox.clone())
+        .with(FailsAfterTheFirst::default())
+        .build();
+    let budget = timebox
+        .budgets()
+        .for_uri(&format!("http://{addr}/").parse().unwrap())
+        .expect("a bucket");
+    (client, budget)
+}
+
 /// B2: a retry that a later middleware fails before it is sent never
 /// reached the host: its tokens go back.
 #[tokio::test]
@@ -912,19 +931,10 @@ async fn a_retry_a_later_middleware_fails_gives_its_tokens_back() {
         StatusCode::SERVICE_UNAVAILABLE
     }))
     .await;
-    let timebox = Timebox::new(&config());
-    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
-        .with(timebox.clone())
-        .with(FailsAfterTheFirst::default())
-        .build();
-    let url = format!("http://{addr}/");
-    let budget = timebox
-        .budgets()
-        .for_uri(&url.parse().unwrap())
-        .expect("a bucket");
+    let (client, budget) = failing_after_the_first(&config(), addr);
     let full = budget.tokens();
 
-    let err = ends(client.get(&url).send())
+    let err = ends(client.get(format!("http://{addr}/")).send())
         .await
         .expect_err("the retry fails on our side");
 
@@ -955,19 +965,10 @@ async fn a_hedge_a_later_middleware_fails_gives_its_tokens_back() {
     config.http.client.hedge.enabled = true;
     config.http.client.hedge.delay_ms = Some(50);
     config.http.client.hedge.max_extra_load = 1.0;
-    let timebox = Timebox::new(&config);
-    let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
-        .with(timebox.clone())
-        .with(FailsAfterTheFirst::default())
-        .build();
-    let url = format!("http://{addr}/");
-    let budget = timebox
-        .budgets()
-        .for_uri(&url.parse().unwrap())
-        .expect("a bucket");
+    let (client, budget) = failing_after_the_first(&config, addr);
     let full = budget.tokens();
 
-    let response = ends(client.get(&url).send())
+    let response = ends(client.get(format!("http://{addr}/")).send())
         .await
         .expect("the first attempt answers");
 
