@@ -435,23 +435,42 @@ async fn late() -> &'static str {
     "late"
 }
 
-/// A route's own timeout answer is dropped work for the limit, as the
-/// layer's own is: Vegas shrinks on every one, down to a single slot.
+/// A timeout answer is dropped work for the limit, a macro route's own
+/// and the layer's for a plain route alike: Vegas shrinks on every one,
+/// down to a single slot.
 #[sim_test]
-async fn a_macro_routes_own_timeout_counts_as_dropped_work_for_the_limit(sim: Sim) {
-    let mut config = sim.config();
-    config.server.admission.concurrency = Concurrency::Vegas;
-    let router: Router = routes![hold, late].into_router(&config);
-    let app = sim.app(router.layer(TimeboxLayer::new(&config)));
-    for _ in 0..25 {
-        let response = app.request(request("GET", "/late")).await;
-        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+async fn a_timeout_answer_counts_as_dropped_work_for_the_limit(sim: Sim) {
+    for plain in [false, true] {
+        let mut config = sim.config();
+        config.server.admission.concurrency = Concurrency::Vegas;
+        let router: Router = if plain {
+            // The global deadline, which the layer gates a plain route by.
+            config.server.timeouts.request_timeout_ms = Some(10);
+            let late = axum::routing::get(|| async {
+                sleep(MS(1000)).await;
+                "late"
+            });
+            routes![hold].into_router(&config).route("/late", late)
+        } else {
+            routes![hold, late].into_router(&config)
+        };
+        let app = sim.app(router.layer(TimeboxLayer::new(&config)));
+        for _ in 0..25 {
+            let response = app.request(request("GET", "/late")).await;
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        }
+        let holder = spawned(&app, request("GET", "/hold")).await;
+        let second = app.request(request("GET", "/hold")).await;
+        // No slot for it: shed, or, where the layer's queue knows only the
+        // 10 ms global deadline, cut at that deadline in the queue.
+        assert_eq!(
+            second.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "plain {plain}"
+        );
+        assert_eq!(second.headers().contains_key("x-timebox-shed"), !plain);
+        assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
     }
-    let holder = spawned(&app, request("GET", "/hold")).await;
-    let second = app.request(request("GET", "/hold")).await;
-    assert_eq!(second.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert!(second.headers().contains_key("x-timebox-shed"));
-    assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
 }
 
 /// An adaptive limit that moves says so in the logs, from where to where:
