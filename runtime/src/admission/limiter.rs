@@ -16,8 +16,11 @@
 //! LIFO): under overload the oldest waiters are the ones most likely to
 //! miss their deadlines anyway.
 //!
-//! Every permit's time with its slot is a sample for the limit algorithm
-//! ([`LimitAlgorithm`]), which may grow or shrink the limit.
+//! The time with its slot of a request that was answered, or cut by its
+//! deadline, is a sample for the limit algorithm ([`LimitAlgorithm`]),
+//! which may grow or shrink the limit; a request that did no work, or
+//! whose client went away first, gives its slot back with none (see
+//! [`Permit`]).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -346,8 +349,8 @@ impl Queued {
             return None;
         }
         // Closed first: a slot sent after this comes back to `release`,
-        // which frees it, rather than waiting in the channel to be
-        // dropped with it and sampled.
+        // which frees it at once, rather than waiting in the channel until
+        // the channel is dropped.
         self.receiver.close();
         self.receiver.try_recv().ok()
     }

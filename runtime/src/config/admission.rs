@@ -75,6 +75,11 @@ pub enum DeadlineCheck {
 /// and grow only while at least half the limit is in flight. Each move of
 /// an adaptive limit is logged at `debug` (target
 /// `timebox::admission::limiter`, fields `limit` and `previous`).
+///
+/// Both learn from the requests that ran: one answered, or cut by its
+/// deadline. A refusal (A1), an answer to a deadline spent before the
+/// handler ran, and a request whose client went away before its answer (a
+/// hedge that lost its race, a closed tab) teach them nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Concurrency {
     /// No limit.
@@ -96,11 +101,6 @@ pub enum Concurrency {
     /// estimated from how far latency is above the lowest seen, and the
     /// limit grows or shrinks to keep it between `3·log10(limit)` and
     /// `6·log10(limit)`; a request its deadline cut shrinks it.
-    ///
-    /// Both learn only from requests that were answered: a refusal (A1),
-    /// an answer to a deadline spent before the handler ran, and a request
-    /// whose client went away before its answer (a hedge that lost its
-    /// race, a closed tab) teach them nothing.
     Vegas,
 }
 
