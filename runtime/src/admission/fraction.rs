@@ -63,10 +63,11 @@ impl FractionCap {
     }
 
     /// Gives back one taken place, of a request that did not take the path
-    /// after all, moments after it took it: from the newest bucket. Should
-    /// a second begin between the two, that is a bucket it was not taken
-    /// from, which gives back nothing when it holds none, else one place of
-    /// another request's: for that second the share is one place wider.
+    /// after all (usually moments after it took it): from the newest
+    /// bucket. Should a second begin between the two, that is a bucket it
+    /// was not taken from, which gives back nothing when it holds none, else
+    /// one place of another request's: for that second the share is one
+    /// place wider.
     #[cfg(feature = "client")]
     pub(crate) fn give_back(&mut self, now: Instant) {
         self.rotate(now);

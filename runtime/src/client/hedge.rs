@@ -121,8 +121,8 @@ impl Hedging {
     }
 
     /// Undoes what [`admit`](Self::admit) took for a hedge that was not
-    /// sent after all: its place in the host's share of hedged requests and
-    /// its tokens.
+    /// sent after all, or failed on our side: its place in the host's share
+    /// of hedged requests and its tokens.
     pub(crate) fn withdraw(&self, stats: &HostStats, budget: Option<&RetryBudget>) {
         stats.hedged().give_back(Instant::now());
         if let Some(budget) = budget {

@@ -254,9 +254,10 @@ impl<B: Body> Call<B> {
         Some((request, pending))
     }
 
-    /// Undoes the admission of a hedge that never reached the host (not
-    /// sent after all, or failed on our side): it costs nothing, neither
-    /// tokens nor a place in the host's share of hedged requests.
+    /// Undoes the admission of a hedge that was not sent after all, or
+    /// failed on our side (the host's doing or not, as a retry's refund
+    /// reads it, B2): it costs nothing, neither tokens nor a place in the
+    /// host's share of hedged requests.
     pub(super) fn withdraw_hedge(&self) {
         let Some(stats) = &self.target.stats else {
             return;
