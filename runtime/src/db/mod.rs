@@ -29,8 +29,9 @@
 //! use timebox::{get, routes};
 //!
 //! // The wait for a connection is bounded by the route's deadline; the
-//! // query's own error answers as `PgError` does (500, or 504 for a
-//! // statement Postgres stopped at the deadline).
+//! // query's own error answers as `PgError` does: a `500` here, and a
+//! // `504` for a statement Postgres stopped at the deadline, which it
+//! // does in a transaction of `pg::begin`.
 //! #[get("/count", timeout_ms = 200)]
 //! async fn count(Conn(mut conn): Conn<sqlx::Postgres>) -> Result<String, PgError> {
 //!     let row: (i64,) = sqlx::query_as("SELECT 41 + 1")
