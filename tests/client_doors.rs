@@ -884,8 +884,15 @@ async fn a_response_a_later_middleware_makes_up_is_not_taken_for_a_redirect() {
 
 /// A middleware that lets the first request through and fails every later
 /// one on our side, as a token refresh that fails does.
-#[derive(Default)]
-struct FailsAfterTheFirst(AtomicUsize);
+#[derive(Default, Clone)]
+struct FailsAfterTheFirst(Arc<AtomicUsize>);
+
+impl FailsAfterTheFirst {
+    /// How many requests it saw.
+    fn seen(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
 
 #[async_trait::async_trait]
 impl reqwest_middleware::Middleware for FailsAfterTheFirst {
@@ -905,21 +912,27 @@ impl reqwest_middleware::Middleware for FailsAfterTheFirst {
 }
 
 /// A client whose `Timebox` middleware, of `config`, has a
-/// [`FailsAfterTheFirst`] after it, and the bucket of the host at `addr`.
+/// [`FailsAfterTheFirst`] after it, that middleware, and the bucket of the
+/// host at `addr`.
 fn failing_after_the_first(
     config: &Config,
     addr: SocketAddr,
-) -> (reqwest_middleware::ClientWithMiddleware, RetryBudget) {
+) -> (
+    reqwest_middleware::ClientWithMiddleware,
+    FailsAfterTheFirst,
+    RetryBudget,
+) {
     let timebox = Timebox::new(config);
+    let failing = FailsAfterTheFirst::default();
     let client = reqwest_middleware::ClientBuilder::new(reqwest_builder().build().unwrap())
         .with(timebox.clone())
-        .with(FailsAfterTheFirst::default())
+        .with(failing.clone())
         .build();
     let budget = timebox
         .budgets()
         .for_uri(&format!("http://{addr}/").parse().unwrap())
         .expect("a bucket");
-    (client, budget)
+    (client, failing, budget)
 }
 
 /// B2: a retry that a later middleware fails before it is sent never
@@ -931,7 +944,7 @@ async fn a_retry_a_later_middleware_fails_gives_its_tokens_back() {
         StatusCode::SERVICE_UNAVAILABLE
     }))
     .await;
-    let (client, budget) = failing_after_the_first(&config(), addr);
+    let (client, failing, budget) = failing_after_the_first(&config(), addr);
     let full = budget.tokens();
 
     let err = ends(client.get(format!("http://{addr}/")).send())
@@ -943,6 +956,7 @@ async fn a_retry_a_later_middleware_fails_gives_its_tokens_back() {
         "{err:?}"
     );
     assert_eq!(recorder.count(), 1, "only the first attempt was sent");
+    assert_eq!(failing.seen(), 2, "the retry was made");
     assert!(
         (budget.tokens() - full).abs() < 1e-9,
         "{} of {full}",
@@ -965,7 +979,7 @@ async fn a_hedge_a_later_middleware_fails_gives_its_tokens_back() {
     config.http.client.hedge.enabled = true;
     config.http.client.hedge.delay_ms = Some(50);
     config.http.client.hedge.max_extra_load = 1.0;
-    let (client, budget) = failing_after_the_first(&config, addr);
+    let (client, failing, budget) = failing_after_the_first(&config, addr);
     let full = budget.tokens();
 
     let response = ends(client.get(format!("http://{addr}/")).send())
@@ -974,6 +988,7 @@ async fn a_hedge_a_later_middleware_fails_gives_its_tokens_back() {
 
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(recorder.count(), 1, "the hedge was never sent");
+    assert_eq!(failing.seen(), 2, "the hedge was made");
     assert!(
         (budget.tokens() - full).abs() < 1e-9,
         "{} of {full}",
