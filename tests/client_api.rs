@@ -124,6 +124,36 @@ async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim
     );
 }
 
+/// `put`, `patch`, `delete` and `head` send their methods, as reqwest's do.
+#[sim_test]
+async fn each_method_helper_sends_its_method(sim: Sim) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let host = {
+        let seen = seen.clone();
+        any(move |method: axum::http::Method| {
+            seen.lock().unwrap().push(method.to_string());
+            async { StatusCode::OK }
+        })
+    };
+    sim.net().host("methods", Router::new().fallback(host));
+    let client = sim.client();
+    let url = "http://methods/";
+    for request in [
+        client.get(url),
+        client.post(url),
+        client.put(url),
+        client.patch(url),
+        client.delete(url),
+        client.head(url),
+    ] {
+        assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+    );
+}
+
 #[sim_test]
 async fn basic_auth_and_credentials_in_the_url_mean_what_they_mean_in_reqwest(sim: Sim) {
     hosts(&sim);

@@ -111,6 +111,26 @@ impl Client {
         self.request(Method::POST, url)
     }
 
+    /// A PUT to `url`.
+    pub fn put(&self, url: impl Into<String>) -> RequestBuilder {
+        self.request(Method::PUT, url)
+    }
+
+    /// A PATCH to `url`.
+    pub fn patch(&self, url: impl Into<String>) -> RequestBuilder {
+        self.request(Method::PATCH, url)
+    }
+
+    /// A DELETE of `url`.
+    pub fn delete(&self, url: impl Into<String>) -> RequestBuilder {
+        self.request(Method::DELETE, url)
+    }
+
+    /// A HEAD of `url`.
+    pub fn head(&self, url: impl Into<String>) -> RequestBuilder {
+        self.request(Method::HEAD, url)
+    }
+
     /// A request with any method.
     pub fn request(&self, method: Method, url: impl Into<String>) -> RequestBuilder {
         RequestBuilder::new(self.clone(), method, url.into())
