@@ -481,6 +481,39 @@ async fn a_deadline_error_deep_in_a_handler_error_answers_504_with_the_marker() 
     );
 }
 
+/// What `bounded` gives, returned with `?`.
+#[get("/bounded")]
+async fn bounded_lookup() -> Result<&'static str, timebox::deadline::DeadlineExceeded> {
+    Deadline::after(MS(10))
+        .scope(timebox::deadline::bounded(sleep(MS(100))))
+        .await?;
+    Ok("found")
+}
+
+/// S6: a handler may return `DeadlineExceeded` itself, from a route of the
+/// macros or a plain axum route: either answers 504 with the marker.
+#[tokio::test(start_paused = true)]
+async fn a_handler_returning_deadline_exceeded_answers_504_with_the_marker() {
+    let plain = axum::routing::get(|| async {
+        Deadline::after(MS(10))
+            .scope(timebox::deadline::bounded(sleep(MS(100))))
+            .await?;
+        Ok::<_, timebox::deadline::DeadlineExceeded>("found")
+    });
+    let app = routes![bounded_lookup]
+        .into_router(&Config::default())
+        .route("/plain", plain);
+    for path in ["/bounded", "/plain"] {
+        let response = send(&app, request("GET", path)).await;
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT, "{path}");
+        assert!(is_cancelled(&response), "{path}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json"
+        );
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn other_handler_errors_keep_their_own_response() {
     let app = routes![refuse].into_router(&Config::default());

@@ -1370,6 +1370,22 @@ async fn client_errors_become_statuses_that_keep_their_chain() {
     }
 }
 
+/// I4: what `bounded` gives becomes `DEADLINE_EXCEEDED` with `?`, keeping
+/// the error as its source.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_exceeded_becomes_a_deadline_status() {
+    async fn handler() -> Result<(), Status> {
+        Deadline::after(Duration::ZERO)
+            .scope(timebox::deadline::bounded(std::future::pending::<()>()))
+            .await?;
+        Ok(())
+    }
+    let status = handler().await.unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded);
+    assert_eq!(status.message(), "deadline exceeded");
+    assert!(is_deadline_exceeded(&status), "{status:?}");
+}
+
 /// A status's message goes to the caller: it says what failed, not where,
 /// nor what the URL or the body was.
 #[test]

@@ -137,6 +137,19 @@ pub(crate) fn deadline_too_short(refused: &crate::admission::TooShort) -> Status
     ))
 }
 
+/// `DEADLINE_EXCEEDED` (4) for work a deadline stopped, for a tonic
+/// handler that returns what [`bounded`](crate::deadline::bounded()) gave
+/// with `?`. The error is the status's source, so
+/// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds
+/// for the status.
+impl From<DeadlineExceeded> for Status {
+    fn from(err: DeadlineExceeded) -> Self {
+        let mut status = Status::deadline_exceeded(err.to_string());
+        status.set_source(Arc::new(err));
+        status
+    }
+}
+
 /// A timebox client call's error as a gRPC status, for a tonic handler
 /// that calls out with timebox's [`Client`](crate::client::Client) and
 /// answers with `?`.
