@@ -176,7 +176,15 @@ async fn start(config: &Config) -> Server {
         read_then_work
     ]
     .into_router(config)
-    .route("/tunnel", axum::routing::any(tunnel));
+    .route("/tunnel", axum::routing::any(tunnel))
+    .route(
+        "/peer",
+        axum::routing::get(
+            |axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>| async move {
+                peer.to_string()
+            },
+        ),
+    );
     let served = tokio::spawn(timebox::server::serve(listener, app, shutdown.clone()));
     Server {
         addr,
@@ -412,6 +420,21 @@ async fn post_hi(stream: &mut TcpStream, path: &str) {
 async fn get_hello(stream: &mut TcpStream) -> RawResponse {
     stream.write_all(FULL_HEAD).await.expect("the head is sent");
     read_response(stream).await.expect("a whole response")
+}
+
+/// Each request carries its client's address, as axum's `ConnectInfo`.
+#[tokio::test]
+async fn a_handler_reads_the_clients_address() {
+    let server = start(&config(300, 75)).await;
+    let mut stream = connect(server.addr).await;
+    let client = stream.local_addr().expect("a local address");
+    stream
+        .write_all(b"GET /peer HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("the head is sent");
+    let response = read_response(&mut stream).await.expect("a whole response");
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.body, client.to_string());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,6 +2,7 @@
 //! out of sockets.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +35,7 @@ impl Acceptor {
         }
     }
 
-    /// The next connection.
+    /// The next connection, and its peer's address.
     ///
     /// Errors of one connection (reset or aborted before it was accepted)
     /// are skipped. Any other error, such as running out of file
@@ -51,11 +52,11 @@ impl Acceptor {
     /// # Cancellation safety
     ///
     /// Cancellation safe: no connection is lost when the future is dropped.
-    pub(super) async fn accept(&mut self) -> io::Result<TcpStream> {
+    pub(super) async fn accept(&mut self) -> io::Result<(TcpStream, SocketAddr)> {
         let mut backoff = FIRST_BACKOFF;
         loop {
             match self.listener.accept().await {
-                Ok((stream, _)) => return Ok(stream),
+                Ok(accepted) => return Ok(accepted),
                 Err(err) if is_connection_error(&err) => {}
                 Err(err) if err.kind() == io::ErrorKind::InvalidInput => return Err(err),
                 Err(err) => {

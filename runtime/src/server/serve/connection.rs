@@ -1,6 +1,7 @@
 //! [`Connections`]: every connection `serve` accepted, each driven by its
 //! own task under the connection bounds.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,13 +72,14 @@ impl Connections {
         Arc::clone(&self.closed)
     }
 
-    /// Serves `stream` with `service` on a task of its own.
-    pub(super) fn spawn(&self, stream: TcpStream, service: RouterService) {
+    /// Serves `stream`, from `peer`, with `service` on a task of its own.
+    pub(super) fn spawn(&self, stream: TcpStream, peer: SocketAddr, service: RouterService) {
         let connection = Connection {
             builder: self.builder.clone(),
             clock: ConnectionClock::new(self.bounds),
             phase1: self.phase1.clone(),
             stop: self.stop.clone(),
+            peer,
             _closed: NotifyOnDrop(Arc::clone(&self.closed)),
         };
         self.tracker.spawn(connection.run(stream, service));
@@ -108,6 +110,9 @@ struct Connection {
     clock: Arc<ConnectionClock>,
     phase1: ShutdownToken,
     stop: CancellationToken,
+    /// The client's address, which each request carries as axum's
+    /// `ConnectInfo<SocketAddr>`.
+    peer: SocketAddr,
     _closed: NotifyOnDrop,
 }
 
@@ -118,10 +123,11 @@ impl Connection {
             clock,
             phase1,
             stop,
+            peer,
             _closed,
         } = self;
         let io = TokioIo::new(ClockedIo::new(stream, Arc::clone(&clock)));
-        let service = ConnectionService::new(service, Arc::clone(&clock), phase1.clone());
+        let service = ConnectionService::new(service, Arc::clone(&clock), phase1.clone(), peer);
         let connection = builder.serve_connection_with_upgrades(io, service);
         tokio::pin!(connection);
         // A connection accepted during phase 1 is served, and told to go

@@ -85,6 +85,10 @@ use connection::Connections;
 /// cuts it, and the connection closes when its client closes it, or at the
 /// end of the drain; at phase 1 it gets the GOAWAY, which ends no stream.
 ///
+/// Each request carries its client's address as axum's
+/// [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo), as under
+/// `axum::serve` with `into_make_service_with_connect_info`.
+///
 /// When the process runs out of file descriptors, accepting waits (logging
 /// a rate-limited warning) until a connection closes, and resumes at once.
 ///
@@ -138,7 +142,10 @@ pub async fn serve(
         tokio::select! {
             () = &mut drained => break true,
             () = phase2.cancelled() => break false,
-            accepted = acceptor.accept() => connections.spawn(accepted?, service.clone()),
+            accepted = acceptor.accept() => {
+                let (stream, peer) = accepted?;
+                connections.spawn(stream, peer, service.clone());
+            }
         }
     };
     drop(acceptor);

@@ -2,11 +2,13 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::response::Response;
 use http::header::CONNECTION;
 use http::{HeaderValue, Method, Request, StatusCode, Version};
@@ -29,14 +31,21 @@ pub(super) struct ConnectionService<S> {
     inner: S,
     clock: Arc<ConnectionClock>,
     phase1: ShutdownToken,
+    peer: ConnectInfo<SocketAddr>,
 }
 
 impl<S> ConnectionService<S> {
-    pub(super) fn new(inner: S, clock: Arc<ConnectionClock>, phase1: ShutdownToken) -> Self {
+    pub(super) fn new(
+        inner: S,
+        clock: Arc<ConnectionClock>,
+        phase1: ShutdownToken,
+        peer: SocketAddr,
+    ) -> Self {
         Self {
             inner,
             clock,
             phase1,
+            peer: ConnectInfo(peer),
         }
     }
 }
@@ -57,12 +66,15 @@ where
             && req.extensions().get::<hyper::ext::Protocol>().is_some();
         // On HTTP/1 the clock learns where a body ends in the bytes read
         // when its handler reads it whole.
-        let req = if bodiless || version >= Version::HTTP_2 {
+        let mut req = if bodiless || version >= Version::HTTP_2 {
             req.map(Body::new)
         } else {
             let read = end.body_read();
             req.map(|body| Body::new(ReadToTheEnd::new(body, read)))
         };
+        // The client's address, as axum's `ConnectInfo` extractor reads it
+        // (`axum::serve` gives it with `into_make_service_with_connect_info`).
+        req.extensions_mut().insert(self.peer);
         // An axum `Router` (behind the shutdown gate) is always ready, so
         // there is no readiness to wait for, as in `axum::serve`.
         let future = self.inner.clone().call(req);
