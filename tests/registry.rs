@@ -2,6 +2,8 @@
 //! DESIGN.md §7. Where time matters the clock is tokio's paused clock:
 //! nothing sleeps in real time.
 
+mod support;
+
 use std::future::pending;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -690,4 +692,24 @@ fn tool_calls_not_claimed_are_forgotten_when_the_request_ends() {
 
     assert!(calls.is_empty());
     assert!(calls.claim(Some("call_a")).is_none());
+}
+
+/// An async cleanup runs in the span it was added in, wherever the guard
+/// drops.
+#[tokio::test]
+async fn an_async_cleanup_logs_in_the_span_it_was_added_in() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let registry = Registry::new();
+    let (done, finished) = oneshot::channel();
+    let mut guard = registry.register("req-span").unwrap();
+    tracing::info_span!("request", id = 7).in_scope(|| {
+        guard.on_async_cleanup(|| async move {
+            tracing::info!("cleaned up");
+            let _ = done.send(());
+        });
+    });
+    drop(guard);
+    finished.await.unwrap();
+    let line = logs.one_line_with("cleaned up", &[]);
+    assert!(line.contains("request{id=7}"), "{line}");
 }

@@ -140,6 +140,30 @@ async fn served(stream: impl IntoResponse + Send + 'static) -> Body {
     send(&app, request("GET", "/")).await.into_body()
 }
 
+/// The stream's task runs in the span the answer was made in: what the
+/// inner stream and the hooks log is the request's.
+#[tokio::test(start_paused = true)]
+async fn the_streams_task_logs_in_the_requests_span() {
+    let (logs, _guard) = support::logs::Logs::capture();
+    let events = futures_util::stream::iter(["a"]).map(|t| {
+        tracing::info!("an event made");
+        Event::default().data(t)
+    });
+    let stream = SseStream::new(events, Watchdog::new())
+        .on_step(|step| tracing::info!(?step, "a stream step"));
+    let span = tracing::info_span!("request", id = 7);
+    let response = span.in_scope(|| stream.into_response());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(!body.is_empty());
+    for needle in ["an event made", "a stream step"] {
+        let lines = logs.lines_with(needle);
+        assert!(!lines.is_empty(), "{needle}");
+        for line in lines {
+            assert!(line.contains("request{id=7}"), "{line}");
+        }
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_completed_stream_sends_its_final_event_then_done() {
     let log = Log::default();

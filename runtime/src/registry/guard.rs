@@ -11,6 +11,7 @@ use std::thread;
 
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::table::{self, Entry, Table};
 use super::{CancelReason, ToolCalls};
@@ -143,16 +144,21 @@ impl RequestGuard {
     /// dropped.
     ///
     /// `cleanup` is called inside the spawned task, so nothing of it runs in
-    /// the drop itself. With no runtime at the drop it is never called. The
-    /// spawned task is not awaited by anyone: bound the remote work it does
-    /// (see [`RemoteCleanup`](super::RemoteCleanup)).
+    /// the drop itself, and in the span current here (the request's), so
+    /// what it logs is the request's wherever the guard drops. With no
+    /// runtime at the drop it is never called. The spawned task is not
+    /// awaited by anyone: bound the remote work it does (see
+    /// [`RemoteCleanup`](super::RemoteCleanup)).
     pub fn on_async_cleanup<F, Fut>(&mut self, cleanup: F) -> &mut Self
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.async_cleanups
-            .push(Box::new(move || Box::pin(cleanup())));
+        let span = tracing::Span::current();
+        self.async_cleanups.push(Box::new(move || {
+            let work = span.in_scope(cleanup);
+            Box::pin(work.instrument(span))
+        }));
         self
     }
 

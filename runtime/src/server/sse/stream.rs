@@ -9,6 +9,7 @@ use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_core::Stream;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::observe::{Label, Observers};
 use crate::registry::{CancelReason, RemoteCleanup, RequestGuard};
@@ -163,7 +164,8 @@ impl<S> IntoResponse for SseStream<S>
 where
     S: Stream<Item = Event> + Send + 'static,
 {
-    /// Spawns the task that drives the stream and answers with its events.
+    /// Spawns the task that drives the stream, in the current span, and
+    /// answers with its events.
     ///
     /// # Panics
     ///
@@ -187,7 +189,10 @@ where
             tx: Events::new(tx, Arc::clone(&broken)),
             in_flight,
         };
-        tokio::spawn(driver.run());
+        // In the span the answer is made in (the request's, under
+        // tower-http's `TraceLayer`): the inner stream, the hooks and the
+        // calls they make log and trace as part of the request.
+        tokio::spawn(driver.run().instrument(tracing::Span::current()));
         let events =
             futures_util::stream::unfold((rx, Some(broken)), |(mut rx, broken)| async move {
                 if let Some(event) = rx.recv().await {
