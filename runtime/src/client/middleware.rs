@@ -24,8 +24,10 @@
 //!   Each attempt is already a client span of its own
 //!   (`timebox.client.attempt`, as OpenTelemetry's HTTP client conventions
 //!   say), so `reqwest_tracing::TracingMiddleware` after `Timebox` makes a
-//!   second client span of the same request: add it only where timebox's
-//!   spans are not exported.
+//!   second client span of the same request, a child of timebox's. timebox
+//!   does not inject trace context (`traceparent`): keep a middleware that
+//!   does (reqwest-tracing's, under its `opentelemetry_*` features) after
+//!   `Timebox` wherever traces must cross to the next service.
 //! - **One call's options.** A call asks for more retries, a retry of a
 //!   POST, a hedge, an attempt timeout of its own or to be taken for
 //!   long-running with a [`CallOptions`] in its

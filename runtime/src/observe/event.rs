@@ -117,7 +117,7 @@ pub enum Event {
         after: Duration,
     },
     /// A request was cancelled: told by the parts that end a request for
-    /// a reason, an [`SseStream`](crate::server::sse::SseStream) given
+    /// a reason, a `timebox::server::sse::SseStream` given
     /// `observed` (the reason it ended for) and the gRPC server layer (a
     /// call that phase 2 of a shutdown ends). [`Registry::cancel`] alone
     /// tells nothing: a registry belongs to no app.
