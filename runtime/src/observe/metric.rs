@@ -34,7 +34,7 @@ impl Kind {
 /// (`http.server.request.duration`, 5 ms to 10 s), then 30 s, 1 min, 2 min
 /// and 5 min for the long deadlines and shutdown phases.
 ///
-/// [`OtelObserver`](super::OtelObserver) gives them to its histograms. A
+/// `OtelObserver` (feature `otel`) gives them to its histograms. A
 /// Prometheus recorder renders a histogram it has no buckets for as a
 /// summary (quantiles of one process, which cannot be added up across
 /// replicas): give it these.
