@@ -1,6 +1,6 @@
 //! What timebox's client doors cost a call on the success path: sequential
 //! GETs per second to an axum server on a loopback port, body read, in one
-//! run. Two groups, each with its peer:
+//! run. Three groups, each with its peer:
 //!
 //! `client_overhead/middleware`, a `reqwest_middleware::ClientWithMiddleware`
 //! over one `reqwest::Client` with
@@ -118,9 +118,12 @@ impl Caller {
                 let response = client.get(url).send().await.expect("the server answers");
                 response.bytes().await.expect("the body arrives").len()
             }
+            // Called as a tower service, cloned for `oneshot`, as the
+            // layered client is.
             Self::Hyper(client) => {
                 let response = client
-                    .request(request(url))
+                    .clone()
+                    .oneshot(request(url))
                     .await
                     .expect("the server answers");
                 body_len(response).await
