@@ -12,14 +12,18 @@
 //! load (requests the host saw per call, minus one).
 //!
 //! A third run turns the host bad halfway: from then on every call answers
-//! 503 after 1 s. The hedged client's retries (`max_retries = 3`, its
-//! defaults) drain the host's retry bucket, and with it under half full no
-//! more hedges go: the hedges a second are drawn in `docs/hedging.svg`.
-//! The failing answers also lengthen the host's p95, and with it the delay
-//! before a hedge, which would stop hedges too; a fourth run, failing the
-//! same way with the delay fixed at 15 ms (`delay_ms`), shows what the
-//! budget does alone, counting the hedges refused by reason (the client's
-//! `no hedge` debug lines).
+//! 503 after 1 s, so every call is slow, and each may be hedged. What
+//! stops the hedges: the host's share of hedged requests (5 % of its
+//! requests in 10 s) is used up, and from the first failing answers on
+//! the retries (`max_retries = 3`, the defaults) drain the host's retry
+//! bucket, and with it under half full no hedge goes either. The hedges a
+//! second are drawn in `docs/hedging.svg`. The failing answers also
+//! lengthen the host's p95, the delay before a hedge; a fourth run fails
+//! the same way with the delay fixed at 15 ms (`delay_ms`), and a fifth
+//! also lifts the cap on the share (`max_extra_load = 1.0`), to show what
+//! the budget does alone. Each counts the hedges refused by reason (the
+//! client's `no hedge` debug lines). The runs without a failing host make
+//! no retries (`max_retries = 0`).
 //!
 //! Run it (prints the table and rewrites `docs/hedging.svg`):
 //!
@@ -188,12 +192,28 @@ impl Outcome {
 /// Sends the calls; with `fail_at`, the host answers 503 after 1 s from
 /// that call on; with `delay_ms`, a hedge waits that long, not the host's
 /// p95.
-fn execute(
+/// One run's client, and when its host turns bad.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
     hedge: bool,
     max_retries: u64,
+    /// The call from which every call fails.
     fail_at: Option<usize>,
+    /// A fixed hedge delay instead of the host's p95.
     delay_ms: Option<u64>,
-) -> Result<Outcome, BoxError> {
+    /// The share of a host's requests that may be hedged, instead of the
+    /// default 5 %.
+    max_extra_load: Option<f64>,
+}
+
+fn execute(run: Run) -> Result<Outcome, BoxError> {
+    let Run {
+        hedge,
+        max_retries,
+        fail_at,
+        delay_ms,
+        max_extra_load,
+    } = run;
     let runtime = paused_runtime()?;
     let refusals = Refusals::default();
     let _logs =
@@ -206,6 +226,9 @@ fn execute(
         config.http.client.max_retries = max_retries;
         config.http.client.hedge.enabled = hedge;
         config.http.client.hedge.delay_ms = delay_ms;
+        if let Some(share) = max_extra_load {
+            config.http.client.hedge.max_extra_load = share;
+        }
         config.breaker.enabled = false;
         let client = sim.client_with(&config);
         let arrivals = Entropy::seeded(SEED);
@@ -349,11 +372,27 @@ fn plot(
 }
 
 fn main() -> Result<(), BoxError> {
-    let plain = execute(false, 0, None, None)?;
-    let hedged = execute(true, 0, None, None)?;
-    let fail_at = CALLS / 2;
-    let failing = execute(true, 3, Some(fail_at), None)?;
-    let budget_alone = execute(true, 3, Some(fail_at), Some(FIXED_DELAY_MS))?;
+    let plain = execute(Run::default())?;
+    let hedged = execute(Run {
+        hedge: true,
+        ..Run::default()
+    })?;
+    let failing_run = Run {
+        hedge: true,
+        max_retries: 3,
+        fail_at: Some(CALLS / 2),
+        ..Run::default()
+    };
+    let failing = execute(failing_run)?;
+    let fixed_delay = execute(Run {
+        delay_ms: Some(FIXED_DELAY_MS),
+        ..failing_run
+    })?;
+    let budget_alone = execute(Run {
+        delay_ms: Some(FIXED_DELAY_MS),
+        max_extra_load: Some(1.0),
+        ..failing_run
+    })?;
     println!(
         "hedging in virtual time: {CALLS} calls at {RATE}/s to a host at 9–11 ms with \
          {}% of calls at {} s",
@@ -383,7 +422,8 @@ fn main() -> Result<(), BoxError> {
         .as_secs_f64();
     for (label, outcome) in [
         ("defaults", &failing),
-        ("a fixed delay of 15 ms", &budget_alone),
+        ("a fixed delay of 15 ms", &fixed_delay),
+        ("a fixed delay of 15 ms, no cap on the share", &budget_alone),
     ] {
         let (count, last) = outcome
             .hedges_after_failing()
