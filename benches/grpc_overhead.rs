@@ -75,7 +75,7 @@ impl Relay for Echo {
     }
 }
 
-/// A client of either variant.
+/// A client of one of the variants.
 #[derive(Debug, Clone)]
 enum Caller {
     Bare(RelayClient<Channel>),

@@ -4,7 +4,8 @@
 //! `fixed:10`, `gradient2` and `vegas`).
 //!
 //! The server is a sim host (`timebox::sim::SimNet`) with 10 workers (a
-//! semaphore) and a 10 ms service time: a capacity of 1000 requests a
+//! semaphore) and a service time of 9, 10 or 11 ms (a mean of 10): a
+//! capacity of 1000 requests a
 //! second. Clients arrive at random (Poisson, one seeded source) at 0.5×,
 //! 1×, 2× and 4× that capacity for 6 s each (the first second, while the
 //! queue forms, is not measured), every request with a 200 ms
