@@ -144,17 +144,20 @@ impl RequestGuard {
     /// dropped.
     ///
     /// `cleanup` is called inside the spawned task, so nothing of it runs in
-    /// the drop itself, and in the span current here (the request's), so
-    /// what it logs is the request's wherever the guard drops. With no
-    /// runtime at the drop it is never called. The spawned task is not
-    /// awaited by anyone: bound the remote work it does (see
+    /// the drop itself, and in a span of its own, `timebox.cleanup` with the
+    /// `request_id`, that follows from the span current here (the
+    /// request's): what it logs is the request's wherever the guard drops,
+    /// and a cleanup that takes long does not hold the request's span open.
+    /// With no runtime at the drop it is never called. The spawned task is
+    /// not awaited by anyone: bound the remote work it does (see
     /// [`RemoteCleanup`](super::RemoteCleanup)).
     pub fn on_async_cleanup<F, Fut>(&mut self, cleanup: F) -> &mut Self
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let span = tracing::Span::current();
+        let span = tracing::info_span!(parent: None, "timebox.cleanup", request_id = %self.id);
+        span.follows_from(tracing::Span::current());
         self.async_cleanups.push(Box::new(move || {
             let work = span.in_scope(cleanup);
             Box::pin(work.instrument(span))
