@@ -514,6 +514,47 @@ async fn a_deadline_an_outbound_call_stopped_at_is_not_told_again_by_the_route(s
     assert_eq!(told, ["deadline_exceeded stage=outbound route=-"]);
 }
 
+/// Returns what `bounded` gave, under a scope shorter than its route's.
+#[timebox::get("/bounded", timeout_ms = 1000)]
+async fn bounded_with_less_time() -> Result<&'static str, timebox::deadline::DeadlineExceeded> {
+    Deadline::after(MS(100))
+        .scope(timebox::deadline::bounded(sleep(SECS(1))))
+        .await?;
+    Ok("answered")
+}
+
+/// O1: a handler that returns `DeadlineExceeded` itself has its deadline
+/// told once, at the `handler` stage, by its route's rule or, on a plain
+/// route, by the `TimeboxLayer` that gives it the global deadline.
+#[sim_test]
+async fn a_deadline_a_handler_returns_is_told_once_at_the_handler_stage(sim: Sim) {
+    let mut config = sim.config();
+    config.server.timeouts.request_timeout_ms = Some(1000);
+    let plain = axum::routing::get(|| async {
+        Deadline::after(MS(100))
+            .scope(timebox::deadline::bounded(sleep(SECS(1))))
+            .await?;
+        Ok::<_, timebox::deadline::DeadlineExceeded>("answered")
+    });
+    let app = timebox::routes![bounded_with_less_time]
+        .into_router(&config)
+        .route("/plain", plain)
+        .layer(timebox::server::TimeboxLayer::new(&config));
+    let app = sim.app(app);
+    for (path, route) in [("/bounded", "/bounded"), ("/plain", "/plain")] {
+        let before = exceeded(&lines(&sim.observed())).len();
+        let response = app.request(request("GET", path)).await;
+        assert_eq!(response.status(), 504, "{path}");
+        let told = lines(&sim.observed());
+        let told = exceeded(&told);
+        assert_eq!(
+            told[before..],
+            [&format!("deadline_exceeded stage=handler route={route}")],
+            "{path}"
+        );
+    }
+}
+
 /// O3: the `tracing` sink is on with no observer at all: each event is a
 /// `DEBUG` line at `timebox::observe`, its attributes as fields.
 #[tokio::test(start_paused = true)]

@@ -141,7 +141,9 @@ pub(crate) fn deadline_too_short(refused: &crate::admission::TooShort) -> Status
 /// handler that returns what [`bounded`](crate::deadline::bounded()) gave
 /// with `?`. The error is the status's source, so
 /// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) holds
-/// for the status.
+/// for the status. It is not told as an event: the server layer tells the
+/// call's own deadline when it ends the call, and tonic leaves a status
+/// the handler returns nothing the layer could read the source of.
 impl From<DeadlineExceeded> for Status {
     fn from(err: DeadlineExceeded) -> Self {
         let mut status = Status::deadline_exceeded(err.to_string());

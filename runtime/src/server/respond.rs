@@ -104,9 +104,10 @@ fn untold_stage(err: &(dyn Error + 'static)) -> Option<Stage> {
 /// `504` with [`DeadlineCancelled`](crate::server::DeadlineCancelled), the
 /// answer a route gives a handler's deadline error (S6), so a handler can
 /// return what [`bounded`](crate::deadline::bounded()) gave with `?`,
-/// with no error type of its own. Under a route's deadline or a
-/// `TimeboxLayer`, the deadline passing is told (O1) at the `handler`
-/// stage, unless the part that returned it told it already.
+/// with no error type of its own. Under a route's deadline, or a
+/// `TimeboxLayer` with a global deadline, the deadline passing is told
+/// (O1) at the `handler` stage, unless the part that returned it told it
+/// already.
 impl IntoResponse for DeadlineExceeded {
     fn into_response(self) -> Response {
         deadline_answer(&self)
