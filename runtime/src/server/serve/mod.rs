@@ -87,7 +87,9 @@ use connection::Connections;
 ///
 /// Each request carries its client's address as axum's
 /// [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo), as under
-/// `axum::serve` with `into_make_service_with_connect_info`.
+/// `axum::serve` with `into_make_service_with_connect_info`. A router
+/// called another way (`Sim::app`, `oneshot`) gets none: give it one with
+/// axum's `MockConnectInfo` layer.
 ///
 /// When the process runs out of file descriptors, accepting waits (logging
 /// a rate-limited warning) until a connection closes, and resumes at once.
