@@ -12,7 +12,8 @@
 //! - `reqwest`: reqwest alone, for scale.
 //!
 //! `client_overhead/tower`, hyper-util's legacy client
-//! - `hyper_util`: bare, the peer;
+//! - `hyper_util`: bare, the peer, called as a tower service and cloned
+//!   for each `oneshot`, as the layered client is;
 //! - `client_layer`: inside `ClientLayer`, under a deadline an hour away;
 //! - `client_layer_no_deadline`: the same with no deadline current.
 //!
@@ -66,7 +67,7 @@ const DEADLINE: Duration = Duration::from_secs(3600);
 
 type Hyper = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
 
-/// A caller of either group.
+/// A caller of one of the groups.
 enum Caller {
     Middleware {
         client: ClientWithMiddleware,

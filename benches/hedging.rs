@@ -64,8 +64,8 @@ const SLOW: Duration = Duration::from_secs(1);
 const SLOW_SHARE: f64 = 0.02;
 const DEADLINE: Duration = Duration::from_secs(2);
 const SEED: u64 = 11;
-/// The hedge delay of the run that shows what the budget does alone: the
-/// healthy host's p95 is about 11 ms.
+/// The hedge delay of the failing runs that do not wait for the host's
+/// p95 to grow: the healthy host's p95 is about 11 ms.
 const FIXED_DELAY_MS: u64 = 15;
 
 /// What the host does, and what it counts.
@@ -189,9 +189,6 @@ impl Outcome {
     }
 }
 
-/// Sends the calls; with `fail_at`, the host answers 503 after 1 s from
-/// that call on; with `delay_ms`, a hedge waits that long, not the host's
-/// p95.
 /// One run's client, and when its host turns bad.
 #[derive(Debug, Clone, Copy, Default)]
 struct Run {
@@ -199,13 +196,16 @@ struct Run {
     max_retries: u64,
     /// The call from which every call fails.
     fail_at: Option<usize>,
-    /// A fixed hedge delay instead of the host's p95.
+    /// A fixed hedge delay instead of the host's p95 (`FIXED_DELAY_MS`).
     delay_ms: Option<u64>,
     /// The share of a host's requests that may be hedged, instead of the
     /// default 5 %.
     max_extra_load: Option<f64>,
 }
 
+/// Sends the calls of `run`: with `fail_at`, the host answers 503 after
+/// 1 s from that call on; with `delay_ms`, a hedge waits that long, not
+/// the host's p95.
 fn execute(run: Run) -> Result<Outcome, BoxError> {
     let Run {
         hedge,
