@@ -226,6 +226,15 @@ fn config() -> Config {
     config
 }
 
+/// [`config`] with hedging on, after 50 ms, for every request.
+fn hedging_config() -> Config {
+    let mut config = config();
+    config.http.client.hedge.enabled = true;
+    config.http.client.hedge.delay_ms = Some(50);
+    config.http.client.hedge.max_extra_load = 1.0;
+    config
+}
+
 // The table.
 
 /// C4: a POST is not retried unless the call opts in; then every attempt
@@ -519,10 +528,7 @@ async fn a_slow_first_attempt_is_hedged_and_the_hedge_wins<D: Door>() {
         }
     }))
     .await;
-    let mut config = config();
-    config.http.client.hedge.enabled = true;
-    config.http.client.hedge.delay_ms = Some(50);
-    config.http.client.hedge.max_extra_load = 1.0;
+    let config = hedging_config();
     let door = D::new(&config);
 
     let start = Instant::now();
@@ -975,10 +981,7 @@ async fn a_hedge_a_later_middleware_fails_gives_its_tokens_back() {
         StatusCode::OK
     }))
     .await;
-    let mut config = config();
-    config.http.client.hedge.enabled = true;
-    config.http.client.hedge.delay_ms = Some(50);
-    config.http.client.hedge.max_extra_load = 1.0;
+    let config = hedging_config();
     let (client, failing, budget) = failing_after_the_first(&config, addr);
     let full = budget.tokens();
 

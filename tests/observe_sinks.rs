@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use opentelemetry::metrics::MeterProvider as _;
-use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use timebox::breaker::BreakerState;
 use timebox::client::{Attempt, AttemptKind};
@@ -177,17 +177,7 @@ fn through_metrics(events: &[Event]) -> (Registered, Told) {
 
 /// What the OpenTelemetry sink exported for `events`.
 fn through_otel(events: &[Event]) -> Registered {
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let observer = OtelObserver::new(&provider.meter("timebox-test"));
-    for event in events {
-        observer.on_event(event);
-    }
-    provider.force_flush().expect("the metrics are exported");
-    let exported = exporter.get_finished_metrics().expect("exported metrics");
-    exported
+    exported_through_otel(events)
         .iter()
         .flat_map(|resource| resource.scope_metrics())
         .flat_map(|scope| scope.metrics())
@@ -205,6 +195,20 @@ fn through_otel(events: &[Event]) -> Registered {
             (metric.name().to_owned(), kind, unit.to_owned())
         })
         .collect()
+}
+
+/// What an OpenTelemetry SDK exports once the OTel sink was told `events`.
+fn exported_through_otel(events: &[Event]) -> Vec<ResourceMetrics> {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let observer = OtelObserver::new(&provider.meter("timebox-test"));
+    for event in events {
+        observer.on_event(event);
+    }
+    provider.force_flush().expect("the metrics are exported");
+    exporter.get_finished_metrics().expect("exported metrics")
 }
 
 fn table() -> Registered {
@@ -541,17 +545,7 @@ fn each_event_moves_its_metric_by_its_value_through_metrics() {
 /// O3: the OpenTelemetry sink moves each metric by what its event says.
 #[test]
 fn each_event_moves_its_metric_by_its_value_through_otel() {
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let observer = OtelObserver::new(&provider.meter("timebox-test"));
-    for event in one_of_each() {
-        observer.on_event(&event);
-    }
-    provider.force_flush().expect("the metrics are exported");
-    let exported = exporter.get_finished_metrics().expect("exported metrics");
-    let values: Vec<(String, f64)> = exported
+    let values: Vec<(String, f64)> = exported_through_otel(&one_of_each())
         .iter()
         .flat_map(|resource| resource.scope_metrics())
         .flat_map(|scope| scope.metrics())
@@ -589,21 +583,15 @@ fn each_event_moves_its_metric_by_its_value_through_otel() {
 /// deadline in neither of theirs.
 #[test]
 fn otel_histograms_have_buckets_in_seconds() {
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let observer = OtelObserver::new(&provider.meter("timebox-test"));
     let host: timebox::observe::Label = "up:80".into();
-    for millis in [20, 400, 2000] {
-        observer.on_event(&Event::CallFinished {
+    let calls: Vec<Event> = [20, 400, 2000]
+        .map(|millis| Event::CallFinished {
             host: host.clone(),
             outcome: CallOutcome::Status(200),
             duration: Duration::from_millis(millis),
-        });
-    }
-    provider.force_flush().expect("the metrics are exported");
-    let exported = exporter.get_finished_metrics().expect("exported metrics");
+        })
+        .into();
+    let exported = exported_through_otel(&calls);
     let histogram = exported
         .iter()
         .flat_map(|resource| resource.scope_metrics())
