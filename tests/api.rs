@@ -56,11 +56,16 @@ fn handles_errors_and_settings_are_send_and_sync() {
 /// These own boxed closures or a body stream that need not be `Sync`:
 /// they move between threads, one owner at a time.
 #[test]
-fn builders_bodies_guards_and_route_sets_can_move_to_another_thread() {
+fn builders_bodies_and_route_sets_can_move_to_another_thread() {
     send::<RequestBuilder>();
     send::<Response>();
-    send::<RequestGuard>();
     send::<Routes<()>>();
+}
+
+/// A handler may hold `&guard` across an `.await` and stay `Send`.
+#[test]
+fn a_request_guard_can_be_shared_across_an_await() {
+    send_sync::<RequestGuard>();
 }
 
 #[test]
