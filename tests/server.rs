@@ -818,6 +818,53 @@ async fn timebox_layer_gives_every_plain_route_the_global_deadline() {
     assert_eq!(left, "Some(2000)");
 }
 
+/// The layers take any response body, as `Router::layer` does: in one
+/// `ServiceBuilder` they sit outside tower-http's `TraceLayer`, whose
+/// responses carry a body of its own, and keep their rules there.
+#[tokio::test(start_paused = true)]
+async fn the_layers_sit_outside_a_tower_http_layer_in_one_service_builder() {
+    use timebox::server::{RouteDeadlineLayer, RouteTimeout, ShutdownGateLayer, TimeboxLayer};
+    use timebox::shutdown::Shutdown;
+    use tower::ServiceBuilder;
+    use tower_http::trace::TraceLayer;
+
+    let config = config_with_global(Some(2_000));
+    let shutdown = Shutdown::new(&config);
+    let long = ServiceBuilder::new()
+        .layer(RouteDeadlineLayer::new(RouteTimeout::Override(
+            Duration::from_secs(5),
+        )))
+        .layer(TraceLayer::new_for_http());
+    let app = Router::new()
+        .route("/slow", axum::routing::get(|| works(10)))
+        .route("/long", axum::routing::get(|| works(3)).layer(long))
+        .layer(
+            ServiceBuilder::new()
+                .layer(ShutdownGateLayer::new(&shutdown))
+                .layer(TimeboxLayer::new(&config))
+                .layer(TraceLayer::new_for_http()),
+        );
+    let start = Instant::now();
+    let slow = send(&app, request("GET", "/slow")).await;
+    assert_eq!(start.elapsed(), MS(2_000));
+    assert_eq!(slow.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(is_cancelled(&slow));
+    drop(slow);
+    let long = send(&app, request("GET", "/long")).await;
+    assert_eq!(long.status(), StatusCode::OK);
+    assert_eq!(
+        shutdown.in_flight().count(),
+        1,
+        "the gate counts a request until its body is done"
+    );
+    assert_eq!(text(long).await, "Some(5000)");
+    assert_eq!(shutdown.in_flight().count(), 0);
+    shutdown.force();
+    let refused = send(&app, request("GET", "/long")).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!is_cancelled(&refused));
+}
+
 #[get("/long", timeout_ms = 5000)]
 async fn long_override() -> String {
     works(3).await

@@ -6,6 +6,8 @@ use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
 use axum::response::Response;
+use axum::BoxError;
+use bytes::Bytes;
 use http::Request;
 use pin_project::pin_project;
 use tower_layer::Layer;
@@ -16,6 +18,7 @@ use crate::observe::{Event, ShedReason};
 use crate::problem;
 use crate::shutdown::{InFlightGuard, Shutdown};
 
+use super::any_body::into_axum;
 use super::guarded_body::GuardedBody;
 
 /// Puts a [`ShutdownGate`] around a whole service: what [`serve`](super::serve())
@@ -86,9 +89,11 @@ impl<S> ShutdownGate<S> {
     }
 }
 
-impl<S, B> Service<Request<B>> for ShutdownGate<S>
+impl<S, B, ResBody> Service<Request<B>> for ShutdownGate<S>
 where
-    S: Service<Request<B>, Response = Response>,
+    S: Service<Request<B>, Response = http::Response<ResBody>>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
 {
     type Response = Response;
     type Error = S::Error;
@@ -153,9 +158,11 @@ enum State<F> {
     Refused(Option<Response>),
 }
 
-impl<F, E> Future for ShutdownGateFuture<F>
+impl<F, ResBody, E> Future for ShutdownGateFuture<F>
 where
-    F: Future<Output = Result<Response, E>>,
+    F: Future<Output = Result<http::Response<ResBody>, E>>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
 {
     type Output = Result<Response, E>;
 
@@ -165,7 +172,7 @@ where
                 let response = ready!(future.poll(cx))?;
                 Poll::Ready(Ok(match guard.take() {
                     Some(guard) => response.map(|body| Body::new(GuardedBody::new(body, guard))),
-                    None => response,
+                    None => into_axum(response),
                 }))
             }
             StateProj::Refused(response) => Poll::Ready(Ok(response

@@ -3,7 +3,6 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use axum::body::Body;
 use pin_project::pin_project;
 
 /// `body`, holding `guard` until the body has been sent or dropped: how a
@@ -11,14 +10,14 @@ use pin_project::pin_project;
 /// as its response streams.
 #[pin_project]
 #[derive(Debug)]
-pub(crate) struct GuardedBody<G> {
+pub(crate) struct GuardedBody<B, G> {
     #[pin]
-    body: Body,
+    body: B,
     _guard: G,
 }
 
-impl<G> GuardedBody<G> {
-    pub(crate) fn new(body: Body, guard: G) -> Self {
+impl<B, G> GuardedBody<B, G> {
+    pub(crate) fn new(body: B, guard: G) -> Self {
         Self {
             body,
             _guard: guard,
@@ -26,9 +25,9 @@ impl<G> GuardedBody<G> {
     }
 }
 
-impl<G> http_body::Body for GuardedBody<G> {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
+impl<B: http_body::Body, G> http_body::Body for GuardedBody<B, G> {
+    type Data = B::Data;
+    type Error = B::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,

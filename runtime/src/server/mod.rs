@@ -146,6 +146,7 @@
 //! request after routing: the `TimeboxLayer`, else the route's own rule at
 //! the first poll of its future; either way before extraction.
 
+mod any_body;
 mod context;
 mod extract;
 pub mod future;

@@ -5,9 +5,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::response::Response;
+use axum::BoxError;
+use bytes::Bytes;
 use pin_project::pin_project;
 
 use super::{Answer, RouteClaim, State};
+use crate::server::any_body::into_axum;
 
 /// Response future of [`RouteDeadline`](super::RouteDeadline).
 #[pin_project]
@@ -37,9 +40,11 @@ impl<F> RouteDeadlineFuture<F> {
     }
 }
 
-impl<F, E> Future for RouteDeadlineFuture<F>
+impl<F, ResBody, E> Future for RouteDeadlineFuture<F>
 where
-    F: Future<Output = Result<Response, E>>,
+    F: Future<Output = Result<http::Response<ResBody>, E>>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
 {
     type Output = Result<Response, E>;
 
@@ -49,7 +54,7 @@ where
             return Poll::Pending;
         }
         this.state.poll_answer(cx).map(|answer| match answer {
-            Answer::Inner(output) => output,
+            Answer::Inner(output) => output.map(into_axum),
             Answer::Timeout(response) | Answer::Refused(response) => Ok(response),
         })
     }

@@ -24,6 +24,10 @@ use super::RouteDeadline;
 ///
 /// A route with no deadline passes straight through: no clock is read.
 ///
+/// The inner service may answer with any body of `Bytes`, as after a
+/// tower-http layer in one `tower::ServiceBuilder`; the answer is axum's
+/// [`Response`](axum::response::Response), an axum body kept as it is.
+///
 /// A layer sees the inner service's response, not the error it was made
 /// from: timebox's own deadline errors that are responses
 /// (`ClientError::DeadlineExceeded`, `PgError::DeadlineExceeded`) answer

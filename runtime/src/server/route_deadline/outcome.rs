@@ -24,7 +24,7 @@ pub(crate) trait Outcome {
     fn take_untold(&mut self) -> Option<Stage>;
 }
 
-impl Outcome for Response {
+impl<B> Outcome for http::Response<B> {
     fn is_success(&self) -> bool {
         self.status().is_success() || self.status().is_redirection()
     }
@@ -38,7 +38,7 @@ impl Outcome for Response {
     }
 }
 
-impl<E> Outcome for Result<Response, E> {
+impl<B, E> Outcome for Result<http::Response<B>, E> {
     fn is_success(&self) -> bool {
         self.as_ref().is_ok_and(Outcome::is_success)
     }

@@ -5,6 +5,8 @@ use std::task::{Context, Poll};
 
 use axum::extract::MatchedPath;
 use axum::response::Response;
+use axum::BoxError;
+use bytes::Bytes;
 use http::Request;
 use tokio::time::Instant;
 use tower_service::Service;
@@ -40,9 +42,11 @@ impl<S> RouteDeadline<S> {
     }
 }
 
-impl<S, B> Service<Request<B>> for RouteDeadline<S>
+impl<S, B, ResBody> Service<Request<B>> for RouteDeadline<S>
 where
-    S: Service<Request<B>, Response = Response>,
+    S: Service<Request<B>, Response = http::Response<ResBody>>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
 {
     type Response = Response;
     type Error = S::Error;

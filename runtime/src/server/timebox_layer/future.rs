@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use axum::response::Response;
+use axum::BoxError;
+use bytes::Bytes;
 use pin_project::pin_project;
 
 use crate::admission::{Acquire, Permit, Refusal};
 use crate::entropy::Entropy;
 use crate::observe::{Event, Observers, ShedReason, Stage};
 use crate::problem::{self, DeadlineCancelled, NoWork};
+use crate::server::any_body::into_axum;
 use crate::server::route_deadline::{Answer, Probe, Probed, RouteName, State};
 
 use super::route_kinds::PlainRoute;
@@ -70,9 +73,11 @@ impl<F> TimeboxFuture<F> {
     }
 }
 
-impl<F, E> Future for TimeboxFuture<F>
+impl<F, ResBody, E> Future for TimeboxFuture<F>
 where
-    F: Future<Output = Result<Response, E>>,
+    F: Future<Output = Result<http::Response<ResBody>, E>>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
 {
     type Output = Result<Response, E>;
 
@@ -149,13 +154,16 @@ where
             settle(
                 permit,
                 match &answer {
-                    Answer::Inner(output) => output.as_ref().ok(),
-                    Answer::Timeout(response) | Answer::Refused(response) => Some(response),
+                    Answer::Inner(output) => output.as_ref().ok().map(http::Response::extensions),
+                    Answer::Timeout(response) | Answer::Refused(response) => {
+                        Some(response.extensions())
+                    }
                 },
             );
         }
         Poll::Ready(match answer {
-            Answer::Inner(output) => output.map(|mut response| {
+            Answer::Inner(output) => output.map(|response| {
+                let mut response = into_axum(response);
                 problem::redraw_retry_after(&mut response, this.entropy);
                 response
             }),
@@ -192,11 +200,11 @@ impl Queue {
 }
 
 /// Gives back the slot a request held, once it is answered (`None`: the
-/// route failed), with what the answer teaches the limit. A request whose
+/// route failed), with what the answer (its extensions) teaches the limit. A request whose
 /// future is dropped before it answers gives its slot back unsettled, with
 /// no sample (see [`Permit`]).
-fn settle(permit: Permit, response: Option<&Response>) {
-    match response.map(Response::extensions) {
+fn settle(permit: Permit, answer: Option<&http::Extensions>) {
+    match answer {
         // A refusal (A1), or an answer to a deadline that passed before
         // the handler ran (on arrival, or in the queue), did no work, the
         // route's or the layer's: no sample.

@@ -90,6 +90,13 @@ use super::service::TimeboxService;
 /// `TimeboxLayer::new`, shared by its clones), and, with a global deadline,
 /// the deadline check of plain routes.
 ///
+/// The inner service may answer with any body of `Bytes` (a tower-http
+/// `TraceLayer` or `CompressionLayer` inside this one, in one
+/// `tower::ServiceBuilder`); the layer answers with axum's
+/// [`Response`](axum::response::Response), keeping an axum body as it is.
+/// [`RouteDeadlineLayer`](crate::server::RouteDeadlineLayer) and
+/// [`ShutdownGateLayer`](crate::server::ShutdownGateLayer) do the same.
+///
 /// The shutdown gate and the in-flight count are
 /// [`ShutdownGate`](crate::server::ShutdownGate)'s, which [`serve`](crate::server::serve())
 /// puts around the whole service.

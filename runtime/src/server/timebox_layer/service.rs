@@ -7,6 +7,8 @@ use std::task::{Context, Poll};
 
 use axum::extract::MatchedPath;
 use axum::response::Response;
+use axum::BoxError;
+use bytes::Bytes;
 use http::Request;
 use tokio::time::Instant;
 use tower_service::Service;
@@ -44,9 +46,11 @@ impl<S> TimeboxService<S> {
     }
 }
 
-impl<S, B, E> Service<Request<B>> for TimeboxService<S>
+impl<S, B, ResBody, E> Service<Request<B>> for TimeboxService<S>
 where
-    S: Service<Request<B>, Response = Response, Error = E>,
+    S: Service<Request<B>, Response = http::Response<ResBody>, Error = E>,
+    ResBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
 {
     type Response = Response;
     type Error = E;
