@@ -3,14 +3,11 @@
 use std::error::Error;
 use std::fmt;
 
-use axum::response::{IntoResponse, Response};
-use http::StatusCode;
 use sqlx::pool::PoolConnection;
 use sqlx::{Database, Pool};
 
 use crate::deadline::{bounded, DeadlineExceeded};
 use crate::observe::{waiting_at, Stage};
-use crate::problem;
 
 /// Waits for a connection from `pool` until the current deadline.
 ///
@@ -70,46 +67,4 @@ impl From<sqlx::Error> for PoolWaitError {
     fn from(err: sqlx::Error) -> Self {
         PoolWaitError::Pool(err)
     }
-}
-
-impl IntoResponse for PoolWaitError {
-    /// `503` with `Retry-After` and
-    /// [`DeadlineCancelled`](crate::server::DeadlineCancelled) for a wait the
-    /// deadline cut short; `500` for a database failure, whose details are
-    /// logged, not sent.
-    fn into_response(self) -> Response {
-        match self {
-            PoolWaitError::DeadlineExceeded(_) => cut_short_answer(),
-            PoolWaitError::Pool(err) => {
-                tracing::error!(error = %err, "database error");
-                StatusCode::INTERNAL_SERVER_ERROR.into_response()
-            }
-        }
-    }
-}
-
-/// The answer to a pool wait the deadline cut short (S11): `503` with
-/// `Retry-After` and [`DeadlineCancelled`](crate::server::DeadlineCancelled).
-pub(crate) fn cut_short_answer() -> Response {
-    problem::without_request(|entropy| problem::wait_cancelled("a database connection", entropy))
-}
-
-/// Whether `err`'s `source()` chain holds a pool wait the deadline cut short:
-/// the route macros answer it as S11 says, not as a deadline error (S6).
-pub(crate) fn holds_cut_short_wait(err: &(dyn Error + 'static)) -> bool {
-    let mut link = Some(err);
-    while let Some(err) = link {
-        if let Some(PoolWaitError::DeadlineExceeded(_)) = err.downcast_ref::<PoolWaitError>() {
-            return true;
-        }
-        // A `PgError`'s `source()` goes past the `PoolWaitError` it holds.
-        #[cfg(feature = "postgres")]
-        if let Some(super::pg::PgError::Pool(PoolWaitError::DeadlineExceeded(_))) =
-            err.downcast_ref::<super::pg::PgError>()
-        {
-            return true;
-        }
-        link = err.source();
-    }
-    false
 }

@@ -3,10 +3,15 @@
 //! Waiting for a pooled connection is where an overloaded service loses its
 //! time: every connection is busy, and requests queue behind them long after
 //! their callers gave up. [`acquire()`] waits only until the current deadline
-//! (and no longer than the pool's own `acquire_timeout`); the [`Conn`]
-//! extractor does the same for a handler and answers `503` with
-//! [`DeadlineCancelled`](crate::server::DeadlineCancelled) when the wait is
-//! cut short.
+//! (and no longer than the pool's own `acquire_timeout`).
+#![cfg_attr(
+    feature = "server",
+    doc = "The [`Conn`] extractor does the same for a handler and answers `503` with [`DeadlineCancelled`](crate::server::DeadlineCancelled) when the wait is cut short."
+)]
+#![cfg_attr(
+    not(feature = "server"),
+    doc = "With the `server` feature, the `Conn` extractor does the same for an axum handler, and the errors answer requests."
+)]
 //!
 //! A query that is already running is not cut by these: stopping a
 //! statement half way is the database's job, and dropping the future would
@@ -19,8 +24,14 @@
 //! With Postgres (the driver the `postgres` feature turns on; any sqlx
 //! driver the application enables works the same way):
 //!
-#![cfg_attr(feature = "postgres", doc = "```")]
-#![cfg_attr(not(feature = "postgres"), doc = "```ignore")]
+#![cfg_attr(
+    all(feature = "postgres", feature = "server", feature = "macros"),
+    doc = "```"
+)]
+#![cfg_attr(
+    not(all(feature = "postgres", feature = "server", feature = "macros")),
+    doc = "```ignore"
+)]
 //! use axum::Router;
 //! use sqlx::PgPool;
 //! use timebox::config::Config;
@@ -50,10 +61,15 @@
 //! ```
 
 mod acquire;
+#[cfg(feature = "server")]
 mod extract;
 #[cfg(feature = "postgres")]
 pub mod pg;
+#[cfg(feature = "server")]
+mod respond;
 
 pub use acquire::{acquire, PoolWaitError};
-pub(crate) use acquire::{cut_short_answer, holds_cut_short_wait};
+#[cfg(feature = "server")]
 pub use extract::Conn;
+#[cfg(feature = "server")]
+pub(crate) use respond::{cut_short_answer, holds_cut_short_wait};

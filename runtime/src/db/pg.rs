@@ -34,7 +34,8 @@
 //!   as an unnamed statement, never kept prepared: this is safe behind
 //!   PgBouncer in transaction pooling mode.
 //!
-//! ```no_run
+#![cfg_attr(all(feature = "server", feature = "macros"), doc = "```no_run")]
+#![cfg_attr(not(all(feature = "server", feature = "macros")), doc = "```ignore")]
 //! use sqlx::PgPool;
 //! use timebox::db::pg::{self, PgError};
 //! use timebox::get;
@@ -54,13 +55,10 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use axum::response::{IntoResponse, Response};
-use http::StatusCode;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::deadline::{bounded, Deadline, DeadlineExceeded};
 use crate::observe::{waiting_at, Stage};
-use crate::problem;
 
 use super::PoolWaitError;
 
@@ -274,25 +272,6 @@ impl Error for PgError {
             PgError::DeadlineExceeded { deadline, .. } => Some(deadline),
             PgError::Pool(err) => err.source(),
             PgError::Database(err) => Some(err),
-        }
-    }
-}
-
-impl IntoResponse for PgError {
-    /// `504` for a statement stopped at the deadline (told by the route
-    /// as a deadline exceeded at the `outbound` stage); what
-    /// [`PoolWaitError`] answers for the pool; `500` for a database error,
-    /// whose details are logged, not sent.
-    fn into_response(self) -> Response {
-        match self {
-            PgError::DeadlineExceeded { .. } => {
-                problem::untold(problem::deadline_error(), Stage::Outbound)
-            }
-            PgError::Pool(err) => err.into_response(),
-            PgError::Database(err) => {
-                tracing::error!(error = %err, "database error");
-                StatusCode::INTERNAL_SERVER_ERROR.into_response()
-            }
         }
     }
 }

@@ -87,7 +87,12 @@ mod observers;
 mod otel;
 mod recording;
 mod trace;
-#[cfg(any(feature = "server", feature = "client", feature = "grpc"))]
+#[cfg(any(
+    feature = "server",
+    feature = "client",
+    feature = "grpc",
+    feature = "sqlx"
+))]
 mod waiting;
 
 pub use event::{
