@@ -393,12 +393,13 @@ async fn collect(
         let _counted = counted;
         // Calls still waiting: the request was cut short, by its deadline
         // or by its client hanging up (R3's timeout order: notices, then
-        // eviction).
-        let cut_short = !pending.is_empty();
-        let report = pending
-            .take_cancel_notices("the request ended before the tool call finished")
-            .run()
-            .await;
+        // eviction). Read from the notices, which close the table under
+        // the same lock: a call recorded after a separate look would get a
+        // notice and leave its session to be given back.
+        let notices =
+            pending.take_cancel_notices("the request ended before the tool call finished");
+        let cut_short = !notices.is_empty();
+        let report = notices.run().await;
         if cut_short {
             leases.evict(
                 "its request ended during a tool call (its deadline passed, or its client \

@@ -82,11 +82,6 @@ impl PendingCalls {
             .retain(|sent| sent.request_id != *request_id);
     }
 
-    /// Whether no call is waiting.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.lock().calls.is_empty()
-    }
-
     /// One `notifications/cancelled` per call still waiting, giving `reason`,
     /// and closes the table. Run the cleanup to send them. Each notice is
     /// named after its call and server, so a notice the cleanup gives up on
