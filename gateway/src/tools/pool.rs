@@ -75,8 +75,9 @@ impl Pool {
             if self.closed.load(Ordering::Acquire) {
                 return Err(closed());
             }
-            // Waiting for a session given back starts before the idle list
-            // is read, so one given back in between is not missed.
+            // A session given back between the look at the idle list and
+            // the wait below is not missed: with no waiter, `notify_one`
+            // leaves a permit, and the wait ends at once.
             let returned = self.returned.notified();
             if let Some(session) = self.idle_session() {
                 return Ok(session);
