@@ -490,8 +490,15 @@ async fn bounded_lookup() -> Result<&'static str, timebox::deadline::DeadlineExc
     Ok("found")
 }
 
+/// One it makes itself, as work that checks its own deadline does.
+#[get("/checked")]
+async fn checked_itself() -> Result<&'static str, timebox::deadline::DeadlineExceeded> {
+    Err(timebox::deadline::DeadlineExceeded::new())
+}
+
 /// S6: a handler may return `DeadlineExceeded` itself, from a route of the
-/// macros or a plain axum route: either answers 504 with the marker.
+/// macros or a plain axum route, bounded's or its own: each answers 504
+/// with the marker.
 #[tokio::test(start_paused = true)]
 async fn a_handler_returning_deadline_exceeded_answers_504_with_the_marker() {
     let plain = axum::routing::get(|| async {
@@ -500,10 +507,10 @@ async fn a_handler_returning_deadline_exceeded_answers_504_with_the_marker() {
             .await?;
         Ok::<_, timebox::deadline::DeadlineExceeded>("found")
     });
-    let app = routes![bounded_lookup]
+    let app = routes![bounded_lookup, checked_itself]
         .into_router(&Config::default())
         .route("/plain", plain);
-    for path in ["/bounded", "/plain"] {
+    for path in ["/bounded", "/checked", "/plain"] {
         let response = send(&app, request("GET", path)).await;
         assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT, "{path}");
         assert!(is_cancelled(&response), "{path}");

@@ -29,8 +29,8 @@ use tokio_test::{assert_pending, assert_ready};
 const ONE: Duration = Duration::from_secs(1);
 const FIVE: Duration = Duration::from_secs(5);
 
-/// A `DeadlineExceeded` as users get one: from work bounded by a deadline
-/// that has already passed (the type has no public constructor).
+/// A `DeadlineExceeded` as work bounded by a deadline that has already
+/// passed returns it.
 async fn deadline_exceeded() -> DeadlineExceeded {
     Deadline::at(Instant::now())
         .scope(bounded(async {}))

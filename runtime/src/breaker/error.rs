@@ -38,7 +38,12 @@ pub struct Open {
 }
 
 impl Open {
-    pub(super) const fn new(retry_in: Option<Duration>) -> Self {
+    /// The refusal of a breaker that admits trial calls again in
+    /// `retry_in` (see [`retry_in`](Self::retry_in)): what
+    /// [`CircuitBreaker::try_acquire`](super::CircuitBreaker::try_acquire)
+    /// returns, for tests of code that handles it.
+    #[must_use]
+    pub const fn new(retry_in: Option<Duration>) -> Self {
         Self { retry_in }
     }
 

@@ -20,7 +20,29 @@ pub struct DeadlineExceeded {
 }
 
 impl DeadlineExceeded {
-    pub(crate) const fn new() -> Self {
+    /// The error, for work that checks its deadline itself (a loop that
+    /// never waits between steps) and for tests of code that handles it.
+    ///
+    /// A route that answers with it tells the deadline as passed in the
+    /// handler (O1), as for one that [`bounded`](super::bounded()) returned.
+    ///
+    /// ```
+    /// use timebox::deadline::{Deadline, DeadlineExceeded};
+    ///
+    /// fn step(rows: &[u64]) -> Result<u64, DeadlineExceeded> {
+    ///     let mut sum = 0;
+    ///     for chunk in rows.chunks(1024) {
+    ///         if Deadline::current().is_some_and(Deadline::is_expired) {
+    ///             return Err(DeadlineExceeded::new());
+    ///         }
+    ///         sum += chunk.iter().sum::<u64>();
+    ///     }
+    ///     Ok(sum)
+    /// }
+    /// # assert_eq!(step(&[1, 2, 3]), Ok(6));
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
         Self { told: false }
     }
 
@@ -35,6 +57,12 @@ impl DeadlineExceeded {
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // a route asks
     pub(crate) const fn was_told(self) -> bool {
         self.told
+    }
+}
+
+impl Default for DeadlineExceeded {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -76,7 +76,11 @@ pub struct StreamTimeout {
 }
 
 impl StreamTimeout {
-    pub(super) const fn new(kind: TimeoutKind, limit: Duration) -> Self {
+    /// The end of a stream whose timer `kind` fired after `limit`: what a
+    /// [`Watched`](super::Watched) stream yields, for tests of code that
+    /// handles it.
+    #[must_use]
+    pub const fn new(kind: TimeoutKind, limit: Duration) -> Self {
         Self { kind, limit }
     }
 
