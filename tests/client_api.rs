@@ -253,7 +253,13 @@ async fn a_body_that_is_not_the_json_asked_for_is_a_decode_error(sim: Sim) {
     let response = sim.client().get("http://other/text").send().await.unwrap();
     let err = response.json::<Seen>().await.unwrap_err();
     assert!(matches!(err, ClientError::Decode(_)), "{err:?}");
-    assert!(std::error::Error::source(&err).is_some());
+    // The cause is said once, by `source()`, as error reporters expect.
+    let cause = std::error::Error::source(&err).expect("serde's error");
+    assert_eq!(
+        err.to_string(),
+        "the response body is not the JSON expected"
+    );
+    assert!(!cause.to_string().is_empty());
 }
 
 #[sim_test]

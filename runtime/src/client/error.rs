@@ -87,9 +87,7 @@ impl fmt::Display for ClientError {
             ClientError::Connect(_) => f.write_str("connection failed"),
             ClientError::InvalidRequest(what) => write!(f, "invalid request: {what}"),
             ClientError::Transport(_) => f.write_str("request failed"),
-            ClientError::Decode(err) => {
-                write!(f, "the response body is not the JSON expected: {err}")
-            }
+            ClientError::Decode(_) => f.write_str("the response body is not the JSON expected"),
             ClientError::Status(status) => write!(f, "the server answered {status}"),
         }
     }
