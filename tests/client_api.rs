@@ -381,3 +381,24 @@ async fn a_request_that_cannot_be_built_says_which_part(sim: Sim) {
         "invalid request: the bearer token is not a valid header value"
     );
 }
+
+/// An upstream failure answered `502` (axum) or `UNAVAILABLE` (tonic) is
+/// logged with its causes: "request failed" alone says nothing at 3 am.
+#[test]
+fn an_outbound_failure_answered_for_the_caller_logs_its_cause() {
+    use axum::response::IntoResponse;
+    use support::logs::Logs;
+
+    let failure = || ClientError::Transport("connection reset by peer".into());
+    let (logs, _guard) = Logs::capture();
+    assert_eq!(failure().into_response().status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(
+        tonic::Status::from(failure()).code(),
+        tonic::Code::Unavailable
+    );
+    let lines = logs.lines_with("outbound call failed");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in lines {
+        assert!(line.contains("connection reset by peer"), "{line}");
+    }
+}

@@ -7,6 +7,8 @@ use http::StatusCode;
 
 use crate::breaker::Open;
 use crate::deadline::DeadlineExceeded;
+#[cfg(feature = "server")]
+use crate::observe::Chain;
 
 /// A boxed error from a transport or a body.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
@@ -122,7 +124,7 @@ impl axum::response::IntoResponse for ClientError {
                 problem::without_request(problem::upstream_unavailable)
             }
             other => {
-                tracing::warn!(error = %other, "outbound call failed");
+                tracing::warn!(error = %Chain(&other), "outbound call failed");
                 http::StatusCode::BAD_GATEWAY.into_response()
             }
         }

@@ -209,7 +209,7 @@ impl From<crate::client::ClientError> for Status {
             err,
             ClientError::DeadlineExceeded(_) | ClientError::CircuitBreakerOpen { .. }
         ) {
-            tracing::warn!(error = %err, "outbound call failed");
+            tracing::warn!(error = %crate::observe::Chain(&err), "outbound call failed");
         }
         let mut status = Status::new(code, message);
         status.set_source(Arc::new(err));

@@ -75,6 +75,8 @@
 //! }
 //! ```
 
+#[cfg(any(feature = "server", all(feature = "grpc", feature = "client")))]
+mod chain;
 mod event;
 mod label;
 #[cfg(any(feature = "client", feature = "grpc"))]
@@ -95,6 +97,8 @@ mod trace;
 ))]
 mod waiting;
 
+#[cfg(any(feature = "server", all(feature = "grpc", feature = "client")))]
+pub(crate) use chain::Chain;
 pub use event::{
     BreakerCallOutcome, CallOutcome, DeadlineSource, Event, PhaseOutcome, ShedReason,
     ShutdownPhase, SkipReason, Stage,

@@ -1,0 +1,108 @@
+//! [`Chain`]: an error and its causes, as one log field.
+
+use std::error::Error;
+use std::fmt::{self, Write as _};
+
+/// Shows an error and every `source()` below it, joined by `": "`, as
+/// `anyhow`'s `{:#}` does: a `%` field that says what failed under
+/// "request failed" in every log format (tracing's text format prints an
+/// error value's sources, its JSON format does not). At most [`MOST`]
+/// bytes, then `…`: a cause may quote what a peer sent (serde quotes the
+/// string it could not read), of any length.
+pub(crate) struct Chain<'a>(pub(crate) &'a (dyn Error + 'static));
+
+/// The most bytes a [`Chain`] shows.
+const MOST: usize = 1024;
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = Capped {
+            f,
+            left: MOST,
+            cut: false,
+        };
+        write!(out, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(err) = source {
+            write!(out, ": {err}")?;
+            source = err.source();
+        }
+        if out.cut {
+            out.f.write_str("…")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes through to `f` until `left` bytes are used, then nothing.
+struct Capped<'a, 'b> {
+    f: &'a mut fmt::Formatter<'b>,
+    left: usize,
+    cut: bool,
+}
+
+impl fmt::Write for Capped<'_, '_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if s.len() <= self.left {
+            self.left -= s.len();
+            return self.f.write_str(s);
+        }
+        let mut end = self.left;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.left = 0;
+        self.cut = true;
+        self.f.write_str(&s[..end])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::Chain;
+
+    #[derive(Debug)]
+    struct Outer(io::Error);
+
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("request failed")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_is_shown_with_its_causes() {
+        let err = Outer(io::Error::new(io::ErrorKind::ConnectionRefused, "refused"));
+        assert_eq!(Chain(&err).to_string(), "request failed: refused");
+        let alone = io::Error::other("alone");
+        assert_eq!(Chain(&alone).to_string(), "alone");
+        let deep = Outer(io::Error::other(Outer(io::Error::other("refused"))));
+        assert_eq!(
+            Chain(&deep).to_string(),
+            "request failed: request failed: refused"
+        );
+    }
+
+    #[test]
+    fn a_long_chain_is_cut_at_a_char_boundary() {
+        // 16 bytes before it, and one more: the 1,024th byte falls inside
+        // an `é`.
+        let long = Outer(io::Error::other(format!("x{}", "é".repeat(1000))));
+        let shown = Chain(&long).to_string();
+        assert!(shown.starts_with("request failed: xéé"), "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        assert!(
+            shown.len() <= super::MOST + '…'.len_utf8(),
+            "{}",
+            shown.len()
+        );
+    }
+}
