@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::observe::Chain;
 use crate::server::ShutdownGate;
 use crate::shutdown::{ConnectionBounds, Shutdown, ShutdownToken};
 use axum::Router;
@@ -147,7 +148,7 @@ impl Connection {
                 biased;
                 result = connection.as_mut() => {
                     if let Err(err) = result {
-                        tracing::debug!(error = %err, "connection ended with an error");
+                        tracing::debug!(error = %Chain(&*err), "connection ended with an error");
                     }
                     return;
                 }
