@@ -219,6 +219,7 @@ fn table() -> Registered {
                 Kind::Counter => "counter",
                 Kind::Gauge => "gauge",
                 Kind::Histogram => "histogram",
+                other => panic!("a metric kind this table does not know: {other:?}"),
             };
             (
                 metric.name.to_owned(),

@@ -56,6 +56,7 @@ impl Default for AdmissionConfig {
 /// less time left than its route usually takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum DeadlineCheck {
     /// No check, no estimate kept.
     Off,
@@ -81,6 +82,7 @@ pub enum DeadlineCheck {
 /// handler ran, and a request whose client went away before its answer (a
 /// hedge that lost its race, a closed tab) teach them nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Concurrency {
     /// No limit.
     #[default]

@@ -8,6 +8,7 @@ use super::Event;
 
 /// What kind of instrument a metric is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Kind {
     /// A monotonic count.
     Counter,

@@ -11,6 +11,7 @@ use std::fmt;
 ///
 /// [`CancelReason::end_steps`]: super::CancelReason::end_steps
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EndStep {
     /// Tell the remote side (tools, upstreams) that the work is cancelled,
     /// bounded per notice and in total.

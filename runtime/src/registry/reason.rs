@@ -23,6 +23,7 @@ use crate::watchdog::TimeoutKind;
 /// assert_eq!(CancelReason::Disconnect.to_string(), "disconnect");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CancelReason {
     /// The client went away (a failed write counts).
     Disconnect,

@@ -23,6 +23,7 @@ pub struct NoticeReport {
 
 /// What became of one notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum NoticeOutcome {
     /// The notice finished within its bound.
     Completed,

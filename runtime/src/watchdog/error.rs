@@ -17,6 +17,7 @@ use std::time::Duration;
 /// stable `snake_case` name ("first_item") for logs, metrics and error
 /// events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TimeoutKind {
     /// No item of any kind arrived within the first-item window.
     FirstItem,
