@@ -53,6 +53,39 @@ fn handles_errors_and_settings_are_send_and_sync() {
     send_sync::<SimNet>();
 }
 
+/// An observer counts events by their values: every value type an event
+/// carries can be a map key.
+#[test]
+fn the_values_events_carry_can_key_a_map() {
+    use std::collections::HashMap;
+    use timebox::observe::{
+        Attempt, AttemptKind, BreakerCallOutcome, CallOutcome, DeadlineSource, PhaseOutcome,
+        ShedReason, ShutdownPhase, SkipReason, Stage,
+    };
+
+    fn key<T: std::hash::Hash + Eq>() {}
+    key::<Stage>();
+    key::<CallOutcome>();
+    key::<SkipReason>();
+    key::<BreakerCallOutcome>();
+    key::<ShutdownPhase>();
+    key::<PhaseOutcome>();
+    key::<ShedReason>();
+    key::<DeadlineSource>();
+    key::<Attempt>();
+    key::<AttemptKind>();
+    key::<timebox::observe::Kind>();
+    key::<timebox::config::Concurrency>();
+    key::<timebox::config::DeadlineCheck>();
+    key::<timebox::watchdog::TimeoutKind>();
+    key::<CancelReason>();
+    let mut skipped: HashMap<(SkipReason, Stage), u64> = HashMap::new();
+    *skipped
+        .entry((SkipReason::Budget, Stage::Outbound))
+        .or_default() += 1;
+    assert_eq!(skipped[&(SkipReason::Budget, Stage::Outbound)], 1);
+}
+
 /// These own boxed closures or a body stream that need not be `Sync`:
 /// they move between threads, one owner at a time.
 #[test]

@@ -2,13 +2,14 @@
 
 /// Which request of a call an attempt is: the call engine puts one into the
 /// extensions of every request it sends, whichever door the call came
-/// through (`Client`, the reqwest middleware, [`ClientLayer`](crate::client::ClientLayer)).
+/// through (`Client`, the reqwest middleware, `ClientLayer`), and attempt
+/// events carry it. It is at `timebox::client` and [`timebox::observe`](crate::observe).
 ///
 /// A tracing middleware or an inner service reads it to name its span or
 /// count retries:
 ///
 /// ```
-/// use timebox::client::{Attempt, AttemptKind};
+/// use timebox::observe::{Attempt, AttemptKind};
 ///
 /// fn span_name(extensions: &http::Extensions) -> &'static str {
 ///     match extensions.get::<Attempt>().map(|attempt| attempt.kind) {
@@ -19,7 +20,7 @@
 /// }
 /// # assert_eq!(span_name(&http::Extensions::new()), "request");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Attempt {
     /// The position of this request among those the call sent, from 1:
     /// every retry and every redirect hop counts.
@@ -29,7 +30,7 @@ pub struct Attempt {
 }
 
 /// Why the call engine sends a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AttemptKind {
     /// The call's first request.

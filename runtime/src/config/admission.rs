@@ -44,7 +44,7 @@ pub struct AdmissionConfig {
 impl Default for AdmissionConfig {
     fn default() -> Self {
         Self {
-            deadline_check: DeadlineCheck::Dark,
+            deadline_check: DeadlineCheck::default(),
             max_reject_fraction: 0.2,
             concurrency: Concurrency::Off,
             queue: QueueConfig::default(),
@@ -54,14 +54,16 @@ impl Default for AdmissionConfig {
 
 /// `server.admission.deadline_check`: what happens to a request that has
 /// less time left than its route usually takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum DeadlineCheck {
     /// No check, no estimate kept.
     Off,
     /// Counted (`request_shed` with reason `deadline_too_short_dark`) and
-    /// served: how a deployment learns what `enforce` would refuse.
+    /// served: how a deployment learns what `enforce` would refuse. The
+    /// default.
+    #[default]
     Dark,
     /// Refused with `504` and problem+json type
     /// `urn:timebox:deadline-too-short`, up to `max_reject_fraction`.
@@ -81,7 +83,7 @@ pub enum DeadlineCheck {
 /// deadline. A refusal (A1), an answer to a deadline spent before the
 /// handler ran, and a request whose client went away before its answer (a
 /// hedge that lost its race, a closed tab) teach them nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Concurrency {
     /// No limit.

@@ -172,7 +172,7 @@ impl Event {
 }
 
 /// Where a request's deadline came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DeadlineSource {
     /// The route's own rule (a macro's `timeout_ms`, a `RouteDeadlineLayer`).
@@ -212,7 +212,7 @@ impl DeadlineSource {
 }
 
 /// Where work was when its deadline passed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Stage {
     /// In the handler (the server answered 503).
@@ -242,7 +242,7 @@ impl Stage {
 }
 
 /// What an attempt or a call came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CallOutcome {
     /// The host answered with this status.
@@ -289,7 +289,7 @@ impl CallOutcome {
 }
 
 /// Why a retry was not made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SkipReason {
     /// The host's retry budget could not pay for it.
@@ -321,7 +321,7 @@ impl SkipReason {
 }
 
 /// How a circuit breaker counted a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum BreakerCallOutcome {
     /// A success within the slow-call threshold.
@@ -351,7 +351,7 @@ impl BreakerCallOutcome {
 }
 
 /// A phase of the shutdown sequence (see [`Shutdown`](crate::shutdown::Shutdown)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ShutdownPhase {
     /// From the trigger to phase 1: still serving, readiness says 503.
@@ -375,7 +375,7 @@ impl ShutdownPhase {
 }
 
 /// How a shutdown phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PhaseOutcome {
     /// It ran its course: nothing was in flight at its end (the pre-stop
@@ -399,7 +399,7 @@ impl PhaseOutcome {
 }
 
 /// Why a request was refused before its handler ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ShedReason {
     /// The server is shutting down (phase 1 answers 503).

@@ -7,7 +7,7 @@ use super::CallOutcome;
 use super::Event;
 
 /// What kind of instrument a metric is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
     /// A monotonic count.

@@ -97,6 +97,9 @@ mod trace;
 ))]
 mod waiting;
 
+// What an attempt event's `attempt` says, nameable without the `client`
+// feature (which re-exports it too).
+pub use crate::attempt::{Attempt, AttemptKind};
 #[cfg(any(feature = "server", all(feature = "grpc", feature = "client")))]
 pub(crate) use chain::Chain;
 pub use event::{
