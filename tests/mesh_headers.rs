@@ -147,6 +147,82 @@ fn a_name_that_is_no_deadline_header_of_its_direction_is_an_error_naming_it() {
     assert!(text.contains("`x-envoy-upstream-rq-timeout-ms`"), "{text}");
 }
 
+/// A config that was not validated still says, where a door is built from
+/// it, which names it leaves out: the server's and the client's.
+#[tokio::test]
+async fn a_door_built_from_an_unvalidated_config_says_which_header_names_it_leaves_out() {
+    use support::logs::Logs;
+
+    let mut config = Config::default();
+    config.server.timeouts.accept_deadline_header = true;
+    config.server.timeouts.deadline_headers = vec!["x-timebox-deadline".to_owned()];
+    config.http.client.deadline_headers = vec![
+        "x-timebox-deadline-ms".to_owned(),
+        "connect-timeout-ms".to_owned(),
+    ];
+    let inbound = (
+        "`server.timeouts.deadline_headers` names `x-timebox-deadline`",
+        "name=\"x-timebox-deadline\"",
+    );
+    let outbound = (
+        "`http.client.deadline_headers` names `connect-timeout-ms`",
+        "name=\"connect-timeout-ms\"",
+    );
+    // A door's name, how to build it, and the line it says.
+    type Door<'a> = (&'a str, fn(&Config), (&'a str, &'a str));
+    let doors: [Door<'_>; 4] = [
+        (
+            "TimeboxLayer",
+            |config| drop(timebox::server::TimeboxLayer::new(config)),
+            inbound,
+        ),
+        (
+            "Client",
+            |config| drop(timebox::client::Client::new(config)),
+            outbound,
+        ),
+        (
+            "the gRPC server layer",
+            |config| drop(timebox::grpc::GrpcDeadlineLayer::server(config)),
+            inbound,
+        ),
+        (
+            "the gRPC client layer",
+            |config| drop(timebox::grpc::GrpcDeadlineLayer::client(config)),
+            outbound,
+        ),
+    ];
+    for (door, build, (said, field)) in doors {
+        let (logs, _guard) = Logs::capture();
+        build(&config);
+        let lines = logs.lines_with("names `");
+        assert_eq!(lines.len(), 1, "{door}: {lines:?}");
+        assert!(lines[0].contains(said), "{door}: {lines:?}");
+        assert!(
+            support::logs::has_field(&lines[0], field),
+            "{door}: {lines:?}"
+        );
+        assert!(
+            logs.lines_with("x-timebox-deadline-ms").is_empty(),
+            "{door}"
+        );
+    }
+}
+
+/// `into_router` validates the config and logs its errors: the name it
+/// leaves out is said once, in that error.
+#[tokio::test]
+async fn into_router_says_a_header_name_it_leaves_out_once() {
+    use support::logs::Logs;
+
+    let mut config = Config::default();
+    config.server.timeouts.accept_deadline_header = true;
+    config.server.timeouts.deadline_headers = vec!["x-timebox-deadline".to_owned()];
+    let (logs, _guard) = Logs::capture();
+    let _router: axum::Router = routes![slow].into_router(&config);
+    logs.one_line_with("names `x-timebox-deadline`", &[]);
+}
+
 /// The host `up`, which answers its first request 503 and the rest 200;
 /// what it was sent.
 fn failing_once(sim: &Sim) -> Recorder {

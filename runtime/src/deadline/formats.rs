@@ -216,29 +216,61 @@ impl fmt::Display for Unreadable {
 pub(crate) struct Formats(u8);
 
 impl Formats {
-    /// The formats named in `names`; names of no format, or of one that
-    /// does not go this way, are left out ([`Config::validate`] rejects
-    /// them).
+    /// The formats named in `names`, the setting `key`'s; names of no
+    /// format, or of one that does not go this way, are left out. With
+    /// `say`, an `error!` line says so ([`Config::validate`] rejects them,
+    /// but a config that was not validated would otherwise lose its
+    /// deadline headers without a word).
     ///
     /// [`Config::validate`]: crate::config::Config::validate
-    pub(crate) fn named<'a>(
-        names: impl IntoIterator<Item = &'a String>,
+    pub(crate) fn named(
+        names: &[String],
         allowed: fn(Format) -> bool,
+        key: &'static str,
+        say: bool,
     ) -> Self {
-        names
-            .into_iter()
-            .filter_map(|name| Format::from_name(name))
-            .filter(|&format| allowed(format))
-            .fold(Self(0), |set, format| Self(set.0 | format.bit()))
+        names.iter().fold(Self(0), |set, name| {
+            match Format::from_name(name).filter(|&format| allowed(format)) {
+                Some(format) => Self(set.0 | format.bit()),
+                None => {
+                    if !say {
+                        return set;
+                    }
+                    tracing::error!(
+                        key,
+                        name = name.as_str(),
+                        "`{key}` names `{name}`, which is not a deadline header this side \
+                         knows: it is left out (`Config::validate` refuses it)"
+                    );
+                    set
+                }
+            }
+        })
     }
 
     /// What a server trusts: `deadline_headers` when
-    /// `accept_deadline_header` is on, else nothing.
+    /// `accept_deadline_header` is on, else nothing. A name left out is
+    /// said.
     pub(crate) fn trusted(timeouts: &TimeoutsConfig) -> Self {
+        Self::trusted_saying(timeouts, true)
+    }
+
+    /// As [`trusted`](Self::trusted), saying nothing of a name left out:
+    /// for a door that logged its config's errors already.
+    pub(crate) fn trusted_unsaid(timeouts: &TimeoutsConfig) -> Self {
+        Self::trusted_saying(timeouts, false)
+    }
+
+    fn trusted_saying(timeouts: &TimeoutsConfig, say: bool) -> Self {
         if !timeouts.accept_deadline_header {
             return Self::default();
         }
-        Self::named(&timeouts.deadline_headers, Format::is_inbound)
+        Self::named(
+            &timeouts.deadline_headers,
+            Format::is_inbound,
+            "server.timeouts.deadline_headers",
+            say,
+        )
     }
 
     /// What a client writes: `deadline_headers` when `send_deadline_header`
@@ -247,7 +279,12 @@ impl Formats {
         if !client.send_deadline_header {
             return Self::default();
         }
-        Self::named(&client.deadline_headers, Format::is_outbound)
+        Self::named(
+            &client.deadline_headers,
+            Format::is_outbound,
+            "http.client.deadline_headers",
+            true,
+        )
     }
 
     /// Whether the set is empty.
@@ -464,7 +501,7 @@ mod tests {
             "grpc-timeout".to_owned(),
             "x-envoy-expected-rq-timeout-ms".to_owned(),
         ];
-        let trusted = Formats::named(&names, Format::is_inbound);
+        let trusted = Formats::named(&names, Format::is_inbound, "test.deadline_headers", true);
         let mut headers = HeaderMap::new();
         headers.insert("grpc-timeout", value("2S"));
         headers.insert("x-envoy-expected-rq-timeout-ms", value("700"));
@@ -491,8 +528,12 @@ mod tests {
     #[test]
     fn names_of_the_wrong_direction_are_left_out() {
         let names = ["x-envoy-upstream-rq-timeout-ms".to_owned()];
-        assert!(Formats::named(&names, Format::is_inbound).is_empty());
-        assert!(!Formats::named(&names, Format::is_outbound).is_empty());
+        assert!(
+            Formats::named(&names, Format::is_inbound, "test.deadline_headers", true).is_empty()
+        );
+        assert!(
+            !Formats::named(&names, Format::is_outbound, "test.deadline_headers", true).is_empty()
+        );
     }
 
     #[test]
@@ -503,12 +544,13 @@ mod tests {
             "x-envoy-upstream-rq-timeout-ms".to_owned(),
         ];
         let mut headers = HeaderMap::new();
-        Formats::named(&names, Format::is_outbound)
+        Formats::named(&names, Format::is_outbound, "test.deadline_headers", true)
             .write(Duration::from_micros(1_500_900), &mut headers);
         assert_eq!(headers["x-timebox-deadline-ms"], "1500");
         assert_eq!(headers["grpc-timeout"], "1500m");
         assert_eq!(headers["x-envoy-upstream-rq-timeout-ms"], "1500");
-        Formats::named(&names, Format::is_outbound).write(Duration::from_micros(400), &mut headers);
+        Formats::named(&names, Format::is_outbound, "test.deadline_headers", true)
+            .write(Duration::from_micros(400), &mut headers);
         assert_eq!(headers["x-envoy-upstream-rq-timeout-ms"], "1");
         assert_eq!(headers["grpc-timeout"], "400u");
     }

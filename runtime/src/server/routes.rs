@@ -207,7 +207,8 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
             }
         }
         let global = config.server.timeouts.request_timeout();
-        let inbound = Formats::trusted(&config.server.timeouts);
+        // A name left out was in the error above.
+        let inbound = Formats::trusted_unsaid(&config.server.timeouts);
         // The concurrency limit is a `TimeboxLayer`'s: a route served with
         // none around it says so, once for the router.
         let unlimited = (config.server.admission.concurrency != Concurrency::Off)
