@@ -229,7 +229,8 @@ fn check_deadline_headers(
     errors: &mut ConfigError,
 ) {
     let known: Vec<String> = Format::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|&format| allowed(format))
         .map(|format| format!("`{format}`"))
         .collect();

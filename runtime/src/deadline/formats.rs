@@ -48,7 +48,7 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order they are tried.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: &'static [Self] = &[
         Self::Timebox,
         Self::GrpcTimeout,
         Self::EnvoyExpected,
@@ -85,7 +85,8 @@ impl Format {
     #[must_use]
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|format| format.name().as_str().eq_ignore_ascii_case(name))
     }
 
@@ -304,7 +305,8 @@ impl Formats {
 
     fn iter(self) -> impl Iterator<Item = Format> {
         Format::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(move |format| self.0 & format.bit() != 0)
     }
 
