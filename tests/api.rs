@@ -111,6 +111,24 @@ fn the_deadline_futures_are_send_and_need_no_pinning_around_unpin_work() {
     unpin::<Unscoped<Ready<()>>>();
 }
 
+/// A response body that ends its stream when the shutdown drains keeps
+/// the token's wait in a field: a future with a name, `Send` and `Sync`.
+#[test]
+fn the_shutdown_tokens_waits_can_be_named_in_a_response_body() {
+    use tokio_util::sync::WaitForCancellationFutureOwned;
+
+    struct DrainAwareBody {
+        _drained: WaitForCancellationFutureOwned,
+        _stopping: WaitForCancellationFutureOwned,
+    }
+    let shutdown = Shutdown::new(&Config::default());
+    let _body = DrainAwareBody {
+        _drained: shutdown.drain_token().cancelled_owned(),
+        _stopping: shutdown.token().cancelled_owned(),
+    };
+    send_sync::<DrainAwareBody>();
+}
+
 #[test]
 fn the_grpc_layers_services_and_bodies_cross_threads() {
     use http_body_util::Full;

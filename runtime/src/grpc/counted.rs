@@ -88,7 +88,12 @@ impl Counted {
     /// it does.
     pub(super) fn poll_drained(&mut self, cx: &mut Context<'_>) -> bool {
         let drain = &self.drain;
-        poll_cancelled(drain.is_cancelled(), &mut self.drained, || drain.wait(), cx)
+        poll_cancelled(
+            drain.is_cancelled(),
+            &mut self.drained,
+            || drain.clone().cancelled_owned(),
+            cx,
+        )
     }
 }
 

@@ -1,8 +1,8 @@
 //! The two tokens of a shutdown: take no new requests, then drain.
 
-use std::future::Future;
-
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{
+    CancellationToken, WaitForCancellationFuture, WaitForCancellationFutureOwned,
+};
 
 use super::{InFlight, InFlightGuard};
 
@@ -79,17 +79,18 @@ macro_rules! token_methods {
             /// # Cancellation safety
             ///
             /// Cancellation safe: dropping the future loses nothing.
-            pub fn cancelled(&self) -> impl Future<Output = ()> + Send + '_ {
+            pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
                 self.inner.cancelled()
             }
 
-            /// The same as [`cancelled`](Self::cancelled), owning a clone of
-            /// the token, for a `'static` future.
+            /// The same as [`cancelled`](Self::cancelled), owning the token:
+            /// a `'static` future, which a response body can keep (it is
+            /// `Send` and `Sync`).
             ///
             /// # Cancellation safety
             ///
             /// Cancellation safe: dropping the future loses nothing.
-            pub fn cancelled_owned(self) -> impl Future<Output = ()> + Send + 'static {
+            pub fn cancelled_owned(self) -> WaitForCancellationFutureOwned {
                 self.inner.cancelled_owned()
             }
         }
@@ -106,13 +107,6 @@ impl DrainToken {
             inner: CancellationToken::new(),
             in_flight: Some(in_flight),
         }
-    }
-
-    /// Completes when phase 2 begins: a named future, for a body that
-    /// keeps it (and stays `Sync`).
-    #[cfg_attr(not(feature = "grpc"), allow(dead_code))] // used by gRPC bodies only
-    pub(crate) fn wait(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
-        self.inner.clone().cancelled_owned()
     }
 
     /// Counts one more piece of work in the shutdown's in-flight count
