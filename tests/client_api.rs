@@ -402,3 +402,34 @@ fn an_outbound_failure_answered_for_the_caller_logs_its_cause() {
         assert!(line.contains("connection reset by peer"), "{line}");
     }
 }
+
+/// A request logged with `{:?}` (a `#[tracing::instrument]` argument) shows
+/// where it goes, not the credentials it carries.
+#[test]
+fn a_request_builders_debug_shows_no_credentials() {
+    let client = timebox::client::Client::new(&timebox::config::Config::default());
+    let request = client
+        .get("http://svc:hunter2@api.internal/orders?page=2")
+        .header("authorization", "Bearer s3cret-token")
+        .header("cookie", "session=c00kie")
+        .header("proxy-authorization", "Basic cHJveHk=")
+        .header("x-trace", "visible");
+    let shown = format!("{request:?}");
+    for secret in ["hunter2", "svc:", "s3cret-token", "c00kie", "cHJveHk"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    for seen in ["GET", "http://***@api.internal/orders?page=2", "visible"] {
+        assert!(shown.contains(seen), "{seen} not in {shown}");
+    }
+    assert!(!shown.contains("Config"), "the client's settings: {shown}");
+    // One that does not parse, with the error `.query()` keeps for `send`.
+    let unparsed = client
+        .get("http://svc:hunter2@api internal/x")
+        .query(&[("page", "2")]);
+    let unparsed_shown = format!("{unparsed:?}");
+    assert!(!unparsed_shown.contains("hunter2"), "{unparsed_shown}");
+    assert!(
+        unparsed_shown.contains("the url does not parse"),
+        "{unparsed_shown}"
+    );
+}

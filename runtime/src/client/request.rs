@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use http::header::{
+    HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, COOKIE, PROXY_AUTHORIZATION,
+};
 use http::{HeaderMap, Method};
 use serde::Serialize;
 use url::Url;
@@ -20,7 +22,10 @@ use super::transport::{ResponseBody, Transport, TransportError};
 use super::{Attempt, CallOptions, Client, ClientError, Response};
 
 /// An outbound call being put together; [`send`](RequestBuilder::send) makes it.
-#[derive(Debug)]
+///
+/// Its `Debug` shows the method, the URL with any user name and password
+/// replaced by `***`, and the headers (credentials shown as `Sensitive`),
+/// not the client.
 #[must_use = "a request does nothing until it is sent"]
 pub struct RequestBuilder {
     pub(super) client: Client,
@@ -49,14 +54,19 @@ impl RequestBuilder {
 
     /// Adds a header. A value that is not valid HTTP makes
     /// [`send`](RequestBuilder::send) fail with an error that names its
-    /// header; a name that is not valid HTTP, with one that says so.
+    /// header; a name that is not valid HTTP, with one that says so. An
+    /// `Authorization`, `Proxy-Authorization` or `Cookie` value is marked
+    /// sensitive (kept out of debug output).
     pub fn header<K, V>(mut self, name: K, value: V) -> Self
     where
         HeaderName: TryFrom<K>,
         HeaderValue: TryFrom<V>,
     {
         match (HeaderName::try_from(name), HeaderValue::try_from(value)) {
-            (Ok(name), Ok(value)) => {
+            (Ok(name), Ok(mut value)) => {
+                if [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE].contains(&name) {
+                    value.set_sensitive(true);
+                }
                 self.headers.append(name, value);
             }
             (Err(_), _) => self.fail("a header name is not valid HTTP"),
@@ -194,7 +204,9 @@ impl RequestBuilder {
                 url.set_query((!query.is_empty()).then_some(query.as_str()));
                 self.url = url.into();
             }
-            Err(err) => self.fail(&format!("the url {} does not parse: {err}", self.url)),
+            // Said as `send` says it, without the URL, which may hold a
+            // password.
+            Err(err) => self.fail(&format!("the url does not parse: {err}")),
         }
         self
     }
@@ -452,6 +464,35 @@ impl RequestBuilder {
         if self.error.is_none() {
             self.error = Some(ClientError::InvalidRequest(message.to_owned()));
         }
+    }
+}
+
+impl fmt::Debug for RequestBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestBuilder")
+            .field("method", &self.method)
+            .field("url", &redacted(&self.url))
+            .field("headers", &self.headers)
+            .field("body_bytes", &self.body.len())
+            .field("options", &self.options)
+            .field("timeout", &self.timeout)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `url` with its user name and password, if any, shown as `***`; one that
+/// does not parse and may hold them (it has an `@`), not shown.
+fn redacted(url: &str) -> std::borrow::Cow<'_, str> {
+    match Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            // Both succeed on a URL that has credentials.
+            let _ = parsed.set_username("***");
+            let _ = parsed.set_password(None);
+            String::from(parsed).into()
+        }
+        Err(_) if url.contains('@') => "<a URL that does not parse, not shown>".into(),
+        _ => url.into(),
     }
 }
 
