@@ -433,3 +433,18 @@ fn a_request_builders_debug_shows_no_credentials() {
         "{unparsed_shown}"
     );
 }
+
+#[tokio::test]
+async fn a_url_that_does_not_parse_is_an_invalid_request_saying_why() {
+    let client = timebox::client::Client::new(&timebox::config::Config::default());
+    let err = client
+        .get("no scheme here")
+        .send()
+        .await
+        .expect_err("nowhere to send it");
+    assert!(matches!(err, ClientError::InvalidRequest(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "invalid request: the url does not parse: relative URL without a base"
+    );
+}

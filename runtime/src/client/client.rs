@@ -10,7 +10,7 @@ use crate::retry::RetryBudgets;
 
 use super::rules::Rules;
 use super::transport::{ReqwestTransport, Transport};
-use super::{ClientError, RequestBuilder};
+use super::RequestBuilder;
 
 /// An HTTP client whose retries fit the time left.
 ///
@@ -143,12 +143,6 @@ impl Client {
     }
 }
 
-impl From<url::ParseError> for ClientError {
-    fn from(err: url::ParseError) -> Self {
-        ClientError::InvalidRequest(format!("the url does not parse: {err}"))
-    }
-}
-
 /// Builds a [`Client`]: made by [`Client::builder`].
 #[derive(Debug)]
 #[must_use = "a builder does nothing until built"]
@@ -182,7 +176,7 @@ impl ClientBuilder {
     /// `.redirect(reqwest::redirect::Policy::none())`, and timebox follows
     /// them hop by hop. reqwest does not say how a client was built, so one
     /// that does follow them is refused at its first redirect: that attempt
-    /// fails with [`ClientError::Transport`] whose source is a
+    /// fails with [`ClientError::Transport`](super::ClientError::Transport) whose source is a
     /// [`RedirectsOn`](super::RedirectsOn) saying so.
     ///
     /// A redirect to another origin (scheme, host and port) is not followed
@@ -192,7 +186,7 @@ impl ClientBuilder {
     /// not say whether it added one, and timebox cannot take it off.
     ///
     /// A timeout of the client's own (`reqwest::ClientBuilder::timeout`)
-    /// ends an attempt with [`ClientError::Transport`], not retried, and a
+    /// ends an attempt with [`ClientError::Transport`](super::ClientError::Transport), not retried, and a
     /// failure for the host's breaker: the attempt timeout timebox retries
     /// is `http.client.timeout_secs`, and a deadline bounds the whole call.
     ///

@@ -447,7 +447,8 @@ impl RequestBuilder {
                 .or(timeout.filter(|timeout| !timeout.is_zero())),
             ..options
         };
-        let mut url = Url::parse(&url)?;
+        let mut url = Url::parse(&url)
+            .map_err(|err| ClientError::InvalidRequest(format!("the url does not parse: {err}")))?;
         if let Some(credentials) = take_credentials(&mut url) {
             headers.entry(AUTHORIZATION).or_insert(credentials);
         }
