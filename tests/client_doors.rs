@@ -1390,7 +1390,7 @@ async fn through_the_layer_a_retry_the_deadline_ends_before_it_is_sent_is_told_s
 #[tokio::test]
 async fn the_layer_refuses_a_relative_uri_naming_it() {
     let client = ByLayer::new(&config()).0;
-    let request = http::Request::get("/relative")
+    let request = http::Request::get("/relative?api_key=s3cret")
         .body(Full::default())
         .unwrap();
 
@@ -1400,6 +1400,10 @@ async fn the_layer_refuses_a_relative_uri_naming_it() {
 
     assert!(matches!(err, ClientError::InvalidRequest(_)), "{err:?}");
     assert!(err.to_string().contains("`/relative`"), "{err}");
+    assert!(
+        !err.to_string().contains("s3cret"),
+        "a query may hold secrets: {err}"
+    );
 }
 
 /// Why the docs say not to combine them: reqwest-retry around `Timebox`

@@ -632,17 +632,65 @@ async fn a_request_reqwest_could_not_build_is_no_failure_of_the_host() {
 
 #[tokio::test]
 async fn a_reqwest_client_that_follows_redirects_itself_is_refused_at_the_first() {
-    let addr = serve(redirecting()).await;
+    // Both ends carry a query, which the error leaves out.
+    let addr = serve(
+        Router::new()
+            .route(
+                "/from",
+                get(|| async { (StatusCode::FOUND, [(LOCATION, "/to?sig=s3cret")]) }),
+            )
+            .route("/to", get(|| async { "arrived" })),
+    )
+    .await;
     let client = Client::builder().reqwest(reqwest::Client::new()).build();
-    let err = ends(client.get(format!("http://{addr}/from")).send())
+    let err = ends(client.get(format!("http://{addr}/from?sig=s3cret")).send())
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
     let why = std::error::Error::source(&err).unwrap();
     assert!(why.is::<timebox::client::RedirectsOn>(), "{why:?}");
+    // The URLs it names are cut to their paths: a query may hold secrets.
+    assert!(
+        why.to_string()
+            .contains(&format!("(http://{addr}/from ended at http://{addr}/to)")),
+        "{why}"
+    );
+    assert!(!why.to_string().contains("s3cret"), "{why}");
     assert!(
         why.to_string()
             .contains("`.redirect(reqwest::redirect::Policy::none())`"),
         "{why}"
     );
+}
+
+/// The error a server logs when it answers for a failed call names where
+/// the call went, but not the query or credentials of its URL.
+#[tokio::test]
+async fn a_failed_calls_error_shows_its_url_without_query_or_credentials() {
+    let refusing = Refusing::new();
+    let addr = refusing.addr();
+    let client = client();
+
+    let err = ends(
+        Deadline::after(SECS(2)).scope(
+            client
+                .get(format!("http://svc:hunter2@{addr}/orders?sig=s3cret#top"))
+                .retries(0)
+                .send(),
+        ),
+    )
+    .await
+    .expect_err("nothing listens on the port");
+
+    let mut chain = String::new();
+    let mut link: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    while let Some(err) = link {
+        chain.push_str(&format!("{err}; "));
+        link = err.source();
+    }
+    assert!(chain.contains(&format!("http://{addr}/orders)")), "{chain}");
+    for secret in ["s3cret", "hunter2", "svc", "#top"] {
+        assert!(!chain.contains(secret), "{secret} in {chain}");
+    }
+    drop(refusing);
 }

@@ -17,6 +17,11 @@ pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 ///
 /// A response with an error status (a 503 the retries could not fix, say) is
 /// not an error: it comes back as a [`Response`](super::Response).
+///
+/// The errors of a [`Client`](super::Client)'s own reqwest transport show
+/// the URL as scheme, host, port and path, without its query or user info
+/// (reqwest's would show them all), since a server that answers for a
+/// failed call logs its error.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ClientError {

@@ -187,9 +187,34 @@ pub(crate) fn refuse_redirected(
         return Ok(response);
     }
     Err(TransportError::Local(Box::new(RedirectsOn {
-        requested: requested.as_str().to_owned(),
-        ended_at: response.url().as_str().to_owned(),
+        requested: shown(requested.clone()),
+        ended_at: shown(response.url().clone()),
     })))
+}
+
+/// `url` as errors show it: scheme, host, port and path. Its query and
+/// user info may hold secrets (a presigned link's signature, an API key),
+/// and the errors of a call are logged where a server answers for them.
+pub(crate) fn shown(mut url: url::Url) -> String {
+    cut_to_path(&mut url);
+    url.into()
+}
+
+fn cut_to_path(url: &mut url::Url) {
+    url.set_query(None);
+    url.set_fragment(None);
+    // Both fail only on a URL that cannot have user info, which has none.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+}
+
+/// `err` with its URL cut as [`shown`] cuts it: reqwest's `Display` ends
+/// with the URL.
+fn without_secrets(mut err: reqwest::Error) -> reqwest::Error {
+    if let Some(url) = err.url_mut() {
+        cut_to_path(url);
+    }
+    err
 }
 
 impl Transport for ReqwestTransport {
@@ -202,13 +227,14 @@ impl Transport for ReqwestTransport {
             let response = client
                 .execute(request)
                 .await
-                .map_err(|err| TransportError::of_reqwest(&err)(err.into()))?;
+                .map_err(|err| TransportError::of_reqwest(&err)(without_secrets(err).into()))?;
             let response = refuse_redirected(&requested, response)?;
             let mut head = http::Response::builder().status(response.status());
             if let Some(headers) = head.headers_mut() {
                 headers.extend(response.headers().clone());
             }
-            head.body(ResponseBody::from_stream(response.bytes_stream()))
+            let chunks = response.bytes_stream().map_err(without_secrets);
+            head.body(ResponseBody::from_stream(chunks))
                 .map_err(|err| TransportError::Other(err.into()))
         })
     }

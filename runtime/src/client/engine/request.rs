@@ -111,9 +111,11 @@ impl<B> Request<B> {
     }
 }
 
-/// `url` as a URI, for the request sent to it.
+/// `url` as a URI, for the request sent to it. The error shows the URL
+/// as errors do, without its query or user info.
 pub(super) fn to_uri(url: &Url) -> Result<Uri, ClientError> {
     url.as_str().parse().map_err(|err| {
-        ClientError::InvalidRequest(format!("the url {url} is not a valid URI: {err}"))
+        let shown = crate::client::transport::shown(url.clone());
+        ClientError::InvalidRequest(format!("the url {shown} is not a valid URI: {err}"))
     })
 }

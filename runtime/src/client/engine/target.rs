@@ -40,8 +40,10 @@ impl Target {
         hedging: bool,
     ) -> Result<Self, ClientError> {
         let host = host_key(&uri).ok_or_else(|| {
+            // Its path alone: a query may hold secrets.
             ClientError::InvalidRequest(format!(
-                "the request's uri `{uri}` has no host, or no port and no http(s) scheme"
+                "the request's uri `{}` has no host, or no port and no http(s) scheme",
+                uri.path()
             ))
         })?;
         let budget = rules.budgets.for_host(&host);
