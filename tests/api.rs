@@ -86,6 +86,24 @@ fn the_values_events_carry_can_key_a_map() {
     assert_eq!(skipped[&(SkipReason::Budget, Stage::Outbound)], 1);
 }
 
+/// A test of code that handles timebox's errors builds them.
+#[test]
+fn the_errors_timebox_hands_out_can_be_made_for_tests() {
+    use std::time::Duration;
+    use timebox::watchdog::TimeoutKind;
+
+    let open = Open::new(Some(Duration::from_secs(3)));
+    assert_eq!(open.retry_in(), Some(Duration::from_secs(3)));
+    let ended = StreamTimeout::new(TimeoutKind::Inactivity, Duration::from_secs(5));
+    assert_eq!(ended.kind(), TimeoutKind::Inactivity);
+    assert_eq!(ended.limit(), Duration::from_secs(5));
+    assert_eq!(ended.to_string(), "stream timed out: no activity for 5s");
+    assert_eq!(DeadlineExceeded::new(), DeadlineExceeded::default());
+    assert!(timebox::deadline::is_deadline_exceeded(
+        &DeadlineExceeded::new()
+    ));
+}
+
 /// These own boxed closures or a body stream that need not be `Sync`:
 /// they move between threads, one owner at a time.
 #[test]
