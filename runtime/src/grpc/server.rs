@@ -417,11 +417,12 @@ fn ended(counted: &mut Option<Counted>, cx: &mut Context<'_>) -> bool {
 }
 
 /// `UNAVAILABLE` for a call still waiting for its answer when the
-/// shutdown's sequence ended, said in the log: its handler is dropped, as
-/// `serve` closes the connections still open then, and tonic's graceful
-/// shutdown has no call left to wait for.
+/// shutdown's sequence ended, said at `debug` (the sequence's own lines
+/// count what it ended): its handler is dropped, as `serve` closes the
+/// connections still open then, and tonic's graceful shutdown has no call
+/// left to wait for.
 fn ended_by_shutdown() -> Status {
-    tracing::info!("grpc call ended unanswered: the shutdown's drain is over");
+    tracing::debug!("grpc call ended unanswered: the shutdown's drain is over");
     Status::unavailable("the server is shutting down: the call was ended when its drain was over")
 }
 
