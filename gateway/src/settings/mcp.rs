@@ -102,17 +102,39 @@ pub(crate) enum Transport {
     Stdio { program: String, args: Vec<String> },
 }
 
+/// Where a server lives, as the log says it: a URL's scheme, host, port
+/// and path, and a command's program. A URL's user info and query, and a
+/// command's arguments, may hold credentials; the configuration has them.
 impl fmt::Display for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Builtin => f.write_str("in process"),
-            Self::Http(url) => write!(f, "at {url}"),
-            Self::Stdio { program, args } => {
-                write!(f, "run as `{program}")?;
-                args.iter().try_for_each(|arg| write!(f, " {arg}"))?;
-                f.write_str("`")
-            }
+            Self::Http(url) => write!(f, "at {}", shown(url)),
+            Self::Stdio { program, args } => match args.len() {
+                0 => write!(f, "run as `{program}`"),
+                1 => write!(f, "run as `{program}` with 1 argument"),
+                n => write!(f, "run as `{program}` with {n} arguments"),
+            },
         }
+    }
+}
+
+/// `url` without its user info, query and fragment, parsed as the client
+/// parses it. One that does not parse as a URL with a host is shown up to
+/// its query, unless it has an `@`: then not at all, since where its user
+/// info ends cannot be told.
+fn shown(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if !parsed.cannot_be_a_base() => {
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            // Both fail only on a URL that cannot have user info.
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.into()
+        }
+        _ if url.contains('@') => "<a URL that does not parse, not shown>".to_owned(),
+        _ => url.split(['?', '#']).next().unwrap_or(url).to_owned(),
     }
 }
 
@@ -232,7 +254,7 @@ impl ServerSettings {
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(error(
                         ".url",
-                        format!("`{url}` is not an http:// or https:// URL"),
+                        format!("`{}` is not an http:// or https:// URL", shown(url)),
                     ));
                 }
                 Transport::Http(url.clone())
@@ -340,6 +362,34 @@ mod tests {
     }
 
     #[test]
+    fn where_a_server_lives_is_said_without_credentials() {
+        let http = Transport::Http("https://user:pw@mcp.example:8443/mcp?key=abc".to_owned());
+        assert_eq!(http.to_string(), "at https://mcp.example:8443/mcp");
+        let plain = Transport::Http("http://127.0.0.1/mcp".to_owned());
+        assert_eq!(plain.to_string(), "at http://127.0.0.1/mcp");
+        let international = Transport::Http("https://k:v@bücher.example/mcp#x".to_owned());
+        assert_eq!(
+            international.to_string(),
+            "at https://xn--bcher-kva.example/mcp"
+        );
+        let bare = Transport::Http("http://u:p@host:9?x=1".to_owned());
+        assert_eq!(bare.to_string(), "at http://host:9/");
+        // A `#` in the password: no host to tell, so nothing of it.
+        let hash = Transport::Http("https://user:p#ss@host/mcp".to_owned());
+        assert!(!hash.to_string().contains("user"), "{hash}");
+        let stdio = Transport::Stdio {
+            program: "tool-server".to_owned(),
+            args: vec!["--token".to_owned(), "s3cret".to_owned()],
+        };
+        assert_eq!(stdio.to_string(), "run as `tool-server` with 2 arguments");
+        let one = Transport::Stdio {
+            program: "tool-server".to_owned(),
+            args: vec!["--token=s3cret".to_owned()],
+        };
+        assert_eq!(one.to_string(), "run as `tool-server` with 1 argument");
+    }
+
+    #[test]
     fn unusable_servers_name_their_key() {
         for (toml, key, says) in [
             ("[mcp.servers.a]", "mcp.servers.a", "needs `url`"),
@@ -351,7 +401,13 @@ mod tests {
             (
                 "[mcp.servers.a]\nurl = \"ftp://x\"",
                 "mcp.servers.a.url",
-                "`ftp://x`",
+                "`ftp://x/`",
+            ),
+            // Said without its credentials and query.
+            (
+                "[mcp.servers.a]\nurl = \"ftp://u:pw@x/p?k=s\"",
+                "mcp.servers.a.url",
+                "`ftp://x/p` is not",
             ),
             (
                 "[mcp.servers.a]\ncommand = []",
