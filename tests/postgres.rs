@@ -481,6 +481,64 @@ async fn a_handler_whose_statement_postgres_stops_answers_504() {
     assert_eq!(exceeded_stages(&recording.events()), [Stage::Outbound]);
 }
 
+#[get("/id")]
+async fn looks_up(State(pool): State<PgPool>) -> Result<&'static str, PgError> {
+    // Postgres quotes the value it could not read in its error.
+    sqlx::query("SELECT $1::uuid")
+        .bind("abc\nERROR forged line")
+        .execute(&pool)
+        .await?;
+    Ok("found")
+}
+
+#[get("/signup")]
+async fn signs_up(State(pool): State<PgPool>) -> Result<&'static str, PgError> {
+    // Postgres's `detail` holds the failing row: `Failing row contains
+    // (alice@example.com, null)`.
+    let mut conn = pool.acquire().await.map_err(PgError::Database)?;
+    sqlx::query("CREATE TEMP TABLE users (email text, name text NOT NULL)")
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("INSERT INTO users VALUES ($1, NULL)")
+        .bind("alice@example.com")
+        .execute(&mut *conn)
+        .await?;
+    Ok("signed up")
+}
+
+/// A database error answers 500 and is logged as one line: what Postgres
+/// quoted of the statement's input (a caller's value, newlines and all)
+/// cannot forge a line of its own.
+#[tokio::test]
+async fn a_database_error_is_logged_as_one_line_whatever_it_quotes() {
+    use support::logs::Logs;
+
+    let server = start().await;
+    let pool = pool(&server).await;
+    let app = routes![looks_up, signs_up]
+        .into_router(&Config::default())
+        .with_state(pool);
+    let (logs, _guard) = Logs::capture();
+    let request = http::Request::get("/id")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let line = logs.one_line_with("database error", &["code=\"22P02\""]);
+    assert!(
+        line.contains("forged line"),
+        "the quoted value on the same line: {line}"
+    );
+    // A row's values, in Postgres's `detail`, stay out of the log.
+    let request = http::Request::get("/signup")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = app.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let line = logs.one_line_with("code=\"23502\"", &[]);
+    assert!(!line.contains("alice"), "{line}");
+}
+
 /// The same handler as a plain route under `TimeboxLayer`'s global
 /// deadline: the error answers 504 without the macros' help.
 #[tokio::test]

@@ -10,6 +10,7 @@ use http::StatusCode;
 #[cfg(feature = "postgres")]
 use super::pg::PgError;
 use super::PoolWaitError;
+use crate::observe::capped;
 #[cfg(feature = "postgres")]
 use crate::observe::Stage;
 use crate::problem;
@@ -23,11 +24,26 @@ impl IntoResponse for PoolWaitError {
         match self {
             PoolWaitError::DeadlineExceeded(_) => cut_short_answer(),
             PoolWaitError::Pool(err) => {
-                tracing::error!(error = %err, "database error");
+                database_error(&err);
                 StatusCode::INTERNAL_SERVER_ERROR.into_response()
             }
         }
     }
+}
+
+/// Logs a database error: its SQLSTATE, and its message escaped (what a
+/// statement quoted of its input, a caller's value with newlines, cannot
+/// forge a line) and capped (nor fill the log: Postgres quotes the whole
+/// value), without the `detail` its `Debug` shows (`Failing row contains
+/// (..)`: a row's values).
+fn database_error(err: &sqlx::Error) {
+    let code = err.as_database_error().and_then(|db| db.code());
+    let message = err.to_string();
+    tracing::error!(
+        code = code.as_deref(),
+        error = ?capped(&message),
+        "database error"
+    );
 }
 
 /// The answer to a pool wait the deadline cut short (S11): `503` with
@@ -69,7 +85,7 @@ impl IntoResponse for PgError {
             }
             PgError::Pool(err) => err.into_response(),
             PgError::Database(err) => {
-                tracing::error!(error = %err, "database error");
+                database_error(&err);
                 StatusCode::INTERNAL_SERVER_ERROR.into_response()
             }
         }

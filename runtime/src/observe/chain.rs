@@ -34,6 +34,19 @@ impl fmt::Display for Chain<'_> {
     }
 }
 
+/// `text` as a log field shows it: at most [`MOST`] bytes, then `…`.
+#[cfg_attr(not(all(feature = "server", feature = "sqlx")), allow(dead_code))] // database errors
+pub(crate) fn capped(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MOST {
+        return text.into();
+    }
+    let mut end = MOST;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end]).into()
+}
+
 /// Writes through to `f` until `left` bytes are used, then nothing.
 struct Capped<'a, 'b> {
     f: &'a mut fmt::Formatter<'b>,
@@ -61,7 +74,7 @@ impl fmt::Write for Capped<'_, '_> {
 mod tests {
     use std::io;
 
-    use super::Chain;
+    use super::{capped, Chain, MOST};
 
     #[derive(Debug)]
     struct Outer(io::Error);
@@ -99,10 +112,10 @@ mod tests {
         let shown = Chain(&long).to_string();
         assert!(shown.starts_with("request failed: xéé"), "{shown}");
         assert!(shown.ends_with('…'), "{shown}");
-        assert!(
-            shown.len() <= super::MOST + '…'.len_utf8(),
-            "{}",
-            shown.len()
-        );
+        assert!(shown.len() <= MOST + '…'.len_utf8(), "{}", shown.len());
+        let text = format!("x{}", "é".repeat(1000));
+        let cut = capped(&text);
+        assert!(cut.ends_with('…') && cut.len() <= MOST + '…'.len_utf8());
+        assert_eq!(capped("short"), "short");
     }
 }

@@ -100,6 +100,8 @@ mod waiting;
 // What an attempt event's `attempt` says, nameable without the `client`
 // feature (which re-exports it too).
 pub use crate::attempt::{Attempt, AttemptKind};
+#[cfg(all(feature = "server", feature = "sqlx"))]
+pub(crate) use chain::capped;
 #[cfg(any(feature = "server", all(feature = "grpc", feature = "client")))]
 pub(crate) use chain::Chain;
 pub use event::{
