@@ -125,9 +125,15 @@ impl Script {
     }
 }
 
-/// `"<N>s"` with N in `1..=MAX_SECS`.
+/// `"<N>s"` with N in `1..=MAX_SECS`, written plainly: digits only, no
+/// sign and no leading zero (which `u64`'s parser takes), so a model name
+/// that is accepted, and logged, stays short.
 fn seconds(text: &str) -> Option<Duration> {
-    let n: u64 = text.strip_suffix('s')?.parse().ok()?;
+    let digits = text.strip_suffix('s')?;
+    if digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
     (1..=MAX_SECS).contains(&n).then(|| Duration::from_secs(n))
 }
 
@@ -198,6 +204,8 @@ mod tests {
             "scripted-tool-loud-3s",
             "scripted-tool-60",
             "scripted-tool--1s",
+            "scripted-tool-+5s",
+            "scripted-tool-0005s",
             "scripted-fast-1s",
             "scripted-slow-1.5s",
             "scripted-tool-3s@",
