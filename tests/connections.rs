@@ -450,6 +450,25 @@ async fn a_half_sent_request_head_is_disconnected_within_the_header_bound() {
     assert!(took >= Duration::from_millis(300), "{took:?}");
 }
 
+/// The line that says a connection was cut names the client, so a
+/// slow-loris source can be found in the log. (A current-thread runtime:
+/// the log is captured on the thread that runs the server.)
+#[tokio::test]
+async fn a_connection_cut_at_the_header_bound_is_logged_with_its_peer() {
+    use support::logs::Logs;
+
+    let (logs, _guard) = Logs::capture();
+    let server = start(&config(300, 75)).await;
+    let mut stream = connect(server.addr).await;
+    let client = stream.local_addr().expect("a local address");
+    stream.write_all(HALF_HEAD).await.unwrap();
+    closed_within(&mut stream, Duration::from_millis(300) + ROOM).await;
+    logs.one_line_with(
+        "did not arrive in time",
+        &[&format!("peer={client}"), "bound_ms=300"],
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_sends_nothing_is_disconnected_within_the_header_bound() {
     let server = start(&config(300, 75)).await;

@@ -148,7 +148,7 @@ impl Connection {
                 biased;
                 result = connection.as_mut() => {
                     if let Err(err) = result {
-                        tracing::debug!(error = %Chain(&*err), "connection ended with an error");
+                        tracing::debug!(%peer, error = %Chain(&*err), "connection ended with an error");
                     }
                     return;
                 }
@@ -161,7 +161,7 @@ impl Connection {
                 // (one whose head went before phase 1, without
                 // `Connection: close`: a stream, a long download).
                 () = clock.idle(), if phase1_seen && !goaway_sent => {
-                    tracing::debug!("closing an idle connection: the server is shutting down");
+                    tracing::debug!(%peer, "closing an idle connection: the server is shutting down");
                     // Gracefully, not by dropping it: hyper lets a
                     // response go once its body is queued, and what it
                     // queued is written out first.
@@ -176,16 +176,19 @@ impl Connection {
                 expired = clock.expired() => {
                     match expired {
                         Expired::Head(bound) => tracing::debug!(
+                            %peer,
                             bound_ms = bound.as_millis(),
                             "closing a connection whose request head did not arrive in time \
                              (`server.header_read_timeout_ms`)"
                         ),
                         Expired::Idle(bound) => tracing::debug!(
+                            %peer,
                             bound_secs = bound.as_secs(),
                             "closing an idle keep-alive connection \
                              (`server.keep_alive_timeout_secs`)"
                         ),
                         Expired::Stalled(bound) => tracing::debug!(
+                            %peer,
                             bound_secs = bound.as_secs(),
                             "closing a connection whose client stopped reading its responses \
                              (`server.keep_alive_timeout_secs`)"
