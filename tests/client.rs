@@ -653,6 +653,59 @@ async fn on_an_always_failing_host_retries_settle_near_ten_percent(sim: Sim) {
     assert!((0.08..=0.12).contains(&share), "retry share {share}");
 }
 
+/// The log says when a host's budget begins to refuse retries, and when it
+/// has refused none for 10 s, once each: not each refusal, nor each retry
+/// paid while the bucket hovers near empty on a failing host.
+#[sim_test]
+async fn a_spell_of_refused_retries_is_said_where_it_begins_and_ends(sim: Sim) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use support::logs::Logs;
+
+    let failing = Arc::new(AtomicBool::new(true));
+    let answers = Arc::clone(&failing);
+    let recorder = Recorder::new();
+    sim.net().host(
+        "up",
+        recording(&recorder, move |_| {
+            let failing = answers.load(Ordering::SeqCst);
+            async move {
+                if failing {
+                    StatusCode::SERVICE_UNAVAILABLE
+                } else {
+                    StatusCode::OK
+                }
+            }
+        }),
+    );
+    let client = sim.client_with(&budget_only());
+    let (logs, _guard) = Logs::capture();
+    let refusing = "the host's retry budget refuses retries";
+    let quiet = "the host's retry budget has refused no retry for 10 s";
+    for _ in 0..300 {
+        client.get("http://up/").send().await.unwrap();
+    }
+    logs.one_line_with(refusing, &["host=\"up:80\""]);
+    assert!(logs.lines_with(quiet).is_empty());
+    // Healed: no retry is asked for, so none is refused; the spell ends at
+    // the first call 10 s after the last refusal.
+    failing.store(false, Ordering::SeqCst);
+    client.get("http://up/").send().await.unwrap();
+    assert!(logs.lines_with(quiet).is_empty());
+    sleep(SECS(10)).await;
+    client.get("http://up/").send().await.unwrap();
+    logs.one_line_with(quiet, &["host=\"up:80\""]);
+    failing.store(true, Ordering::SeqCst);
+    for _ in 0..300 {
+        client.get("http://up/").send().await.unwrap();
+    }
+    assert_eq!(
+        logs.lines_with(refusing).len(),
+        2,
+        "a second spell, said again"
+    );
+}
+
 #[sim_test]
 async fn retries_that_succeed_give_their_tokens_back(sim: Sim) {
     let recorder = Recorder::new();

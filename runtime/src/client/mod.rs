@@ -52,7 +52,9 @@
 //! - **Logs.** Each retry, and each retry not made because the deadline, the
 //!   budget or an open breaker refused it, is a `debug!` line with the host,
 //!   the attempt and the reason; the breaker's changes of state are `warn!`
-//!   (opened) and `info!` (closed).
+//!   (opened) and `info!` (closed), and a host's budget refusing retries is
+//!   a `warn!` at the first refusal of a spell and an `info!` at the first
+//!   call once none has been refused for 10 s: once each per spell.
 //! - **Redirects** are followed by the client itself (never inside the HTTP
 //!   stack): up to 10 hops, `303` (and `301`/`302` after a POST) becomes a
 //!   GET, credentials are dropped across origins, and each hop is budgeted to

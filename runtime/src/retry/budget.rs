@@ -3,6 +3,10 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+#[cfg(feature = "client")]
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::RetryKind;
 use crate::config::BudgetConfig;
@@ -56,12 +60,29 @@ const MILLI: u64 = 1000;
 /// [`RetryBudgets`]: super::RetryBudgets
 #[derive(Clone)]
 pub struct RetryBudget {
-    /// The balance in thousandths of a token; never above `costs.capacity`.
-    /// It is the only shared state and publishes no other data, so `Relaxed`
-    /// is enough: read-modify-writes of one atomic are totally ordered.
-    milli_tokens: Arc<AtomicU64>,
+    shared: Arc<Shared>,
     costs: Costs,
 }
+
+/// What the clones of a bucket share. No field publishes other data, so
+/// `Relaxed` is enough: read-modify-writes of one atomic are totally
+/// ordered.
+struct Shared {
+    /// The balance in thousandths of a token; never above `costs.capacity`.
+    milli_tokens: AtomicU64,
+    /// When the bucket last refused a retry, in milliseconds after `born`,
+    /// plus one; 0 outside a spell of refusals. The log says when a spell
+    /// begins and when one ends ([`REFUSING_QUIET`] with none), not each
+    /// refusal.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))] // the client's engine says them
+    refused: AtomicU64,
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    born: Instant,
+}
+
+/// How long with no retry refused ends a spell of refusals.
+#[cfg(feature = "client")]
+const REFUSING_QUIET: Duration = Duration::from_secs(10);
 
 /// The fixed numbers of a bucket, in thousandths of a token, worked out once
 /// from a [`BudgetConfig`].
@@ -105,7 +126,11 @@ impl RetryBudget {
 
     pub(super) fn with_costs(costs: Costs) -> Self {
         Self {
-            milli_tokens: Arc::new(AtomicU64::new(costs.capacity)),
+            shared: Arc::new(Shared {
+                milli_tokens: AtomicU64::new(costs.capacity),
+                refused: AtomicU64::new(0),
+                born: Instant::now(),
+            }),
             costs,
         }
     }
@@ -128,7 +153,8 @@ impl RetryBudget {
     #[must_use = "a retry is allowed only when the withdrawal succeeded"]
     pub fn try_withdraw(&self, kind: RetryKind) -> bool {
         let cost = self.costs.cost(kind);
-        self.milli_tokens
+        self.shared
+            .milli_tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
                 tokens.checked_sub(cost)
             })
@@ -143,7 +169,8 @@ impl RetryBudget {
     pub(crate) fn try_withdraw_hedge(&self, cost: u64) -> bool {
         let cost = cost.saturating_mul(MILLI);
         let half = self.costs.capacity / 2;
-        self.milli_tokens
+        self.shared
+            .milli_tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
                 (tokens >= half).then(|| tokens.checked_sub(cost)).flatten()
             })
@@ -166,10 +193,45 @@ impl RetryBudget {
         self.add(self.costs.cost(kind));
     }
 
+    /// Notes a retry refused at `now`; whether it begins a spell of
+    /// refusals. A refusal within the millisecond of the last one noted
+    /// writes nothing, so a bucket refusing most retries of a failing host
+    /// costs a load, not a write, per refusal.
+    #[cfg(feature = "client")]
+    pub(crate) fn refused_at(&self, now: Instant) -> bool {
+        let at = self.millis(now).saturating_add(1);
+        if self.shared.refused.load(Ordering::Relaxed) == at {
+            return false;
+        }
+        self.shared.refused.swap(at, Ordering::Relaxed) == 0
+    }
+
+    /// Whether a spell of refusals ends at `now`: none was refused for
+    /// [`REFUSING_QUIET`]. Asked at each first attempt; outside a spell
+    /// it is one load.
+    #[cfg(feature = "client")]
+    pub(crate) fn quiet_at(&self, now: Instant) -> bool {
+        let last = self.shared.refused.load(Ordering::Relaxed);
+        last != 0
+            && self.millis(now).saturating_add(1)
+                >= last.saturating_add(REFUSING_QUIET.as_millis() as u64)
+            && self
+                .shared
+                .refused
+                .compare_exchange(last, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    #[cfg(feature = "client")]
+    fn millis(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.shared.born);
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// The balance, in tokens (exact to a thousandth).
     #[must_use]
     pub fn tokens(&self) -> f64 {
-        self.milli_tokens.load(Ordering::Relaxed) as f64 / MILLI as f64
+        self.shared.milli_tokens.load(Ordering::Relaxed) as f64 / MILLI as f64
     }
 
     /// The most tokens the bucket holds: `capacity`.
@@ -183,11 +245,12 @@ impl RetryBudget {
         // A full bucket, the usual case on a healthy host, costs one load and
         // no write, so callers on many threads do not fight over its cache
         // line.
-        let _ = self
-            .milli_tokens
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
-                (tokens < capacity).then(|| tokens.saturating_add(amount).min(capacity))
-            });
+        let _ =
+            self.shared
+                .milli_tokens
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
+                    (tokens < capacity).then(|| tokens.saturating_add(amount).min(capacity))
+                });
     }
 }
 
@@ -197,5 +260,32 @@ impl fmt::Debug for RetryBudget {
             .field("tokens", &self.tokens())
             .field("capacity", &self.capacity())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, feature = "client"))]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::RetryBudget;
+    use crate::config::BudgetConfig;
+
+    #[test]
+    fn a_spell_of_refusals_begins_once_and_ends_after_10_s_with_none() {
+        let budget = RetryBudget::new(&BudgetConfig::default());
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        assert!(budget.refused_at(at(0)), "the first refusal begins a spell");
+        assert!(!budget.refused_at(at(0)), "one in the same millisecond");
+        assert!(!budget.refused_at(at(500)), "one later in the spell");
+        assert!(
+            !budget.quiet_at(at(10_499)),
+            "10 s less a millisecond after"
+        );
+        assert!(budget.quiet_at(at(10_500)), "10 s after the last refusal");
+        assert!(!budget.quiet_at(at(10_501)), "the end is said once");
+        assert!(budget.refused_at(at(20_000)), "a new spell");
     }
 }

@@ -13,6 +13,7 @@ use crate::deadline::Deadline;
 use crate::observe::{CallOutcome, Event, SkipReason};
 
 use super::call::Call;
+use super::decide::end_quiet_refusals;
 use super::request::Body;
 
 /// The header that marks a hedge: `2;hedge`.
@@ -117,6 +118,7 @@ impl<B: Body> Call<B> {
         if !self.target.refilled {
             if let Some(budget) = &self.target.budget {
                 budget.on_first_attempt();
+                end_quiet_refusals(budget, &self.target.host, now);
                 self.tell_tokens(budget, None);
             }
             self.target.refilled = true;

@@ -14,7 +14,9 @@ use crate::client::transport::TransportError;
 use crate::client::{Attempt, AttemptKind, ClientError};
 use crate::deadline::{Deadline, PEER_LEAD};
 use crate::observe::{CallOutcome, Event, SkipReason};
-use crate::retry::{classify_answer, hint_wait, refused_for_its_deadline, was_shed, RetryKind};
+use crate::retry::{
+    classify_answer, hint_wait, refused_for_its_deadline, was_shed, RetryBudget, RetryKind,
+};
 
 use super::attempt::Pending;
 use super::call::{may_retry, Call};
@@ -315,6 +317,20 @@ impl<B: Body> Call<B> {
         let budget = self.target.budget.clone();
         if let Some(budget) = &budget {
             if !budget.try_withdraw(kind) {
+                let now = tokio::time::Instant::now();
+                // A spell that went quiet with no call to end it (one
+                // attempt ran past the 10 s) ends before another begins.
+                end_quiet_refusals(budget, &self.target.host, now);
+                if budget.refused_at(now) {
+                    tracing::warn!(
+                        host = self.target.host,
+                        tokens = budget.tokens(),
+                        "the host's retry budget refuses retries: most of its calls' failures \
+                         come back unretried while first attempts refill it \
+                         (`http.client.retry_budget`); the spell's end is said once none has \
+                         been refused for 10 s"
+                    );
+                }
                 tracing::debug!(
                     host = self.target.host,
                     attempt,
@@ -447,5 +463,17 @@ impl fmt::Display for RetryReason {
             Self::Timeout => f.write_str("attempt timeout"),
             Self::Connect => f.write_str("connect error"),
         }
+    }
+}
+
+/// Ends `host`'s spell of refused retries, and says so, if none was
+/// refused for 10 s by `now`.
+pub(super) fn end_quiet_refusals(budget: &RetryBudget, host: &str, now: tokio::time::Instant) {
+    if budget.quiet_at(now) {
+        tracing::info!(
+            host,
+            tokens = budget.tokens(),
+            "the host's retry budget has refused no retry for 10 s"
+        );
     }
 }
