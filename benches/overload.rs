@@ -219,6 +219,12 @@ impl<S: tracing::Subscriber> Layer<S> for LimitRange {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
         let mut limits = Limits::default();
         event.record(&mut limits);
+        // Only the lines that say the limit moved: they carry the limit it
+        // moved from (another limiter line, the start of a spell of
+        // shedding, names the limit too).
+        if limits.0[1].is_none() {
+            return;
+        }
         let mut range = self
             .0
             .lock()

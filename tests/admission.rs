@@ -20,7 +20,7 @@ use tower::{Service, ServiceExt};
 
 use support::http::{get_with_deadline_header, request, retry_after_secs, text};
 use support::observe::lines;
-use support::time::MS;
+use support::time::{MS, SECS};
 
 /// Runs a request's handler for 40 ms.
 #[get("/work", timeout_ms = 1000)]
@@ -767,6 +767,42 @@ async fn codel_sheds_after_the_target_once_the_queue_has_stood_for_the_interval(
         second.await.unwrap().status(),
         StatusCode::SERVICE_UNAVAILABLE
     );
+}
+
+/// The log says when a spell of shedding begins, and when none has been
+/// shed for 10 s, once each, with how many were shed: not a line per
+/// shed, nor per time the queue empties and stands again.
+#[sim_test]
+async fn a_spell_of_shedding_is_said_where_it_begins_and_ends(sim: Sim) {
+    use support::logs::Logs;
+
+    let (app, _) = limited(&sim, 1, None);
+    let (logs, _guard) = Logs::capture();
+    let holder = spawned(&app, request("GET", "/hold")).await;
+    let first = spawned(&app, request("GET", "/work")).await; // shed at 100 ms
+    sleep(MS(97)).await;
+    let second = spawned(&app, request("GET", "/work")).await; // shed at 102 ms
+    for shed in [first, second] {
+        assert_eq!(
+            shed.await.unwrap().status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+    let late = app.request(request("GET", "/work")).await;
+    assert_eq!(late.status(), StatusCode::SERVICE_UNAVAILABLE);
+    logs.one_line_with("requests are shed", &["limit=1", "in_flight=1"]);
+    // The holder's slot comes free with no one waiting: served at once,
+    // but the spell goes on for 10 s after its last shed.
+    assert_eq!(holder.await.unwrap().status(), StatusCode::OK);
+    let served = app.request(request("GET", "/work")).await;
+    assert_eq!(served.status(), StatusCode::OK);
+    let ended = "no request has been shed for 10 s";
+    assert!(logs.lines_with(ended).is_empty());
+    sleep(SECS(10)).await;
+    let served = app.request(request("GET", "/work")).await;
+    assert_eq!(served.status(), StatusCode::OK);
+    logs.one_line_with(ended, &["shed=3"]);
+    assert_eq!(logs.lines_with("requests are shed").len(), 1);
 }
 
 /// The same standing queue with `target_ms = 20` and `interval_ms = 300`.

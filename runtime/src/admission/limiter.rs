@@ -63,7 +63,22 @@ struct State {
     /// emptied by serving it, or a free slot, ends it. A younger queue that
     /// empties unserved was never congested: its next waiter starts anew.
     emptied_unserved: bool,
+    /// The spell of shedding going on, if one is: the log says when one
+    /// begins and ends, not each shed.
+    shedding: Option<Shedding>,
 }
+
+/// A spell of shedding: from a first shed until none for [`SHED_QUIET`].
+/// Under a load that keeps the queue near its bound it empties and stands
+/// again many times a second; a spell spans those.
+#[derive(Debug)]
+struct Shedding {
+    shed: u64,
+    last: Instant,
+}
+
+/// How long with no request shed ends a spell of shedding.
+const SHED_QUIET: Duration = Duration::from_secs(10);
 
 #[derive(Debug)]
 struct Waiter {
@@ -96,6 +111,7 @@ impl Limiter {
                     next_id: 0,
                     last_empty: Instant::now(),
                     emptied_unserved: false,
+                    shedding: None,
                 }),
             }),
         })
@@ -113,7 +129,9 @@ impl Limiter {
             }
             state.in_flight += 1;
             let in_flight = state.in_flight;
+            let ended = state.end_quiet_shedding(now);
             drop(state);
+            say_shedding_ended(ended);
             return Acquire::Ready(Some(Permit::new(&self.shared, in_flight)));
         }
         if state.queue.is_empty() && !state.emptied_unserved {
@@ -156,7 +174,7 @@ impl Shared {
     fn release(self: &Arc<Self>, mut sample: Option<(Instant, Duration, usize, bool)>) {
         let mut freed = 1;
         while freed > 0 {
-            let (handed, moved) = {
+            let (handed, moved, shedding_ended) = {
                 let mut state = self.lock();
                 let mut moved = None;
                 if let Some((ended, rtt, in_flight, dropped)) = sample.take() {
@@ -166,8 +184,12 @@ impl Shared {
                     moved = (after != before).then_some((before, after));
                 }
                 state.in_flight -= freed;
-                (state.hand_over(self.interval), moved)
+                let now = Instant::now();
+                let handed = state.hand_over(self.interval, now);
+                let shedding_ended = state.end_quiet_shedding(now);
+                (handed, moved, shedding_ended)
             };
+            say_shedding_ended(shedding_ended);
             if let Some((before, after)) = moved {
                 tracing::debug!(
                     limit = after,
@@ -191,8 +213,7 @@ impl Shared {
 impl State {
     /// Takes the waiters that get a slot now: newest first while the queue
     /// is congested, oldest first otherwise.
-    fn hand_over(&mut self, interval: Duration) -> Vec<(Waiter, usize)> {
-        let now = Instant::now();
+    fn hand_over(&mut self, interval: Duration, now: Instant) -> Vec<(Waiter, usize)> {
         let congested = !self.queue.is_empty() && now.duration_since(self.last_empty) >= interval;
         let mut handed = Vec::new();
         while self.in_flight < self.algorithm.limit() {
@@ -223,6 +244,57 @@ impl State {
             self.emptied_unserved = Instant::now().duration_since(self.last_empty) >= interval;
         }
         true
+    }
+
+    /// Counts a request CoDel shed at `now`: the end of a spell that had
+    /// gone quiet before it, if one had (how many it shed), and, when this
+    /// shed begins a spell, the limit and what runs, for its line.
+    fn shed_said(&mut self, now: Instant) -> (Option<u64>, Option<(usize, usize)>) {
+        let ended = self.end_quiet_shedding(now);
+        let began = self
+            .count_shed(now)
+            .then(|| (self.algorithm.limit(), self.in_flight));
+        (ended, began)
+    }
+
+    /// Counts a request CoDel shed at `now`; whether it begins a spell.
+    fn count_shed(&mut self, now: Instant) -> bool {
+        match &mut self.shedding {
+            Some(spell) => {
+                spell.shed += 1;
+                spell.last = now;
+                false
+            }
+            None => {
+                self.shedding = Some(Shedding { shed: 1, last: now });
+                true
+            }
+        }
+    }
+
+    /// Ends the spell of shedding if none was shed for [`SHED_QUIET`]:
+    /// how many it shed.
+    fn end_quiet_shedding(&mut self, now: Instant) -> Option<u64> {
+        let quiet = self
+            .shedding
+            .as_ref()
+            .is_some_and(|spell| now.duration_since(spell.last) >= SHED_QUIET);
+        quiet
+            .then(|| self.shedding.take())
+            .flatten()
+            .map(|spell| spell.shed)
+    }
+}
+
+/// Says that a spell of shedding ended, and what it shed.
+fn say_shedding_ended(shed: Option<u64>) {
+    if let Some(shed) = shed {
+        tracing::info!(
+            shed,
+            "no request has been shed for {} s: the concurrency limit's queue no longer \
+             stands ({shed} were shed while it did)",
+            SHED_QUIET.as_secs()
+        );
     }
 }
 
@@ -335,9 +407,41 @@ impl Future for Acquire {
 
 impl Queued {
     /// The wait's bound passed: leaves the queue, unless a slot was handed
-    /// over in the meantime.
+    /// over in the meantime. A shed is counted, and the first of a spell
+    /// said.
     fn give_up(&mut self) -> Result<Permit, Refusal> {
-        match self.leave() {
+        let shed = self.refusal == Refusal::Overloaded;
+        let (left, said) = {
+            let mut state = self.shared.lock();
+            let left = state.leave(self.id, self.shared.interval);
+            // Counted under the lock that took it out of the queue.
+            (
+                left,
+                (left && shed).then(|| state.shed_said(Instant::now())),
+            )
+        };
+        // Not in the queue: a slot was handed over, or is on its way (sent
+        // after the lock, it comes back to `release` now the channel is
+        // closed, and the request is shed all the same).
+        let permit = if left { None } else { self.handed_over() };
+        let said = said.or_else(|| {
+            (permit.is_none() && shed).then(|| self.shared.lock().shed_said(Instant::now()))
+        });
+        if let Some((ended, began)) = said {
+            say_shedding_ended(ended);
+            if let Some((limit, in_flight)) = began {
+                tracing::warn!(
+                    limit,
+                    in_flight,
+                    target_ms = self.shared.target.as_millis(),
+                    "requests are shed: the concurrency limit's queue has stood for \
+                     `server.admission.queue.interval_ms`, and a request that waits \
+                     `target_ms` in it is answered 503 (the spell's end is said at the \
+                     first request once none has been shed for 10 s)"
+                );
+            }
+        }
+        match permit {
             Some(permit) => self.unless_too_late(permit),
             None => Err(self.refusal),
         }
@@ -348,9 +452,13 @@ impl Queued {
         if self.shared.lock().leave(self.id, self.shared.interval) {
             return None;
         }
-        // Closed first: a slot sent after this comes back to `release`,
-        // which frees it at once, rather than waiting in the channel until
-        // the channel is dropped.
+        self.handed_over()
+    }
+
+    /// The slot handed to a waiter no longer in the queue. Closed first: a
+    /// slot sent after this comes back to `release`, which frees it at
+    /// once, rather than waiting in the channel until it is dropped.
+    fn handed_over(&mut self) -> Option<Permit> {
         self.receiver.close();
         self.receiver.try_recv().ok()
     }
@@ -395,6 +503,28 @@ mod tests {
     fn limiter(limit: usize) -> Limiter {
         let concurrency = Concurrency::Fixed(NonZeroUsize::new(limit).unwrap());
         Limiter::new(concurrency, &QueueConfig::default()).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_spell_of_shedding_ends_10_s_after_its_last_shed() {
+        let limiter = limiter(1);
+        let mut state = limiter.shared.lock();
+        let start = Instant::now();
+        assert!(state.count_shed(start), "the first shed begins a spell");
+        assert!(!state.count_shed(start + 100 * MS));
+        assert_eq!(state.end_quiet_shedding(start + 10_099 * MS), None);
+        assert_eq!(state.end_quiet_shedding(start + 10_100 * MS), Some(2));
+        assert_eq!(
+            state.end_quiet_shedding(start + 10_200 * MS),
+            None,
+            "said once"
+        );
+        // A shed after a quiet spell no request came to end: the old spell
+        // ends, and a new one begins.
+        assert!(state.count_shed(start + 20_000 * MS));
+        let (ended, began) = state.shed_said(start + 40_000 * MS);
+        assert_eq!(ended, Some(1));
+        assert!(began.is_some());
     }
 
     #[tokio::test(start_paused = true)]

@@ -99,7 +99,10 @@
 //!   shortened by an accepted header), and CoDel sheds it once it waited
 //!   `queue.target_ms` while the queue has not been empty for
 //!   `queue.interval_ms` (`503`, jittered `Retry-After`, `x-timebox-shed:
-//!   overloaded`); while congested the newest waiter is served first. A
+//!   overloaded`); while congested the newest waiter is served first. The
+//!   first shed of a spell is a `warn!`, and its end an `info!` saying how
+//!   many were, at the first request (or answer) once none has been shed
+//!   for 10 s: not a line per shed. A
 //!   request holds its slot until its response head, its handler's
 //!   extractors included, so also while they read its body: as with
 //!   tower's `ConcurrencyLimit`, a client that sends bodies slowly holds
