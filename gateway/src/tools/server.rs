@@ -64,7 +64,7 @@ impl ServerHandler for ToolServer {
     ) {
         tracing::info!(
             target: "tool_server",
-            request_id = ?notification.request_id,
+            mcp_request_id = notification.request_id.as_ref().map(tracing::field::display),
             reason = notification.reason.as_deref().unwrap_or("none given"),
             "notifications/cancelled received"
         );
@@ -134,14 +134,14 @@ async fn slow_task(
     progress: bool,
     context: RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ErrorData> {
-    tracing::info!(target: "tool_server", request_id = %context.id, seconds, "slow_task started");
+    tracing::info!(target: "tool_server", mcp_request_id = %context.id, seconds, "slow_task started");
     let progress_token = context.meta.get_progress_token().filter(|_| progress);
     for done in 1..=seconds {
         tokio::select! {
             () = context.ct.cancelled() => {
                 tracing::info!(
                     target: "tool_server",
-                    request_id = %context.id,
+                    mcp_request_id = %context.id,
                     done_secs = done - 1,
                     of_secs = seconds,
                     "slow_task stopped: cancelled"
@@ -160,7 +160,7 @@ async fn slow_task(
             let _ = context.peer.notify_progress(progress).await;
         }
     }
-    tracing::info!(target: "tool_server", request_id = %context.id, seconds, "slow_task finished");
+    tracing::info!(target: "tool_server", mcp_request_id = %context.id, seconds, "slow_task finished");
     Ok(CallToolResult::success(vec![ContentBlock::text(format!(
         "worked for {seconds} s"
     ))]))
