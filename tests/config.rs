@@ -353,6 +353,25 @@ fn a_variable_that_joins_a_section_to_its_key_with_one_underscore_is_an_error_na
     }
 }
 
+/// What Kubernetes sets in every pod for a Service named `timebox-server`
+/// or `timebox-stream` (service links, on by default) is not a misjoined
+/// key: a pod starts with them.
+#[test]
+fn kubernetes_service_link_variables_are_not_keys() {
+    let config = load_env(&[
+        ("TIMEBOX_SERVER_SERVICE_HOST", "10.0.0.7"),
+        ("TIMEBOX_SERVER_SERVICE_PORT", "80"),
+        ("TIMEBOX_SERVER_SERVICE_PORT_HTTP", "80"),
+        ("TIMEBOX_SERVER_PORT", "tcp://10.0.0.7:80"),
+        ("TIMEBOX_SERVER_PORT_80_TCP", "tcp://10.0.0.7:80"),
+        ("TIMEBOX_SERVER_PORT_80_TCP_PROTO", "tcp"),
+        ("TIMEBOX_SERVER_PORT_80_TCP_PORT", "80"),
+        ("TIMEBOX_STREAM_PORT_9000_UDP_ADDR", "10.0.0.8"),
+    ])
+    .unwrap();
+    assert_eq!(config, Config::default());
+}
+
 #[test]
 fn a_missing_file_loads_the_defaults() {
     let dir = TempDir::new("missing_file");

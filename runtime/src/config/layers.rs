@@ -241,9 +241,35 @@ fn parse_toml(text: &str, origin: &str) -> Result<Dict, ConfigError> {
 /// [`ENV_PREFIX`], begins with (in any case), followed by one underscore
 /// (`SERVER_SHUTDOWN_TIMEOUT_SECS`). The tables' names have none.
 fn misjoined_section(rest: &str) -> Option<String> {
+    if is_service_link(rest) {
+        return None;
+    }
     let (first, _) = rest.split_once('_')?;
     let defaults = Layer::defaults(&Config::default(), None).ok()?;
     defaults.table_named(first).map(str::to_owned)
+}
+
+/// Whether `rest` is the tail of a variable Kubernetes sets in every pod
+/// for each Service of its namespace (`enableServiceLinks`, on by
+/// default): a Service named `timebox-server` gives
+/// `TIMEBOX_SERVER_SERVICE_HOST`, `TIMEBOX_SERVER_PORT` and
+/// `TIMEBOX_SERVER_PORT_80_TCP_ADDR`, which no one set to configure
+/// timebox.
+fn is_service_link(rest: &str) -> bool {
+    let service = rest.ends_with("_SERVICE_HOST")
+        || rest.ends_with("_SERVICE_PORT")
+        || rest.contains("_SERVICE_PORT_");
+    let port = rest.ends_with("_PORT")
+        || rest.split_once("_PORT_").is_some_and(|(_, tail)| {
+            let mut parts = tail.split('_');
+            parts
+                .next()
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                && parts
+                    .next()
+                    .is_some_and(|proto| matches!(proto, "TCP" | "UDP" | "SCTP"))
+        });
+    service || port
 }
 
 /// The key a level of a variable's name stands for: a field's name in

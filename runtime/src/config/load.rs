@@ -111,7 +111,9 @@ impl Loader {
     /// goes one level down, names are case-insensitive), other names are
     /// ignored, but for one that begins with a section and one underscore
     /// (`TIMEBOX_SERVER_SHUTDOWN_TIMEOUT_SECS`), which is an error naming
-    /// it when the config loads. A later pair for the same name wins.
+    /// it when the config loads (a Kubernetes service link's name, such as
+    /// `TIMEBOX_SERVER_SERVICE_HOST`, is ignored too). A later pair for the
+    /// same name wins.
     #[must_use]
     pub fn env_vars<I, K, V>(mut self, vars: I) -> Self
     where
