@@ -79,6 +79,8 @@ fn the_values_events_carry_can_key_a_map() {
     key::<timebox::config::DeadlineCheck>();
     key::<timebox::watchdog::TimeoutKind>();
     key::<CancelReason>();
+    key::<timebox::breaker::BreakerState>();
+    key::<timebox::observe::Label>();
     let mut skipped: HashMap<(SkipReason, Stage), u64> = HashMap::new();
     *skipped
         .entry((SkipReason::Budget, Stage::Outbound))
@@ -98,7 +100,6 @@ fn the_errors_timebox_hands_out_can_be_made_for_tests() {
     assert_eq!(ended.kind(), TimeoutKind::Inactivity);
     assert_eq!(ended.limit(), Duration::from_secs(5));
     assert_eq!(ended.to_string(), "stream timed out: no activity for 5s");
-    assert_eq!(DeadlineExceeded::new(), DeadlineExceeded::default());
     assert!(timebox::deadline::is_deadline_exceeded(
         &DeadlineExceeded::new()
     ));
@@ -133,7 +134,7 @@ fn the_deadline_futures_are_send_and_need_no_pinning_around_unpin_work() {
 /// the token's wait in a field: a future with a name, `Send` and `Sync`.
 #[test]
 fn the_shutdown_tokens_waits_can_be_named_in_a_response_body() {
-    use tokio_util::sync::WaitForCancellationFutureOwned;
+    use tokio_util::sync::{WaitForCancellationFuture, WaitForCancellationFutureOwned};
 
     struct DrainAwareBody {
         _drained: WaitForCancellationFutureOwned,
@@ -145,6 +146,8 @@ fn the_shutdown_tokens_waits_can_be_named_in_a_response_body() {
         _stopping: shutdown.token().cancelled_owned(),
     };
     send_sync::<DrainAwareBody>();
+    let token = shutdown.token();
+    let _borrowed: WaitForCancellationFuture<'_> = token.cancelled();
 }
 
 #[test]

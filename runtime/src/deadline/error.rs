@@ -11,7 +11,7 @@ use std::io;
 /// [`is_deadline_exceeded`] needs to know only this type.
 ///
 /// All values are equal: the error says only that a deadline passed.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct DeadlineExceeded {
     /// Whether the part that returned it told it as an event already (an
     /// outbound call), so that a route answering with it does not tell it
@@ -57,12 +57,6 @@ impl DeadlineExceeded {
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // a route asks
     pub(crate) const fn was_told(self) -> bool {
         self.told
-    }
-}
-
-impl Default for DeadlineExceeded {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
