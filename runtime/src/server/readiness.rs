@@ -23,13 +23,23 @@ use super::context::RequestContext;
 /// else the [`TimeboxLayer`](super::TimeboxLayer)'s around the router,
 /// else one OS-seeded source.
 ///
+/// Mount it after a [`TimeboxLayer`](super::TimeboxLayer) with a
+/// concurrency limit (axum's `Router::layer` wraps only the routes added
+/// before it), so that an overloaded server's probes are not queued or
+/// shed with its work, and the orchestrator does not take it out of
+/// service for being busy:
+///
 /// ```
 /// use timebox::config::Config;
-/// use timebox::server::readiness;
+/// use timebox::server::{readiness, TimeboxLayer};
 /// use timebox::shutdown::Shutdown;
 ///
-/// let shutdown = Shutdown::new(&Config::default());
-/// let app: axum::Router = axum::Router::new().route("/ready", readiness(&shutdown));
+/// let config = Config::default();
+/// let shutdown = Shutdown::new(&config);
+/// let app: axum::Router = axum::Router::new()
+///     .route("/work", axum::routing::get(|| async { "done" }))
+///     .layer(TimeboxLayer::new(&config))
+///     .route("/ready", readiness(&shutdown));
 /// ```
 pub fn readiness<S: Clone + Send + Sync + 'static>(shutdown: &Shutdown) -> MethodRouter<S> {
     let shutdown = shutdown.clone();

@@ -165,8 +165,9 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     ///
     /// It adds no layer: the concurrency limit of
     /// `server.admission.concurrency` is a `TimeboxLayer`'s, which you put
-    /// around the router, one for the whole app so that every route shares
-    /// the limit. With a limit in `config`, the first request a route of
+    /// around the app's routes, one for the whole app so that every route
+    /// shares the limit (readiness and metrics routes go after it, outside
+    /// the limit). With a limit in `config`, the first request a route of
     /// this router serves with no `TimeboxLayer` around it logs a `warn!`
     /// (once per router) that no limit applies.
     ///
