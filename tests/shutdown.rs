@@ -609,3 +609,20 @@ fn into_router_warns_of_a_grace_shorter_than_its_longest_route() {
     let _router: axum::Router = routes![quick, report].into_router(&config(5, 125, 10));
     assert!(logs.lines_with("server.shutdown_timeout_secs").is_empty());
 }
+
+/// The trigger's line says how long the whole sequence may take, for the
+/// orchestrator's kill (Kubernetes' `terminationGracePeriodSeconds`, 30 s
+/// by default, is shorter than the defaults' 45 s).
+#[tokio::test(start_paused = true)]
+async fn the_trigger_says_how_long_the_phases_may_take() {
+    use support::logs::Logs;
+
+    let config = Config::default();
+    let (logs, _guard) = Logs::capture();
+    Shutdown::new(&config).trigger();
+    let most = config.server.prestop_grace_secs
+        + config.server.shutdown_timeout_secs
+        + config.server.drain_force_secs;
+    assert_eq!(most, 45);
+    logs.one_line_with("shutdown triggered", &["most_secs=45"]);
+}

@@ -159,16 +159,27 @@ impl Shutdown {
         if shared.triggered.is_cancelled() {
             self.force();
         } else {
+            // What an orchestrator must wait before it kills the process
+            // (Kubernetes: `terminationGracePeriodSeconds`, 30 s by default).
+            let most_secs = shared
+                .prestop
+                .saturating_add(shared.grace)
+                .saturating_add(shared.drain_force)
+                .as_secs();
             if shared.prestop.is_zero() {
                 tracing::info!(
+                    most_secs,
                     "shutdown triggered: readiness answers 503; no pre-stop grace \
-                     (`server.prestop_grace_secs` is 0), phase 1 begins at once"
+                     (`server.prestop_grace_secs` is 0), phase 1 begins at once; the \
+                     phases take at most {most_secs} s"
                 );
             } else {
                 tracing::info!(
+                    most_secs,
                     "shutdown triggered: readiness answers 503; still serving for the \
                      pre-stop grace of {} s (`server.prestop_grace_secs`) so load \
-                     balancers stop sending traffic first",
+                     balancers stop sending traffic first; the phases take at most \
+                     {most_secs} s",
                     shared.prestop.as_secs_f64()
                 );
             }
