@@ -40,11 +40,17 @@ pub(crate) fn capped(text: &str) -> std::borrow::Cow<'_, str> {
     if text.len() <= MOST {
         return text.into();
     }
-    let mut end = MOST;
+    format!("{}…", head(text, MOST)).into()
+}
+
+/// The longest start of `text` of at most `most` bytes that ends on a
+/// character's boundary.
+fn head(text: &str, most: usize) -> &str {
+    let mut end = most.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &text[..end]).into()
+    &text[..end]
 }
 
 /// Writes through to `f` until `left` bytes are used, then nothing.
@@ -60,13 +66,10 @@ impl fmt::Write for Capped<'_, '_> {
             self.left -= s.len();
             return self.f.write_str(s);
         }
-        let mut end = self.left;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
+        let shown = head(s, self.left);
         self.left = 0;
         self.cut = true;
-        self.f.write_str(&s[..end])
+        self.f.write_str(shown)
     }
 }
 
