@@ -204,9 +204,7 @@ impl RequestBuilder {
                 url.set_query((!query.is_empty()).then_some(query.as_str()));
                 self.url = url.into();
             }
-            // Said as `send` says it, without the URL, which may hold a
-            // password.
-            Err(err) => self.fail(&format!("the url does not parse: {err}")),
+            Err(err) => self.fail(&does_not_parse(err)),
         }
         self
     }
@@ -447,8 +445,8 @@ impl RequestBuilder {
                 .or(timeout.filter(|timeout| !timeout.is_zero())),
             ..options
         };
-        let mut url = Url::parse(&url)
-            .map_err(|err| ClientError::InvalidRequest(format!("the url does not parse: {err}")))?;
+        let mut url =
+            Url::parse(&url).map_err(|err| ClientError::InvalidRequest(does_not_parse(err)))?;
         if let Some(credentials) = take_credentials(&mut url) {
             headers.entry(AUTHORIZATION).or_insert(credentials);
         }
@@ -466,6 +464,12 @@ impl RequestBuilder {
             self.error = Some(ClientError::InvalidRequest(message.to_owned()));
         }
     }
+}
+
+/// What an invalid request says of a URL that does not parse: not the URL,
+/// which may hold a password.
+fn does_not_parse(err: url::ParseError) -> String {
+    format!("the url does not parse: {err}")
 }
 
 impl fmt::Debug for RequestBuilder {
