@@ -9,6 +9,7 @@ mod support;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -17,11 +18,14 @@ use bytes::Bytes;
 use http_body_util::Empty;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use timebox::config::Config;
+use timebox::observe::{Event, Observer};
+use timebox::registry::CancelReason;
 use timebox::shutdown::{Shutdown, ShutdownToken};
 use timebox::{get, post, routes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use support::raw::{read_response, RawResponse};
@@ -1241,4 +1245,111 @@ fn cpu_ticks(pid: u32) -> u64 {
     // utime and stime are fields 14 and 15 of the whole line, 12 and 13
     // after the pid and the name.
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Forwards each event to the test, which waits for it on the wall clock.
+struct Forward(tokio::sync::mpsc::UnboundedSender<Event>);
+
+impl Observer for Forward {
+    fn on_event(&self, event: &Event) {
+        // The test may have stopped listening; nothing to tell it then.
+        let _ = self.0.send(event.clone());
+    }
+}
+
+/// A server whose one route, `/never`, notifies `started` and never
+/// answers, observed by the returned channel.
+async fn start_never_answering(
+    mut config: Config,
+) -> (Server, Arc<Notify>, UnboundedReceiver<Event>) {
+    let (events, told) = tokio::sync::mpsc::unbounded_channel();
+    config = config.observed_by(Forward(events));
+    let started = Arc::new(Notify::new());
+    let notify = Arc::clone(&started);
+    let router = Router::new().route(
+        "/never",
+        axum::routing::get(move || {
+            let notify = Arc::clone(&notify);
+            async move {
+                notify.notify_one();
+                std::future::pending::<&'static str>().await
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("loopback binds");
+    let addr = listener.local_addr().expect("a local address");
+    let shutdown = Shutdown::new(&config);
+    let served = tokio::spawn(timebox::server::serve(listener, router, shutdown.clone()));
+    let server = Server {
+        addr,
+        shutdown,
+        served,
+    };
+    (server, started, told)
+}
+
+/// A connection to `server` whose request to `/never` its handler has
+/// started on.
+async fn held_request(server: &Server, started: &Notify) -> TcpStream {
+    let mut client = TcpStream::connect(server.addr).await.unwrap();
+    client
+        .write_all(b"GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::timeout(ROOM, started.notified())
+        .await
+        .expect("the handler starts");
+    client
+}
+
+/// The next cancellation told, waited for within `ROOM`.
+async fn next_cancellation(told: &mut UnboundedReceiver<Event>) -> CancelReason {
+    tokio::time::timeout(ROOM, async {
+        loop {
+            if let Event::RequestCancelled { reason } =
+                told.recv().await.expect("the server is observed")
+            {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("a cancellation is told")
+}
+
+/// O1: hyper drops the future of a request whose client closed its
+/// connection; the server tells it as cancelled for a disconnect.
+#[tokio::test]
+async fn a_client_that_hangs_up_on_a_request_is_told_as_a_disconnect() {
+    let (server, started, mut told) = start_never_answering(Config::default()).await;
+    let client = held_request(&server, &started).await;
+    drop(client);
+    assert_eq!(next_cancellation(&mut told).await, CancelReason::Disconnect);
+    assert_eq!(server.shutdown.in_flight().count(), 0);
+}
+
+/// O1: a request still unanswered when the shutdown's sequence ends is
+/// dropped with its connection, and told as cancelled for the shutdown.
+#[tokio::test]
+async fn a_request_serve_ends_at_the_end_of_the_shutdown_is_told_as_a_shutdown() {
+    let mut config = config(0, 0);
+    config.server.shutdown_timeout_secs = 0;
+    config.server.drain_force_secs = 0;
+    let (server, started, mut told) = start_never_answering(config).await;
+    let mut client = held_request(&server, &started).await;
+    server.shutdown.trigger();
+    assert_eq!(next_cancellation(&mut told).await, CancelReason::Shutdown);
+    tokio::time::timeout(ROOM, server.served)
+        .await
+        .expect("serve returns")
+        .unwrap()
+        .unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(ROOM, client.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0) | Err(_))),
+        "the connection is closed with no answer: {read:?}, {rest:?}"
+    );
 }

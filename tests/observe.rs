@@ -133,6 +133,167 @@ async fn a_request_refused_in_phase_one_is_told_as_shed_for_shutting_down(sim: S
     );
 }
 
+#[timebox::get("/never", timeout = "off")]
+async fn never() -> &'static str {
+    std::future::pending().await
+}
+
+/// The cancellations `sim` heard, in order.
+fn cancellations(sim: &Sim) -> Vec<String> {
+    lines(&sim.observed())
+        .into_iter()
+        .filter(|line| line.starts_with("request_cancelled"))
+        .collect()
+}
+
+/// O1: a request whose client leaves before its answer is told as
+/// cancelled for a disconnect, once; an answered one is not.
+#[sim_test]
+async fn a_request_whose_client_leaves_before_its_answer_is_told_as_a_disconnect(sim: Sim) {
+    let shutdown = Shutdown::new(&sim.config());
+    let app = sim
+        .app(timebox::routes![work, never].into_router(&sim.config()))
+        .with_shutdown(&shutdown);
+    let answered = app.request(request("GET", "/work")).await;
+    assert_eq!(answered.status(), StatusCode::OK);
+    drop(answered);
+    let left = tokio::time::timeout(SECS(1), app.request(request("GET", "/never"))).await;
+    assert!(left.is_err(), "the client gave up");
+    assert_eq!(cancellations(&sim), ["request_cancelled reason=disconnect"]);
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+/// A shutdown, and a request to `/never` behind its gate, on a task of its
+/// own, a second after it was sent.
+async fn unanswered(
+    sim: &Sim,
+) -> (
+    Shutdown,
+    tokio::task::JoinHandle<http::Response<axum::body::Body>>,
+) {
+    let shutdown = Shutdown::new(&sim.config());
+    let app = sim
+        .app(timebox::routes![never].into_router(&sim.config()))
+        .with_shutdown(&shutdown);
+    let request = tokio::spawn(async move { app.request(request("GET", "/never")).await });
+    sleep(SECS(1)).await;
+    (shutdown, request)
+}
+
+/// O1: a request still unanswered when the shutdown's sequence has ended,
+/// which `serve` then drops with its connection, is told as cancelled for
+/// the shutdown.
+#[sim_test]
+async fn a_request_dropped_at_the_end_of_the_shutdown_is_told_as_a_shutdown(sim: Sim) {
+    let (shutdown, request) = unanswered(&sim).await;
+    shutdown.trigger();
+    shutdown.wait_drained().await;
+    assert_eq!(
+        cancellations(&sim),
+        Vec::<String>::new(),
+        "not before it is dropped"
+    );
+    request.abort();
+    assert!(request.await.is_err_and(|error| error.is_cancelled()));
+    assert_eq!(cancellations(&sim), ["request_cancelled reason=shutdown"]);
+}
+
+/// O1: a forced shutdown's requests are the shutdown's when dropped,
+/// though no sequence ran to its end.
+#[sim_test]
+async fn a_request_dropped_after_a_forced_shutdown_is_told_as_a_shutdown(sim: Sim) {
+    let (shutdown, request) = unanswered(&sim).await;
+    shutdown.force();
+    request.abort();
+    assert!(request.await.is_err_and(|error| error.is_cancelled()));
+    assert_eq!(cancellations(&sim), ["request_cancelled reason=shutdown"]);
+}
+
+/// O1: a service behind the gate that fails has answered, as far as the
+/// gate can tell: no cancellation.
+#[tokio::test(start_paused = true)]
+async fn a_service_that_fails_is_not_told_as_cancelled() {
+    use tower::ServiceExt;
+    let recording = Recording::new();
+    let shutdown = Shutdown::new(&Config::default().observed_by(recording.clone()));
+    let failing = tower::service_fn(|_: http::Request<axum::body::Body>| async {
+        Err::<http::Response<axum::body::Body>, _>(std::io::Error::other("broken"))
+    });
+    let answer = timebox::server::ShutdownGate::new(failing, &shutdown)
+        .oneshot(request("GET", "/"))
+        .await;
+    assert!(answer.is_err());
+    assert_eq!(lines(&recording.events()), Vec::<String>::new());
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+/// O1: during the shutdown's phases, before its sequence ends, a client
+/// that leaves is still a disconnect.
+#[sim_test]
+async fn a_client_that_leaves_during_phase_one_is_told_as_a_disconnect(sim: Sim) {
+    let (shutdown, request) = unanswered(&sim).await;
+    shutdown.trigger();
+    support::drain::in_background(&shutdown);
+    shutdown.token().cancelled().await;
+    request.abort();
+    assert!(request.await.is_err_and(|error| error.is_cancelled()));
+    assert_eq!(cancellations(&sim), ["request_cancelled reason=disconnect"]);
+}
+
+/// Hears cancellations with the shutdown's in-flight count as it was then.
+struct CountAtCancel {
+    in_flight: std::sync::OnceLock<timebox::shutdown::InFlight>,
+    counts: std::sync::Mutex<Vec<usize>>,
+}
+
+impl Observer for CountAtCancel {
+    fn on_event(&self, event: &Event) {
+        if let (Event::RequestCancelled { .. }, Some(in_flight)) = (event, self.in_flight.get()) {
+            self.counts.lock().unwrap().push(in_flight.count());
+        }
+    }
+}
+
+/// O1: a dropped request is told while it still counts in flight, so that
+/// a shutdown the count's end lets finish cannot come between.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_request_is_told_before_it_leaves_the_count() {
+    let observer = std::sync::Arc::new(CountAtCancel {
+        in_flight: std::sync::OnceLock::new(),
+        counts: std::sync::Mutex::new(Vec::new()),
+    });
+    let config = Config::default().observed_by(std::sync::Arc::clone(&observer));
+    let shutdown = Shutdown::new(&config);
+    assert!(observer.in_flight.set(shutdown.in_flight()).is_ok());
+    let gate =
+        timebox::server::ShutdownGate::new(timebox::routes![never].into_router(&config), &shutdown);
+    let answer = tower::ServiceExt::oneshot(gate, request("GET", "/never"));
+    assert!(
+        tokio::time::timeout(SECS(1), answer).await.is_err(),
+        "the client gave up"
+    );
+    assert_eq!(*observer.counts.lock().unwrap(), [1]);
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
+#[timebox::get("/panics", timeout = "off")]
+async fn panics() -> &'static str {
+    panic!("the handler's own bug")
+}
+
+/// O1: a handler that panics is not a cancelled request.
+#[sim_test]
+async fn a_handler_that_panics_is_not_told_as_cancelled(sim: Sim) {
+    let shutdown = Shutdown::new(&sim.config());
+    let app = sim
+        .app(timebox::routes![panics].into_router(&sim.config()))
+        .with_shutdown(&shutdown);
+    let request = tokio::spawn(async move { app.request(request("GET", "/panics")).await });
+    assert!(request.await.is_err_and(|error| error.is_panic()));
+    assert_eq!(cancellations(&sim), Vec::<String>::new());
+    assert_eq!(shutdown.in_flight().count(), 0);
+}
+
 #[sim_test]
 async fn a_breaker_opens_admits_trials_when_half_open_and_closes(sim: Sim) {
     let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));

@@ -118,9 +118,12 @@ pub enum Event {
     },
     /// A request was cancelled: told by the parts that end a request for
     /// a reason, a `timebox::server::sse::SseStream` given
-    /// `observed` (the reason it ended for) and the gRPC server layer (a
-    /// call that phase 2 of a shutdown ends). [`Registry::cancel`] alone
-    /// tells nothing: a registry belongs to no app.
+    /// `observed` (the reason it ended for), the gRPC server layer (a
+    /// call that phase 2 of a shutdown ends) and the
+    /// `timebox::server::ShutdownGate` (a request dropped before its
+    /// response head: its client left, or the shutdown's sequence ended).
+    /// [`Registry::cancel`] alone tells nothing: a registry belongs to no
+    /// app.
     ///
     /// [`Registry::cancel`]: crate::registry::Registry::cancel
     RequestCancelled {

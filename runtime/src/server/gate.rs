@@ -16,7 +16,7 @@ use tower_service::Service;
 use crate::entropy::Entropy;
 use crate::observe::{Event, ShedReason};
 use crate::problem;
-use crate::shutdown::{InFlightGuard, Shutdown};
+use crate::shutdown::{InFlightGuard, Shutdown, Unanswered};
 
 use super::any_body::into_axum;
 use super::guarded_body::GuardedBody;
@@ -58,6 +58,19 @@ impl<S> Layer<S> for ShutdownGateLayer {
 ///   until they end.
 /// - Every request carries the [`ShutdownToken`](crate::shutdown::ShutdownToken)
 ///   and [`DrainToken`](crate::shutdown::DrainToken), for the extractors.
+/// - An admitted request whose future is dropped before its response head
+///   is told to the shutdown's observers as
+///   [`RequestCancelled`](crate::observe::Event::RequestCancelled): for the
+///   shutdown once its sequence has ended or been forced (what
+///   [`serve`](super::serve()) ends then), for a disconnect otherwise. hyper
+///   drops the future of a request whose client closed its connection or
+///   reset its stream while its handler ran (one that leaves while its
+///   body is read gets a body error instead, which its handler answers);
+///   so does a middleware outside the gate that gives up on it, and a
+///   `serve` future dropped without a shutdown. One whose response has
+///   begun is the response body's: an
+///   [`SseStream`](crate::server::sse::SseStream) given `observed` tells
+///   its own ending; a plain body cut short tells nothing.
 #[derive(Debug, Clone)]
 pub struct ShutdownGate<S> {
     inner: S,
@@ -131,6 +144,7 @@ where
         ShutdownGateFuture {
             state: State::Admitted {
                 future: self.inner.call(req),
+                unanswered: Some(Unanswered::new(&self.shutdown, self.shutdown.observers())),
                 guard: Some(guard),
             },
         }
@@ -152,6 +166,10 @@ enum State<F> {
     Admitted {
         #[pin]
         future: F,
+        /// Until the head is ready; before `guard`, so that a request
+        /// dropped unanswered is told while it still counts (a sequence
+        /// the count's end lets finish cannot make it a shutdown's).
+        unanswered: Option<Unanswered>,
         /// Moves into the response body once the head is ready.
         guard: Option<InFlightGuard>,
     },
@@ -168,8 +186,16 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProj::Admitted { future, guard } => {
-                let response = ready!(future.poll(cx))?;
+            StateProj::Admitted {
+                future,
+                unanswered,
+                guard,
+            } => {
+                let output = ready!(future.poll(cx));
+                if let Some(unanswered) = unanswered.take() {
+                    unanswered.answered();
+                }
+                let response = output?;
                 Poll::Ready(Ok(match guard.take() {
                     Some(guard) => response.map(|body| Body::new(GuardedBody::new(body, guard))),
                     None => into_axum(response),

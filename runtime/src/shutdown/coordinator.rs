@@ -254,6 +254,12 @@ impl Shutdown {
         self.shared.finished.clone()
     }
 
+    /// Whether the sequence has run to its end (see `finished_token`).
+    #[cfg(feature = "server")]
+    pub(crate) fn is_finished(&self) -> bool {
+        self.shared.finished.is_cancelled()
+    }
+
     /// The count of requests in flight.
     #[must_use]
     pub fn in_flight(&self) -> InFlight {

@@ -39,9 +39,13 @@ mod in_flight;
 mod sequence;
 mod signals;
 mod token;
+#[cfg(feature = "server")]
+mod unanswered;
 
 #[cfg(feature = "server")]
 pub(crate) use coordinator::ConnectionBounds;
 pub use coordinator::Shutdown;
 pub use in_flight::{InFlight, InFlightGuard};
 pub use token::{DrainToken, ShutdownToken};
+#[cfg(feature = "server")]
+pub(crate) use unanswered::Unanswered;
