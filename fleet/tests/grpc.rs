@@ -1083,6 +1083,40 @@ async fn calls_count_in_flight_and_phase_one_refuses_new_ones() {
     assert_eq!(shutdown.in_flight().count(), 0);
 }
 
+/// O1: a call whose client gives up before its answer (a reset stream)
+/// is told as cancelled for a disconnect, once its handler is dropped.
+#[tokio::test(start_paused = true)]
+async fn a_call_its_client_gives_up_on_is_told_as_a_disconnect() {
+    // With no deadline of the server's, and under one it gates the call by.
+    for rule in [MethodTimeout::Off, MethodTimeout::Millis(120_000)] {
+        let recording = Recording::new();
+        let config = with_method("/fleet.Relay/Wait", rule).observed_by(recording.clone());
+        let shutdown = Shutdown::new(&config);
+        let layer = GrpcDeadlineLayer::server(&config).shutdown(&shutdown);
+        let probe = Probe::default();
+        let mut relay = RelayClient::new(serve(probe.clone(), Some(layer)).await);
+        relay.wait(wait(0)).await.expect("an answered call");
+        let gave_up = tokio::time::timeout(SECS(1), relay.wait(wait(60_000))).await;
+        assert!(gave_up.is_err(), "the client gave up");
+        tokio::time::timeout(SECS(1), async {
+            while probe.dropped() == 0 {
+                tokio::time::sleep(MS(1)).await;
+            }
+        })
+        .await
+        .expect("the handler is dropped");
+        assert_eq!(
+            cancelled_events(&recording),
+            [Event::RequestCancelled {
+                reason: CancelReason::Disconnect
+            }],
+            "{rule:?}"
+        );
+        assert!(exceeded_events(&recording).is_empty(), "{rule:?}");
+        assert_eq!(shutdown.in_flight().count(), 0);
+    }
+}
+
 /// G1: phase 2 ends streams, not answers: a unary call whose work ends
 /// during phase 2 gets its answer, as an HTTP request does then.
 #[tokio::test(start_paused = true)]

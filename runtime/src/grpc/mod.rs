@@ -91,6 +91,17 @@
 //! wait for once the sequence ends (but one whose client stopped reading,
 //! see [`GrpcBody`]).
 //!
+//! A counted call whose future is dropped before its answer's head is told
+//! as a [`RequestCancelled`](crate::observe::Event::RequestCancelled), as
+//! `timebox::server::ShutdownGate` tells an HTTP request's: for the
+//! shutdown once its sequence has ended or been forced, for a disconnect
+//! otherwise (hyper drops it when its client resets the stream, as a
+//! client does when it gives up). tonic's own timeout
+//! (`Server::builder().timeout(..)`) also drops it, outside every layer,
+//! and is told as a disconnect too: bound calls with
+//! `server.grpc.default_timeout_ms` instead, which the layer tells as a
+//! deadline.
+//!
 //! # Examples
 //!
 //! ```

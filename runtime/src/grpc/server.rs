@@ -20,7 +20,7 @@ use crate::entropy::Entropy;
 use crate::observe::{
     noting, owner_tells, BoundedLabels, Event, Label, Observers, ShedReason, Stage,
 };
-use crate::shutdown::Shutdown;
+use crate::shutdown::{Shutdown, Unanswered};
 
 use super::body::GrpcBody;
 use super::counted::Counted;
@@ -74,6 +74,12 @@ pub(crate) enum MethodRule {
 }
 
 impl ServerSettings {
+    /// A call's watch for being dropped before its answer, when the layer
+    /// answers for a shutdown (whose count says what is in flight).
+    fn unanswered(&self) -> Option<Unanswered> {
+        (self.shutdown.as_ref()).map(|shutdown| Unanswered::new(shutdown, &self.observers))
+    }
+
     pub(crate) fn new(config: &Config) -> Self {
         let grpc = &config.server.grpc;
         let methods = grpc
@@ -219,6 +225,7 @@ where
                 state: CallState::Passthrough(self.inner.call(req)),
                 counted,
                 learn,
+                unanswered: settings.unanswered(),
             };
         };
         let route = settings.route(req.uri().path());
@@ -265,6 +272,7 @@ where
             },
             counted,
             learn,
+            unanswered: settings.unanswered(),
         }
     }
 }
@@ -282,12 +290,16 @@ fn deadline_of(start: Instant, budget: &Budget, grpc_timeout: Option<Duration>) 
 }
 
 /// Response future of [`GrpcServerDeadline`].
-#[pin_project]
+#[pin_project(project = GrpcServerFutureProj)]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless you .await or poll them"]
 pub struct GrpcServerFuture<F> {
     #[pin]
     state: CallState<F>,
+    /// Until the answer's head, with a shutdown: a call dropped before it
+    /// is told as cancelled. Before `counted`, so that it is told while the
+    /// call still counts in flight.
+    unanswered: Option<Unanswered>,
     /// The call's place in the in-flight count and its drain, which the
     /// response body takes over.
     counted: Option<Counted>,
@@ -322,6 +334,7 @@ impl<F> GrpcServerFuture<F> {
             state: CallState::Answered(Some(status)),
             counted,
             learn: None,
+            unanswered: None,
         }
     }
 }
@@ -334,61 +347,78 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let status = match this.state.as_mut().project() {
-            CallStateProj::Passthrough(future) => match future.poll(cx) {
-                Poll::Pending if ended(this.counted, cx) => ended_by_shutdown(),
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(response) => {
-                    let response = response?;
-                    let learn = learning(this.learn.take(), response.headers());
-                    let counted = this.counted.take();
-                    return Poll::Ready(Ok(
-                        response.map(|body| GrpcBody::plain(body, counted).learning(learn))
-                    ));
-                }
-            },
-            CallStateProj::Bounded {
-                mut future,
-                budget,
-                uri,
-                told,
-                waiting,
-            } => match noting(|| future.as_mut().poll(cx)) {
-                (Poll::Pending, seen) => {
-                    *waiting = seen.waiting;
-                    if !ended(this.counted, cx) {
-                        return Poll::Pending;
-                    }
-                    ended_by_shutdown()
-                }
-                (Poll::Ready(polled), seen) => match polled {
-                    Ok(result) => {
-                        let (parts, body) = result?.into_parts();
-                        let learn = learning(this.learn.take(), &parts.headers);
-                        let budget = budget.take().expect("polled after completion");
-                        let body = future.hand_over(body);
-                        let told = told.clone();
-                        let body =
-                            GrpcBody::gated(body, budget, Side::Server, told, this.counted.take())
-                                .learning(learn);
-                        return Poll::Ready(Ok(Response::from_parts(parts, body)));
-                    }
-                    Err(_) => {
-                        let budget = budget.as_ref().expect("polled after completion");
-                        let stage = seen.waiting.or(*waiting).unwrap_or(Stage::Handler);
-                        expired(uri, budget, told, stage)
-                    }
-                },
-            },
-            CallStateProj::Answered(status) => status.take().expect("polled after completion"),
-        };
-        // The handler's future (its guards, its outbound calls) is dropped
-        // before the answer leaves; a deadline that passed is told above,
-        // once.
-        owner_tells(|| this.state.set(CallState::Answered(None)));
-        let counted = this.counted.take();
-        Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(counted))))
+        let polled = poll_call(&mut this, cx);
+        if polled.is_ready() {
+            if let Some(unanswered) = this.unanswered.take() {
+                unanswered.answered();
+            }
+        }
+        polled
     }
+}
+
+/// Polls the call to its answer's head.
+fn poll_call<F, R, E>(
+    this: &mut GrpcServerFutureProj<'_, F>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Response<GrpcBody<R>>, E>>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+{
+    let status = match this.state.as_mut().project() {
+        CallStateProj::Passthrough(future) => match future.poll(cx) {
+            Poll::Pending if ended(this.counted, cx) => ended_by_shutdown(),
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(response) => {
+                let response = response?;
+                let learn = learning(this.learn.take(), response.headers());
+                let counted = this.counted.take();
+                return Poll::Ready(Ok(
+                    response.map(|body| GrpcBody::plain(body, counted).learning(learn))
+                ));
+            }
+        },
+        CallStateProj::Bounded {
+            mut future,
+            budget,
+            uri,
+            told,
+            waiting,
+        } => match noting(|| future.as_mut().poll(cx)) {
+            (Poll::Pending, seen) => {
+                *waiting = seen.waiting;
+                if !ended(this.counted, cx) {
+                    return Poll::Pending;
+                }
+                ended_by_shutdown()
+            }
+            (Poll::Ready(polled), seen) => match polled {
+                Ok(result) => {
+                    let (parts, body) = result?.into_parts();
+                    let learn = learning(this.learn.take(), &parts.headers);
+                    let budget = budget.take().expect("polled after completion");
+                    let body = future.hand_over(body);
+                    let told = told.clone();
+                    let body =
+                        GrpcBody::gated(body, budget, Side::Server, told, this.counted.take())
+                            .learning(learn);
+                    return Poll::Ready(Ok(Response::from_parts(parts, body)));
+                }
+                Err(_) => {
+                    let budget = budget.as_ref().expect("polled after completion");
+                    let stage = seen.waiting.or(*waiting).unwrap_or(Stage::Handler);
+                    expired(uri, budget, told, stage)
+                }
+            },
+        },
+        CallStateProj::Answered(status) => status.take().expect("polled after completion"),
+    };
+    // The handler's future (its guards, its outbound calls) is dropped
+    // before the answer leaves; a deadline that passed is told above,
+    // once.
+    owner_tells(|| this.state.set(CallState::Answered(None)));
+    let counted = this.counted.take();
+    Poll::Ready(Ok(status.into_http().map(|()| GrpcBody::empty(counted))))
 }
 
 /// What is left to learn once a response's head is out: nothing when the

@@ -118,10 +118,11 @@ pub enum Event {
     },
     /// A request was cancelled: told by the parts that end a request for
     /// a reason, a `timebox::server::sse::SseStream` given
-    /// `observed` (the reason it ended for), the gRPC server layer (a
-    /// call that phase 2 of a shutdown ends) and the
-    /// `timebox::server::ShutdownGate` (a request dropped before its
-    /// response head: its client left, or the shutdown's sequence ended).
+    /// `observed` (the reason it ended for), and the parts that count a
+    /// request in flight for a shutdown, the `timebox::server::ShutdownGate`
+    /// and the gRPC server layer: a request dropped before its response
+    /// head (its client left, or the shutdown's sequence ended), and a
+    /// gRPC call or stream the shutdown ends.
     /// [`Registry::cancel`] alone tells nothing: a registry belongs to no
     /// app.
     ///

@@ -255,7 +255,7 @@ impl Shutdown {
     }
 
     /// Whether the sequence has run to its end (see `finished_token`).
-    #[cfg(feature = "server")]
+    #[cfg(any(feature = "server", feature = "grpc"))]
     pub(crate) fn is_finished(&self) -> bool {
         self.shared.finished.is_cancelled()
     }

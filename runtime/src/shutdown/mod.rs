@@ -39,7 +39,7 @@ mod in_flight;
 mod sequence;
 mod signals;
 mod token;
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "grpc"))]
 mod unanswered;
 
 #[cfg(feature = "server")]
@@ -47,5 +47,5 @@ pub(crate) use coordinator::ConnectionBounds;
 pub use coordinator::Shutdown;
 pub use in_flight::{InFlight, InFlightGuard};
 pub use token::{DrainToken, ShutdownToken};
-#[cfg(feature = "server")]
+#[cfg(any(feature = "server", feature = "grpc"))]
 pub(crate) use unanswered::Unanswered;
