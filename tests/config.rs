@@ -409,6 +409,83 @@ fn a_file_is_read_from_its_path() {
 }
 
 #[test]
+fn the_file_timebox_config_names_comes_after_the_other_toml_and_before_the_environment() {
+    let dir = TempDir::new("config_env_file");
+    let file = dir.write(
+        "mounted.toml",
+        "[server]\nshutdown_timeout_secs = 50\nprestop_grace_secs = 3\n",
+    );
+    let path = file.display().to_string();
+    let config = Loader::new()
+        .toml_str(
+            "[server]\nshutdown_timeout_secs = 40\n[server.timeouts]\nrequest_timeout_ms = 5000",
+        )
+        .env_vars([
+            ("TIMEBOX_CONFIG", path.as_str()),
+            ("TIMEBOX_SERVER__PRESTOP_GRACE_SECS", "2"),
+        ])
+        .load()
+        .unwrap();
+    assert_eq!(
+        config.server.shutdown_timeout_secs, 50,
+        "the file beats earlier TOML"
+    );
+    assert_eq!(
+        config.server.timeouts.request_timeout_ms,
+        Some(5000),
+        "what it leaves stays"
+    );
+    assert_eq!(
+        config.server.prestop_grace_secs, 2,
+        "the environment beats the file"
+    );
+}
+
+#[test]
+fn a_missing_file_timebox_config_names_is_an_error_naming_the_variable_and_the_path() {
+    let dir = TempDir::new("config_env_missing");
+    let path = dir.path().join("mistyped.toml").display().to_string();
+    let err = load_env(&[("TIMEBOX_CONFIG", path.as_str())]).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("`TIMEBOX_CONFIG`"), "{message}");
+    assert!(message.contains(&format!("`{path}`")), "{message}");
+}
+
+#[test]
+fn an_empty_timebox_config_names_no_file() {
+    for empty in ["", "  "] {
+        assert_eq!(
+            load_env(&[("TIMEBOX_CONFIG", empty)]).unwrap(),
+            Config::default()
+        );
+    }
+}
+
+#[test]
+fn the_last_timebox_config_pair_wins() {
+    let dir = TempDir::new("config_env_last");
+    let file = dir.write("mounted.toml", "[server]\nshutdown_timeout_secs = 50\n");
+    let missing = dir.path().join("missing.toml").display().to_string();
+    let path = file.display().to_string();
+    let config = load_env(&[
+        ("TIMEBOX_CONFIG", missing.as_str()),
+        ("TIMEBOX_CONFIG", path.as_str()),
+    ])
+    .unwrap();
+    assert_eq!(config.server.shutdown_timeout_secs, 50);
+}
+
+#[test]
+fn an_unknown_key_in_the_file_timebox_config_names_names_the_key_and_the_file() {
+    let dir = TempDir::new("config_env_unknown_key");
+    let file = dir.write("mounted.toml", "[server]\nshutdown_timeout = 5\n");
+    let path = file.display().to_string();
+    let err = load_env(&[("TIMEBOX_CONFIG", path.as_str())]).unwrap_err();
+    assert_eq!(keys(&err), ["server.shutdown_timeout"]);
+    assert!(err.to_string().contains(&path), "{err}");
+}
+
+#[test]
 fn an_unknown_key_in_the_file_is_an_error_naming_the_key_and_the_file() {
     let dir = TempDir::new("unknown_key_file");
     let file = dir.write(

@@ -120,11 +120,31 @@ impl Layer {
                 ))
             }
         };
+        Self::file_text(path, &text).map(Some)
+    }
+
+    /// The TOML file at `path`, which the environment variable `var`
+    /// names: it must exist.
+    pub(super) fn toml_file_named_by(path: &Path, var: &str) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|err| {
+            ConfigError::new(
+                None,
+                format!(
+                    "environment variable `{var}` names the file `{}`, \
+                     which cannot be read: {err}",
+                    path.display()
+                ),
+            )
+        })?;
+        Self::file_text(path, &text)
+    }
+
+    fn file_text(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let origin = format!("in file `{}`", path.display());
-        Ok(Some(Self {
+        Ok(Self {
             metadata: Metadata::from("file", path),
-            dict: parse_toml(&text, &origin)?,
-        }))
+            dict: parse_toml(text, &origin)?,
+        })
     }
 
     /// The `TIMEBOX_<SECTION>__<KEY>` variables among `vars`, or `None` when

@@ -1,6 +1,6 @@
 //! `Loader`: defaults → profile → TOML → environment, merged with figment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use figment::Figment;
 use serde::de::DeserializeOwned;
@@ -14,12 +14,19 @@ pub const CONFIG_FILE: &str = "timebox.toml";
 /// The environment variable that selects a [`Profile`]: `dev` or `prod`.
 pub const PROFILE_ENV: &str = "TIMEBOX_PROFILE";
 
+/// The environment variable that names one more TOML file, read after the
+/// TOML sources given in code (so after `timebox.toml` for
+/// [`Config::load`]), such as `/etc/my-service/timebox.toml` where a
+/// Kubernetes `ConfigMap` is mounted. The file must exist.
+pub const CONFIG_FILE_ENV: &str = "TIMEBOX_CONFIG";
+
 /// Builds a [`Config`] from explicit sources: a profile, TOML files or
 /// strings and environment variables.
 ///
 /// Sources are applied in a fixed order whatever the order of the calls:
 /// built-in defaults → the profile's values → TOML (files and strings in the
-/// order added, later wins) → environment variables. [`Config::load`] is
+/// order added, later wins, then the file [`CONFIG_FILE_ENV`] names among
+/// the environment variables) → environment variables. [`Config::load`] is
 /// `Loader::new().toml_file("timebox.toml").env().load()`.
 ///
 /// Tests pass the environment as pairs with [`Loader::env_vars`] instead of
@@ -107,8 +114,10 @@ impl Loader {
     /// Adds environment variables given as `(name, value)` pairs.
     ///
     /// They are read as the process environment would be: `TIMEBOX_PROFILE`
-    /// selects the profile, `TIMEBOX_<SECTION>__<KEY>` sets a key (each `__`
-    /// goes one level down, names are case-insensitive), other names are
+    /// selects the profile, `TIMEBOX_CONFIG` names one more TOML file (see
+    /// [`CONFIG_FILE_ENV`]; empty, it names none), `TIMEBOX_<SECTION>__<KEY>`
+    /// sets a key (each `__` goes one level down, names are
+    /// case-insensitive), other names are
     /// ignored, but for one that begins with a section and one underscore
     /// (`TIMEBOX_SERVER_SHUTDOWN_TIMEOUT_SECS`), which is an error naming
     /// it when the config loads (a Kubernetes service link's name, such as
@@ -134,7 +143,8 @@ impl Loader {
     /// # Errors
     ///
     /// A `TIMEBOX_PROFILE` other than `dev` or `prod`; a file that exists but
-    /// cannot be read; invalid TOML; an unknown key or a value of the wrong
+    /// cannot be read, or one `TIMEBOX_CONFIG` names that cannot be read
+    /// (a missing one too); invalid TOML; an unknown key or a value of the wrong
     /// type, in a file or in the environment. The error names the key and
     /// where the value came from.
     pub fn load(&self) -> Result<Config, ConfigError> {
@@ -245,23 +255,29 @@ impl Loader {
             };
             layers.extend(layer);
         }
+        if let Some(path) = self.last_env(CONFIG_FILE_ENV) {
+            layers.push(Layer::toml_file_named_by(Path::new(path), CONFIG_FILE_ENV)?);
+        }
         layers.extend(Layer::env(&self.env)?);
         Ok(layers.into_iter())
+    }
+
+    /// The value of the last pair named `name`, unless it is empty: a
+    /// variable set but empty (as container specs often leave one) is read
+    /// as not set rather than as a typo.
+    fn last_env(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(pair, _)| pair == name)
+            .map(|(_, value)| value.as_str())
+            .filter(|value| !value.trim().is_empty())
     }
 
     /// The profile: the last non-empty `TIMEBOX_PROFILE` pair, else the one
     /// set in code.
     fn resolve_profile(&self) -> Result<Option<Profile>, ConfigError> {
-        let from_env = self
-            .env
-            .iter()
-            .rev()
-            .find(|(name, _)| name == PROFILE_ENV)
-            .map(|(_, value)| value.trim())
-            // `TIMEBOX_PROFILE=` (set but empty, as container specs often leave
-            // it) means no profile rather than a typo.
-            .filter(|value| !value.is_empty());
-        match from_env {
+        match self.last_env(PROFILE_ENV).map(str::trim) {
             None => Ok(self.profile),
             Some(value) => Profile::from_name(value).map(Some).ok_or_else(|| {
                 ConfigError::new(
@@ -280,7 +296,8 @@ impl Config {
     /// Loads the configuration of this process.
     ///
     /// Reads [`CONFIG_FILE`] (`timebox.toml`) from the current directory if it
-    /// exists, the profile from `TIMEBOX_PROFILE` and keys from
+    /// exists, then the file `TIMEBOX_CONFIG` names if it is set
+    /// ([`CONFIG_FILE_ENV`]), the profile from `TIMEBOX_PROFILE` and keys from
     /// `TIMEBOX_<SECTION>__<KEY>` variables; see the [module docs](super) for
     /// the order. The result is not validated: [`Config::validate`] is what
     /// refuses to start.

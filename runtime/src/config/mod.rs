@@ -12,7 +12,10 @@
 //! 1. the built-in defaults (`Config::default()`);
 //! 2. the profile's values, when `TIMEBOX_PROFILE` is `dev` or `prod` (see
 //!    [`Profile`]);
-//! 3. `timebox.toml` in the current directory, if there is one;
+//! 3. `timebox.toml` in the current directory, if there is one, then the
+//!    file the environment variable `TIMEBOX_CONFIG` names, if it is set
+//!    (it must exist: a path mistyped in a deployment is an error, not the
+//!    defaults);
 //! 4. environment variables `TIMEBOX_<SECTION>__<KEY>`.
 //!
 //! A profile only changes the defaults: a value written in the file was
@@ -25,7 +28,7 @@
 //! is `server.timeouts.request_timeout_ms`, and
 //! `TIMEBOX_HTTP__CLIENT__RETRY_BUDGET__CAPACITY` is
 //! `http.client.retry_budget.capacity`. Only names holding `__` after the
-//! prefix are keys, so `TIMEBOX_PROFILE`, `TIMEBOX_SIM_SEED` and
+//! prefix are keys, so `TIMEBOX_PROFILE`, `TIMEBOX_CONFIG`, `TIMEBOX_SIM_SEED` and
 //! `TIMEBOX_SIM_LIVENESS_SECS` are never read as keys. Values are read as
 //! integers, floats or `true`/`false` when they look like one, else as strings;
 //! a list is written in brackets, as in TOML:
@@ -94,7 +97,7 @@ pub(crate) use error::dotted_key;
 pub use error::ConfigError;
 pub use grpc::{GrpcConfig, MethodTimeout};
 pub use layers::ENV_PREFIX;
-pub use load::{Loader, CONFIG_FILE, PROFILE_ENV};
+pub use load::{Loader, CONFIG_FILE, CONFIG_FILE_ENV, PROFILE_ENV};
 pub use profile::Profile;
 pub use sections::{ClientConfig, Config, HttpConfig, ServerConfig, StreamConfig, TimeoutsConfig};
 pub use warning::Warning;
