@@ -112,6 +112,23 @@ async fn an_override_on_one_method_never_spills_onto_another_of_the_same_path() 
     assert_eq!(send(&app, request("POST", "/same")).await.status(), 503);
 }
 
+mod elsewhere {
+    /// Answers `GET /same` as `same_get` does.
+    #[timebox::get("/same")]
+    pub(super) async fn same_again() -> &'static str {
+        "again"
+    }
+}
+
+/// Two handlers for one method and path are a mistake `into_router`
+/// names, as axum's own `route` does.
+#[test]
+#[should_panic(expected = "Handler for `GET /same` already exists")]
+fn two_handlers_for_one_method_and_path_panic_naming_the_method_and_the_path() {
+    let _: Router =
+        routes![same_get, same_post, elsewhere::same_again].into_router(&Config::default());
+}
+
 #[get("/covered", timeout_ms = 50)]
 async fn covered() -> &'static str {
     sleep(MS(200)).await;

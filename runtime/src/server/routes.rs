@@ -1,7 +1,6 @@
 //! [`Route`] and [`Routes`]: what the route macros produce and
 //! [`routes!`](crate::routes) collects.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,7 +213,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         // none around it says so, once for the router.
         let unlimited = (config.server.admission.concurrency != Concurrency::Off)
             .then(|| Arc::new(UnappliedLimit::new()));
-        let mut by_path: BTreeMap<&'static str, MethodRouter<S>> = BTreeMap::new();
+        let mut router = Router::new();
         for route in self.routes {
             let budget = route.timeout.resolve(global);
             warn_if_too_short(&route, budget);
@@ -235,18 +234,10 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
                 }),
                 unlimited: unlimited.clone(),
             });
-            let routed = (route.mount)(settings);
-            let merged = match by_path.remove(route.path) {
-                Some(existing) => existing.merge(routed),
-                None => routed,
-            };
-            by_path.insert(route.path, merged);
-        }
-        // A loop rather than a fold, so axum's panic on a clash points at
-        // the caller.
-        let mut router = Router::new();
-        for (path, method_router) in by_path {
-            router = router.route(path, method_router);
+            // One `route` call per route, in a loop rather than a fold:
+            // axum merges the methods of a path, and its panic on a clash
+            // names the method and the path, and points at the caller.
+            router = router.route(route.path, (route.mount)(settings));
         }
         router
     }
