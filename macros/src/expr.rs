@@ -128,13 +128,13 @@ pub(crate) fn u64_literal(
         }
     };
     if !matches!(literal.suffix(), "" | "u64") {
-        return Err(syn::Error::new_spanned(
-            literal,
+        let message = unit_fix(key, literal).unwrap_or_else(|| {
             format!(
                 "`{key}` takes a plain integer; remove the `{}` suffix",
                 literal.suffix()
-            ),
-        ));
+            )
+        });
+        return Err(syn::Error::new_spanned(literal, message));
     }
     let parsed = literal.base10_parse::<u64>().map_err(|_| {
         syn::Error::new_spanned(
@@ -143,6 +143,109 @@ pub(crate) fn u64_literal(
         )
     })?;
     Ok((parsed, literal.span()))
+}
+
+/// For a key in milliseconds (`…_ms`) given a number with a unit of time
+/// as its suffix (`5s`, `2min`), the error that gives the same time in
+/// milliseconds, so that removing the suffix does not turn 5 seconds into
+/// 5 milliseconds.
+fn unit_fix(key: &str, literal: &syn::LitInt) -> Option<String> {
+    if !key.ends_with("_ms") {
+        return None;
+    }
+    let time = Time::of(literal)?;
+    Some(match time.millis {
+        _ if time.unit == Unit::Milli => format!(
+            "`{key}` is in milliseconds already; remove the `{}` suffix",
+            literal.suffix()
+        ),
+        Some(millis) => format!("`{key}` is in milliseconds: write `{key} = {millis}` for {time}"),
+        None if matches!(time.unit, Unit::Nano | Unit::Micro) => {
+            format!("`{key}` is in whole milliseconds, and {time} is not a whole number of them")
+        }
+        None => format!("`{key}` is in milliseconds, and {time} is more of them than a u64 holds"),
+    })
+}
+
+/// A unit of time a number may be written with as its suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Nano,
+    Micro,
+    Milli,
+    Second,
+    Minute,
+    Hour,
+}
+
+impl Unit {
+    /// The unit a suffix names, in any case: `s`, `sec`, `secs`,
+    /// `second`, `seconds`, and so on for `ns`, `us`, `ms`, `m`/`min`, `h`/`hr`.
+    fn of(suffix: &str) -> Option<Self> {
+        Some(match suffix.to_ascii_lowercase().as_str() {
+            "ns" | "nanos" | "nanosecond" | "nanoseconds" => Self::Nano,
+            "us" | "µs" | "micros" | "microsecond" | "microseconds" => Self::Micro,
+            "ms" | "millis" | "millisecond" | "milliseconds" => Self::Milli,
+            "s" | "sec" | "secs" | "second" | "seconds" => Self::Second,
+            "m" | "min" | "mins" | "minute" | "minutes" => Self::Minute,
+            "h" | "hr" | "hrs" | "hour" | "hours" => Self::Hour,
+            _ => return None,
+        })
+    }
+
+    /// Its name, for `count` of it.
+    fn name(self, count: u64) -> String {
+        let name = match self {
+            Self::Nano => "nanosecond",
+            Self::Micro => "microsecond",
+            Self::Milli => "millisecond",
+            Self::Second => "second",
+            Self::Minute => "minute",
+            Self::Hour => "hour",
+        };
+        if count == 1 {
+            name.to_owned()
+        } else {
+            format!("{name}s")
+        }
+    }
+}
+
+/// A time written as a number with a unit as its suffix (`5s`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Time {
+    count: u64,
+    unit: Unit,
+    /// The same time in whole milliseconds, when it is a whole number of
+    /// them that fits a `u64`.
+    pub(crate) millis: Option<u64>,
+}
+
+impl Time {
+    /// The time `literal` writes, when its suffix is a unit of time.
+    pub(crate) fn of(literal: &syn::LitInt) -> Option<Self> {
+        let unit = Unit::of(literal.suffix())?;
+        let count = literal.base10_digits().parse::<u64>().ok()?;
+        let millis = match unit {
+            Unit::Nano => (count % 1_000_000 == 0).then_some(count / 1_000_000),
+            Unit::Micro => (count % 1_000 == 0).then_some(count / 1_000),
+            Unit::Milli => Some(count),
+            Unit::Second => count.checked_mul(1_000),
+            Unit::Minute => count.checked_mul(60_000),
+            Unit::Hour => count.checked_mul(3_600_000),
+        };
+        Some(Self {
+            count,
+            unit,
+            millis,
+        })
+    }
+}
+
+impl std::fmt::Display for Time {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.count, self.unit.name(self.count))
+    }
 }
 
 /// `value` without the invisible groups a `macro_rules!` fragment wraps

@@ -7,7 +7,7 @@ use super::attr::{Attr, Entry, Key, Path};
 use super::handler::validate_fn;
 use super::Method;
 use crate::errors::{both, Errors};
-use crate::expr::{u64_literal, ungroup};
+use crate::expr::{u64_literal, ungroup, Time};
 
 /// A route attribute that passed every check.
 pub(super) struct Route {
@@ -319,9 +319,16 @@ fn timeout_off(value: &Expr) -> syn::Result<()> {
             lit: Lit::Int(literal),
             ..
         }) => {
-            let fix = match literal.base10_digits() {
-                "0" => "for no deadline write `timeout = \"off\"`".to_owned(),
-                millis => format!("for a deadline in milliseconds write `timeout_ms = {millis}`"),
+            let millis = match Time::of(literal) {
+                Some(time) => time.millis.map(|millis| millis.to_string()),
+                None => Some(literal.base10_digits().to_owned()),
+            };
+            let fix = match millis.as_deref() {
+                Some("0") => "for no deadline write `timeout = \"off\"`".to_owned(),
+                Some(millis) => {
+                    format!("for a deadline in milliseconds write `timeout_ms = {millis}`")
+                }
+                None => "for a deadline write `timeout_ms = N`, in whole milliseconds".to_owned(),
             };
             Err(syn::Error::new_spanned(
                 value,
