@@ -73,6 +73,30 @@ pub(super) fn validate_fn(method: Method, function: &syn::ItemFn) -> syn::Result
             }
         }
     }
+    // Every argument but the last runs on the request's head: one that
+    // reads the body there is a mistake axum can only report at `routes!`,
+    // as an extractor that is not one.
+    let typed: Vec<&Type> = sig
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            syn::FnArg::Typed(input) => Some(&*input.ty),
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect();
+    if let Some((_, init)) = typed.split_last() {
+        for ty in init {
+            if let Some(body) = body_extractor(ty) {
+                errors.push(syn::Error::new_spanned(
+                    ty,
+                    format!(
+                        "`{body}` reads the request body, so it must be the handler's last \
+                         argument: axum runs every other extractor on the request's head first"
+                    ),
+                ));
+            }
+        }
+    }
     for attr in &function.attrs {
         if let Some(other) = route_attribute(attr) {
             errors.push(syn::Error::new_spanned(
@@ -100,6 +124,61 @@ fn impl_trait(ty: &Type) -> Option<&Type> {
             _ => None,
         }),
         _ => None,
+    }
+}
+
+/// The extractors that read a request's body, by their name: axum's, and
+/// the types axum extracts so (`String`, `Bytes`, its `Body`, `Request`).
+const BODY_EXTRACTORS: [&str; 8] = [
+    "Json",
+    "Form",
+    "String",
+    "Bytes",
+    "Body",
+    "Request",
+    "Multipart",
+    "RawForm",
+];
+
+/// The body extractors axum extracts as an `Option` too.
+const OPTIONAL_BODY_EXTRACTORS: [&str; 2] = ["Json", "Multipart"];
+
+/// The name of the body extractor `ty` is, if it is one of
+/// [`BODY_EXTRACTORS`]: also the one a `Result` extracts (its first
+/// argument: the second is a rejection, whatever its type), and the one an
+/// `Option` does when axum extracts it so ([`OPTIONAL_BODY_EXTRACTORS`];
+/// moved last, another would still be no extractor).
+fn body_extractor(ty: &Type) -> Option<&syn::Ident> {
+    let Type::Path(path) = ungroup(ty) else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    let held = || match type_arguments(path).next() {
+        Some(syn::GenericArgument::Type(ty)) => body_extractor(ty),
+        _ => None,
+    };
+    if last.ident == "Result" {
+        return held();
+    }
+    if last.ident == "Option" {
+        return held().filter(|name| {
+            OPTIONAL_BODY_EXTRACTORS
+                .iter()
+                .any(|&optional| *name == optional)
+        });
+    }
+    BODY_EXTRACTORS
+        .iter()
+        .any(|name| last.ident == name)
+        .then_some(&last.ident)
+}
+
+/// `ty` without the parentheses and invisible groups around it.
+fn ungroup(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(group) => ungroup(&group.elem),
+        Type::Paren(paren) => ungroup(&paren.elem),
+        other => other,
     }
 }
 
