@@ -70,8 +70,9 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// The path is a string literal that starts with `/`, in axum's syntax
 /// (`"/users/{id}"`, `"/files/{*rest}"`); a path axum's router would refuse
 /// when the route is mounted (`"/reports/{id}.csv"`, a catch-all before the
-/// end, axum 0.7's `:id`) is a compile error that says why. Keys, at most
-/// one of the first two:
+/// end, axum 0.7's `:id`), or that no request's path could match (one that
+/// holds `?`, `#`, `<`, `>`, a backtick, or ASCII whitespace or control
+/// characters outside its captures), is a compile error that says why. Keys, at most one of the first two:
 /// - `timeout_ms = N`: the route's deadline is `N` milliseconds (an integer
 ///   literal, at least 1), instead of `server.timeouts.request_timeout_ms`.
 /// - `timeout = "off"`: the route has no deadline.

@@ -101,7 +101,76 @@ fn validate_path(method: Method, path: &Path) -> syn::Result<LitStr> {
             format!("axum's router would panic mounting this path: {problem}"),
         ));
     }
+    if let Some(problem) = unmatchable(&value) {
+        return Err(syn::Error::new_spanned(
+            literal,
+            format!("no request's path would match this route: {problem}"),
+        ));
+    }
     Ok(literal.clone())
+}
+
+/// Why no request would ever match `path`, though axum mounts it: a
+/// character outside its captures that a request's path cannot carry as
+/// written (hyper refuses it in a request's head, or reads it as the
+/// start of the query or the fragment).
+fn unmatchable(path: &str) -> Option<String> {
+    let mut in_capture = false;
+    let mut chars = path.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '{' | '}' if chars.next_if(|&(_, next)| next == c).is_some() => {}
+            '{' => in_capture = true,
+            '}' => in_capture = false,
+            _ if in_capture => {}
+            '?' => {
+                return Some(
+                    "a request's path ends before its query; take `?..` out and read the \
+                     query with axum's `Query` extractor"
+                        .to_owned(),
+                )
+            }
+            '#' => {
+                return Some(
+                    "a request's path never holds a fragment (`#..`): clients do not send it"
+                        .to_owned(),
+                )
+            }
+            '<' => {
+                let rest = &path[at + 1..];
+                return Some(match rest.split_once('>') {
+                    Some((name, _)) if !name.is_empty() && !name.contains(['/', '{', '}']) => {
+                        format!("axum writes a capture in braces: write `{{{name}}}`")
+                    }
+                    _ => not_in_a_path(c),
+                });
+            }
+            '>' | '`' | ' ' => return Some(not_in_a_path(c)),
+            // Only ASCII: hyper takes any other character in a path as it
+            // comes, raw UTF-8.
+            c if c.is_ascii_whitespace() || c.is_ascii_control() => {
+                return Some(format!(
+                    "a request's path cannot hold {c:?}; clients send it percent-encoded"
+                ))
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Why `c`, an ASCII character hyper refuses in a request's path, cannot
+/// be in a route's path, and how clients send it.
+fn not_in_a_path(c: char) -> String {
+    let what = if c == ' ' {
+        "a space".to_owned()
+    } else {
+        format!("`{c}`")
+    };
+    format!(
+        "a request's path cannot hold {what}; clients send it percent-encoded, as `%{:02X}`",
+        u32::from(c)
+    )
 }
 
 /// What axum's router (matchit 0.8) refuses in `path`'s captures, said for
@@ -344,7 +413,50 @@ fn timeout_off(value: &Expr) -> syn::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::capture_problem;
+    use super::{capture_problem, unmatchable};
+
+    #[test]
+    fn paths_a_request_can_match_are_matchable() {
+        for path in [
+            "/",
+            "/users/{id}",
+            "/files/{*rest}",
+            "/caf%C3%A9",
+            "/café",
+            "/no\u{a0}break",
+            "/items/{id?}",
+            "/users/{naïve}",
+            "/json/\"quoted\"|^\\",
+            "/literal/{{braces}}",
+            "/a-b_c.d~e!$&'()*+,;=:@",
+        ] {
+            assert_eq!(unmatchable(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn each_path_no_request_matches_is_named_with_its_fix() {
+        for (path, said) in [
+            (
+                "/search?q={q}",
+                "read the query with axum's `Query` extractor",
+            ),
+            ("/docs#intro", "never holds a fragment"),
+            ("/users/<id>", "write `{id}`"),
+            ("/a<b", "`%3C`"),
+            ("/<{id}>", "`%3C`"),
+            ("/bell\u{7}", "'\\u{7}'"),
+            ("/a/<b/c>", "`%3C`"),
+            ("/a>b", "`%3E`"),
+            ("/a`b", "`%60`"),
+            ("/two words", "as `%20`"),
+            ("/a{{b c}}", "as `%20`"),
+            ("/tab\there", "'\\t'"),
+        ] {
+            let problem = unmatchable(path).unwrap_or_default();
+            assert!(problem.contains(said), "{path}: {problem}");
+        }
+    }
 
     #[test]
     fn paths_axums_router_takes_have_no_capture_problem() {
