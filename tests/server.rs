@@ -481,6 +481,54 @@ async fn refuse() -> Result<&'static str, LookupError> {
     })
 }
 
+/// The lookup behind `impl IntoResponse`: the error type is hidden.
+#[get("/hidden")]
+async fn hidden_lookup() -> impl axum::response::IntoResponse {
+    lookup().await
+}
+
+/// What `#[error(transparent)]` writes for a variant holding the deadline
+/// error: its `Display` and its `source()` are the held error's.
+#[derive(Debug)]
+struct Transparent(timebox::deadline::DeadlineExceeded);
+
+impl std::fmt::Display for Transparent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Transparent {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.0)
+    }
+}
+
+impl axum::response::IntoResponse for Transparent {
+    fn into_response(self) -> axum::response::Response {
+        (StatusCode::INTERNAL_SERVER_ERROR, "its own answer").into_response()
+    }
+}
+
+#[get("/transparent")]
+async fn transparent() -> Result<&'static str, Transparent> {
+    Err(Transparent(timebox::deadline::DeadlineExceeded::new()))
+}
+
+/// S6, as the route attributes' docs say: the error type is read from the
+/// return type as written, and must hold the deadline error in its
+/// `source()` chain; a type hidden behind `impl IntoResponse`, or a
+/// transparent wrapper that hands on the held error's own source, answers
+/// as its own `IntoResponse` says.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_error_the_route_cannot_see_answers_as_its_own_response_says() {
+    let app = routes![hidden_lookup, transparent].into_router(&Config::default());
+    let hidden = send(&app, request("GET", "/hidden")).await;
+    assert_eq!(hidden.status(), StatusCode::BAD_REQUEST);
+    let wrapped = send(&app, request("GET", "/transparent")).await;
+    assert_eq!(wrapped.status(), StatusCode::INTERNAL_SERVER_ERROR);
+}
+
 #[get("/busy")]
 async fn busy() -> StatusCode {
     StatusCode::SERVICE_UNAVAILABLE

@@ -89,7 +89,13 @@ pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
 /// handler error whose `source()` chain holds a deadline error becomes
 /// `504 Gateway Timeout`, except a pool wait the deadline cut short
 /// (`timebox::db`), which answers 503 with `Retry-After` (the wait ran
-/// out, not the work).
+/// out, not the work). The error type is read from the return type as
+/// written: behind `-> impl IntoResponse` it is hidden, and the error
+/// answers as its own `IntoResponse` says. A `thiserror` variant that
+/// holds a `DeadlineExceeded` itself must make it the source, with a
+/// message of its own: `#[error("timed out")] Deadline(#[from]
+/// DeadlineExceeded)`; marked `#[error(transparent)]`, the variant hands
+/// on the held error's own source (none), not the error.
 ///
 /// The handler mounts on a router of every state its extractors accept: one
 /// with a `State<T>` argument on `Router<T>` (or any state `T` can be taken
