@@ -21,6 +21,7 @@ use timebox::shutdown::{DrainToken, InFlight, InFlightGuard, Shutdown};
 use timebox::watchdog::Watchdog;
 use timebox::{get, post, routes};
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use crate::model::{Output, Run, Tooling};
 use crate::openai::{model_list, ApiError, ChatRequest, Completion};
@@ -213,12 +214,14 @@ async fn complete(
     request.check()?;
     let tooling = app.tooling(&script, &request.model)?;
     let (id, guard) = app.register()?;
-    tracing::info!(
-        request_id = id,
-        model = request.model,
-        stream = request.stream,
-        "completion started"
+    // What the completion's own tasks log (its start, its tool calls and
+    // their failures) says which it is.
+    let span = tracing::info_span!(
+        "completion",
+        request_id = id.as_str(),
+        model = request.model.as_str()
     );
+    span.in_scope(|| tracing::info!(stream = request.stream, "completion started"));
     let completion = Completion {
         id,
         model: request.model,
@@ -235,12 +238,14 @@ async fn complete(
     };
     let (out, output) = mpsc::channel(OUTPUT_BUFFER);
     let leases = tooling.leases.clone();
-    let run = Run::new(script, tooling, &guard, out);
+    let run = Run::new(script, tooling, &guard, out, span.clone());
     if request.stream {
         Ok(stream(app, completion, run, output, guard, drain, leases))
     } else {
         let counted = app.inner.in_flight.enter();
-        collect(completion, run, output, guard, leases, counted).await
+        collect(completion, run, output, guard, leases, counted)
+            .instrument(span)
+            .await
     }
 }
 

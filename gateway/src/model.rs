@@ -9,6 +9,7 @@ use serde_json::json;
 use timebox::registry::{CancellationToken, RequestGuard, ToolCalls};
 use timebox::watchdog::WatchdogHandle;
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use crate::script::{tokens, Script, ToolScript, ANSWER};
 use crate::tools::{Leases, PendingCalls, Progress, ToolError, SLOW_TASK};
@@ -54,16 +55,19 @@ pub(crate) struct Run {
     /// answer is not streamed.
     watchdog: Option<WatchdogHandle>,
     out: mpsc::Sender<Output>,
+    /// The request's span, which the run's tasks log in.
+    span: tracing::Span,
 }
 
 impl Run {
     /// A run of `script` for the request of `guard`, saying its output to
-    /// `out`.
+    /// `out`, its tasks logging in `span`.
     pub(crate) fn new(
         script: Script,
         tooling: Tooling,
         guard: &RequestGuard,
         out: mpsc::Sender<Output>,
+        span: tracing::Span,
     ) -> Self {
         Self {
             script,
@@ -73,6 +77,7 @@ impl Run {
             cancelled: guard.token(),
             watchdog: None,
             out,
+            span,
         }
     }
 
@@ -92,15 +97,19 @@ impl Run {
     /// request's token is cancelled.
     pub(crate) fn spawn(self) {
         let cancelled = self.cancelled.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                biased;
-                () = cancelled.cancelled() => {}
-                () = self.run() => {
-                    let _ = self.out.send(Output::Done).await;
+        let span = self.span.clone();
+        tokio::spawn(
+            async move {
+                tokio::select! {
+                    biased;
+                    () = cancelled.cancelled() => {}
+                    () = self.run() => {
+                        let _ = self.out.send(Output::Done).await;
+                    }
                 }
             }
-        });
+            .instrument(span),
+        );
     }
 
     async fn run(&self) {
@@ -175,15 +184,18 @@ impl Run {
         let runners: Vec<_> = ids
             .into_iter()
             .map(|id| {
-                tokio::spawn(run_tool_call(
-                    id,
-                    self.tooling.leases.clone(),
-                    self.tooling.server.clone(),
-                    self.calls.clone(),
-                    self.pending.clone(),
-                    arguments(tool.work, tool.progress),
-                    self.out.clone(),
-                ))
+                tokio::spawn(
+                    run_tool_call(
+                        id,
+                        self.tooling.leases.clone(),
+                        self.tooling.server.clone(),
+                        self.calls.clone(),
+                        self.pending.clone(),
+                        arguments(tool.work, tool.progress),
+                        self.out.clone(),
+                    )
+                    .instrument(self.span.clone()),
+                )
             })
             .collect();
         let mut results = Vec::with_capacity(runners.len());

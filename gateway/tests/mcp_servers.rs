@@ -146,6 +146,15 @@ fn hang_up(response: reqwest::Response, log: &Path, call: &Value, transport: &st
     );
 }
 
+/// The completion id the chunks of a streamed `body` carry.
+fn completion_id(body: &str) -> String {
+    body.split(r#""id":""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no completion id: {body}"))
+        .to_owned()
+}
+
 /// Runs a whole streamed completion of `model`; its body.
 async fn complete(client: &reqwest::Client, base: &str, model: &str) -> String {
     let mut response = open_stream(client, base, model).await;
@@ -825,14 +834,44 @@ async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named(
         .trim_start_matches("http://")
         .trim_end_matches("/mcp");
     assert!(!again.contains(authority), "{again}");
-    assert!(
-        tokio::task::block_in_place(
-            || gateway.wait_for_log(&["ERROR", "server=\"py\""], Duration::from_secs(1))
+    // Each failure is logged in the span of the request whose call it
+    // was: a streamed one's, and one answered whole.
+    let streamed = completion_id(&body);
+    let unstreamed = serde_json::json!({
+        "model": "scripted-tool-1s@py",
+        "messages": [{ "role": "user", "content": "What is a deadline?" }],
+    });
+    let answered = client
+        .post(format!("{}/v1/chat/completions", gateway.base))
+        .header("content-type", "application/json")
+        .body(unstreamed.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(!answered.status().is_success(), "{answered:?}");
+    let (_, started) = tokio::task::block_in_place(|| {
+        gateway.wait_for_log_line(
+            &["completion started", "stream=false"],
+            Duration::from_secs(1),
         )
-        .is_some(),
-        "{}",
-        gateway.log_text()
-    );
+    })
+    .unwrap_or_else(|| panic!("{}", gateway.log_text()));
+    let whole = started
+        .split("request_id=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no request id: {started}"));
+    for id in [streamed.as_str(), whole] {
+        let span = format!("completion{{request_id=\"{id}\"");
+        assert!(
+            tokio::task::block_in_place(
+                || gateway.wait_for_log(&["ERROR", &span, "server=\"py\""], Duration::from_secs(1))
+            )
+            .is_some(),
+            "{id}: {}",
+            gateway.log_text()
+        );
+    }
     // The built-in server's calls go on.
     let body = complete(&client, &gateway.base, "scripted-tool-1s").await;
     assert!(answer_of(&body).contains("worked for 1 s"), "{body}");

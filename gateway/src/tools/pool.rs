@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use super::notice::NOTICE_LINGER;
 use super::{Session, TimeboxHttp, ToolError};
@@ -93,7 +94,12 @@ impl Pool {
                 place = Arc::clone(&self.places).acquire_owned() => place.map_err(|_| closed())?,
                 () = returned => continue,
             };
-            let session = Session::open(&self.server, &self.http).await?;
+            // A session of its own span, not the request's that opens it:
+            // rmcp keeps the span current at the open for the session's
+            // life, and later requests use the session too.
+            let session = Session::open(&self.server, &self.http)
+                .instrument(tracing::info_span!(parent: None, "mcp_session", server = self.name()))
+                .await?;
             tracing::info!(server = self.name(), "opened an MCP session");
             return Ok(session.holding(place, self.ending.clone()));
         }
