@@ -105,13 +105,19 @@ fn the_errors_timebox_hands_out_can_be_made_for_tests() {
     ));
 }
 
-/// These own boxed closures or a body stream that need not be `Sync`:
-/// they move between threads, one owner at a time.
+/// These own boxed closures that need not be `Sync`: they move between
+/// threads, one owner at a time.
 #[test]
-fn builders_bodies_and_route_sets_can_move_to_another_thread() {
+fn builders_and_route_sets_can_move_to_another_thread() {
     send::<RequestBuilder>();
-    send::<Response>();
     send::<Routes<()>>();
+}
+
+/// A handler may hold `response.headers()` across an `.await` and stay
+/// `Send`, as with reqwest's response.
+#[test]
+fn a_response_can_be_shared_across_an_await() {
+    send_sync::<Response>();
 }
 
 /// A handler may hold `&guard` across an `.await` and stay `Send`.

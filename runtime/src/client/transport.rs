@@ -7,13 +7,18 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, TryStreamExt};
+use sync_wrapper::SyncWrapper;
 
 use super::error::BoxError;
 use super::ClientError;
 
 /// A response body as it arrives: a stream of chunks.
+///
+/// `Sync` whatever the stream (which is only ever used through `&mut`), so
+/// that a [`Response`](super::Response) can be borrowed across an `.await`
+/// in a `Send` future, as reqwest's can.
 pub struct ResponseBody {
-    stream: BodyStream,
+    stream: SyncWrapper<BodyStream>,
 }
 
 /// The chunks of a [`ResponseBody`].
@@ -27,18 +32,18 @@ impl ResponseBody {
         E: Into<BoxError> + 'static,
     {
         Self {
-            stream: Box::pin(stream.map_err(Into::into)),
+            stream: SyncWrapper::new(Box::pin(stream.map_err(Into::into))),
         }
     }
 
     /// The next chunk, or `None` at the end.
     pub(crate) async fn next_chunk(&mut self) -> Option<Result<Bytes, BoxError>> {
-        self.stream.next().await
+        self.stream.get_mut().next().await
     }
 
     /// The chunks, as a stream.
     pub(crate) fn into_stream(self) -> BodyStream {
-        self.stream
+        self.stream.into_inner()
     }
 }
 
