@@ -86,6 +86,52 @@ struct Order<'a> {
     count: u32,
 }
 
+/// As reqwest's: `headers` replaces the headers of its names set before,
+/// and leaves the others.
+#[sim_test]
+async fn headers_replace_the_headers_of_their_names(sim: Sim) {
+    hosts(&sim);
+    let mut more = HeaderMap::new();
+    more.insert("authorization", "Basic b2s=".parse().unwrap());
+    let seen = seen_by_echo(
+        sim.client()
+            .post("http://echo/notes")
+            .header("authorization", "Bearer old")
+            .header("content-type", "text/plain")
+            .headers(more)
+            .body("note"),
+    )
+    .await;
+    assert_eq!(seen.authorization.as_deref(), Some("Basic b2s="));
+    assert_eq!(seen.content_type.as_deref(), Some("text/plain"));
+
+    // Every value of a name the map holds twice, in place of the one set
+    // before.
+    sim.net().host(
+        "tags",
+        Router::new().fallback(any(|headers: HeaderMap| async move {
+            let tags: Vec<&str> = headers
+                .get_all("x-tag")
+                .iter()
+                .filter_map(|value| value.to_str().ok())
+                .collect();
+            tags.join(",")
+        })),
+    );
+    let mut tags = HeaderMap::new();
+    tags.append("x-tag", "a".parse().unwrap());
+    tags.append("x-tag", "b".parse().unwrap());
+    let sent = sim
+        .client()
+        .get("http://tags/")
+        .header("x-tag", "old")
+        .headers(tags)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.text().await.unwrap(), "a,b");
+}
+
 #[sim_test]
 async fn json_form_query_and_bearer_auth_mean_what_they_mean_in_reqwest(sim: Sim) {
     hosts(&sim);
@@ -422,6 +468,11 @@ fn a_request_builders_debug_shows_no_credentials() {
         assert!(shown.contains(seen), "{seen} not in {shown}");
     }
     assert!(!shown.contains("Config"), "the client's settings: {shown}");
+    // Given in a map, as by `headers`.
+    let mut map = HeaderMap::new();
+    map.insert("cookie", "session=m4pped".parse().unwrap());
+    let mapped = format!("{:?}", client.get("http://api.internal/").headers(map));
+    assert!(!mapped.contains("m4pped"), "{mapped}");
     // One that does not parse, with the error `.query()` keeps for `send`.
     let unparsed = client
         .get("http://svc:hunter2@api internal/x")

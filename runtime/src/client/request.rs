@@ -63,16 +63,46 @@ impl RequestBuilder {
         HeaderValue: TryFrom<V>,
     {
         match (HeaderName::try_from(name), HeaderValue::try_from(value)) {
-            (Ok(name), Ok(mut value)) => {
-                if [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE].contains(&name) {
-                    value.set_sensitive(true);
-                }
+            (Ok(name), Ok(value)) => {
+                let value = sensitive_if_secret(&name, value);
                 self.headers.append(name, value);
             }
             (Err(_), _) => self.fail("a header name is not valid HTTP"),
             (Ok(name), Err(_)) => {
                 self.fail(&format!("the value of header `{name}` is not valid HTTP"))
             }
+        }
+        self
+    }
+
+    /// Adds `headers`, replacing the headers of the same names set before,
+    /// as reqwest's `headers` does (where [`header`](Self::header) appends).
+    /// `Authorization`, `Proxy-Authorization` and `Cookie` values are
+    /// marked sensitive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use http::header::{HeaderMap, ACCEPT, USER_AGENT};
+    /// use timebox::client::Client;
+    /// use timebox::config::Config;
+    ///
+    /// let mut defaults = HeaderMap::new();
+    /// defaults.insert(USER_AGENT, "reports/1.0".parse().unwrap());
+    /// defaults.insert(ACCEPT, "application/json".parse().unwrap());
+    /// let request = Client::new(&Config::default())
+    ///     .get("http://127.0.0.1:1/reports")
+    ///     .header(ACCEPT, "text/csv") // replaced by the map's `Accept`
+    ///     .headers(defaults);
+    /// # let _ = request;
+    /// ```
+    pub fn headers(mut self, headers: HeaderMap) -> Self {
+        for name in headers.keys() {
+            self.headers.remove(name);
+        }
+        for (name, value) in &headers {
+            let value = sensitive_if_secret(name, value.clone());
+            self.headers.append(name.clone(), value);
         }
         self
     }
@@ -552,4 +582,13 @@ impl Sender<Bytes> for ByTransport<'_> {
         request.extensions_mut().insert(attempt);
         self.0.send(request)
     }
+}
+
+/// `value`, marked sensitive (kept out of debug output) when `name` is one
+/// that carries a secret: `Authorization`, `Proxy-Authorization`, `Cookie`.
+fn sensitive_if_secret(name: &HeaderName, mut value: HeaderValue) -> HeaderValue {
+    if [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE].contains(name) {
+        value.set_sensitive(true);
+    }
+    value
 }
