@@ -289,8 +289,10 @@ async fn error_for_status_turns_4xx_and_5xx_into_errors(sim: Sim) {
             "{url}: {err:?}"
         );
         assert_eq!(err.to_string(), format!("the server answered {status}"));
+        assert_eq!(err.status(), Some(status));
     }
     assert!(checked("http://echo/").await.is_ok());
+    assert_eq!(ClientError::Timeout.status(), None);
 }
 
 #[sim_test]

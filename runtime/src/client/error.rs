@@ -75,6 +75,18 @@ impl ClientError {
         matches!(self, ClientError::DeadlineExceeded(_))
     }
 
+    /// The status of an answer [`Response::error_for_status`] turned into
+    /// this error, as reqwest's `Error::status`; `None` for any other.
+    ///
+    /// [`Response::error_for_status`]: super::Response::error_for_status
+    #[must_use]
+    pub fn status(&self) -> Option<StatusCode> {
+        match self {
+            ClientError::Status(status) => Some(*status),
+            _ => None,
+        }
+    }
+
     /// The call's deadline passed: told as an event where the call ends
     /// (see `observe::tell_outbound_deadline`), so marked told.
     pub(crate) fn deadline() -> Self {
