@@ -189,6 +189,9 @@ impl ClientBuilder {
     /// ends an attempt with [`ClientError::Transport`](super::ClientError::Transport), not retried, and a
     /// failure for the host's breaker: the attempt timeout timebox retries
     /// is `http.client.timeout_secs`, and a deadline bounds the whole call.
+    /// A request's own [`timeout`](super::RequestBuilder::timeout) does not
+    /// replace it, as reqwest's per-request timeout would: leave the
+    /// client's unset and bound calls with deadlines.
     ///
     /// ```
     /// use timebox::client::Client;

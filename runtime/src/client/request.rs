@@ -282,7 +282,14 @@ impl RequestBuilder {
     /// call given longer than that for a slow endpoint is not cut at
     /// `timeout_secs` and retried. So an attempt that runs out of time has
     /// used the call's: attempts that fail (a `503`, a refused connection)
-    /// are still retried within it, attempts that time out are not.
+    /// are still retried within it, attempts that time out are not, and
+    /// the host's breaker counts one as a cancelled call, as it does a
+    /// call a route's deadline ends: not at all, unless it ran past
+    /// `breaker.slow_call_duration_threshold_secs`, and then as slow (as a
+    /// failure with `breaker.cancelled_call_outcome = "failure"`). A reqwest
+    /// client given with
+    /// [`ClientBuilder::reqwest`](super::ClientBuilder::reqwest) keeps its own
+    /// `timeout`, which this does not replace.
     ///
     /// Without it, the body is bounded by the current deadline alone:
     /// `timeout_secs` ends with the response's head, unlike reqwest's

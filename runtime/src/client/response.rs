@@ -76,7 +76,10 @@ impl Response {
         under_deadline(self.deadline, &self.observers, read).await
     }
 
-    /// The whole body as text (invalid UTF-8 is replaced).
+    /// The whole body as text, read as UTF-8 whatever the `charset` of its
+    /// `Content-Type` (invalid UTF-8 is replaced, and a byte-order mark
+    /// kept), where reqwest decodes the charset: read another with
+    /// [`bytes`](Self::bytes) and a decoder such as `encoding_rs`.
     ///
     /// # Errors
     ///
