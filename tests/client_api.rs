@@ -86,6 +86,31 @@ struct Order<'a> {
     count: u32,
 }
 
+/// As reqwest's: a response says the URL it came from, the last hop's
+/// after redirects, without the credentials the URL asked with.
+#[sim_test]
+async fn a_response_says_the_url_it_came_from(sim: Sim) {
+    hosts(&sim);
+    sim.net().host(
+        "moved",
+        Router::new().route(
+            "/old",
+            get(|| async {
+                (
+                    StatusCode::MOVED_PERMANENTLY,
+                    [("location", "http://echo/new?x=1")],
+                )
+            }),
+        ),
+    );
+    let client = sim.client();
+    let response = client.get("http://moved/old").send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.url().as_str(), "http://echo/new?x=1");
+    let response = client.get("http://ada:pw@echo/here").send().await.unwrap();
+    assert_eq!(response.url().as_str(), "http://echo/here");
+}
+
 /// As reqwest's: `headers` replaces the headers of its names set before,
 /// and leaves the others.
 #[sim_test]

@@ -108,3 +108,5 @@ pub use options::CallOptions;
 pub use request::RequestBuilder;
 pub use response::Response;
 pub use transport::{RedirectsOn, ResponseBody, Transport, TransportError, TransportFuture};
+/// The URL type [`Response::url`] gives, as reqwest re-exports it.
+pub use url::Url;

@@ -487,13 +487,15 @@ impl RequestBuilder {
         if let Some(credentials) = take_credentials(&mut url) {
             headers.entry(AUTHORIZATION).or_insert(credentials);
         }
+        // What `Response::url` says when no attempt named its own.
+        let asked = url.clone();
         let request = engine::Request::to_url(method, url, headers, body)?;
         let call = Call::new(Arc::clone(&client.rules), request, options)?;
         let deadline = call.deadline();
         let observers = client.rules.observers.clone();
         let sender = ByTransport(&*client.transport);
         let head = call::drive(call, sender).await?;
-        Ok(Response::new(head, deadline, observers))
+        Ok(Response::new(head, deadline, observers, asked))
     }
 
     fn fail(&mut self, message: &str) {
@@ -584,12 +586,25 @@ impl Sender<Bytes> for ByTransport<'_> {
         &mut self,
         mut request: http::Request<Bytes>,
         attempt: Attempt,
-        _url: Option<&Url>,
+        url: Option<&Url>,
     ) -> impl Future<Output = Result<Self::Response, TransportError>> + Send {
         request.extensions_mut().insert(attempt);
-        self.0.send(request)
+        let sent = self.0.send(request);
+        let to = url.cloned();
+        async move {
+            let mut response = sent.await?;
+            if let Some(url) = to {
+                response.extensions_mut().insert(SentTo(url));
+            }
+            Ok(response)
+        }
     }
 }
+
+/// The URL an answer came from, which [`Response::url`] says: the last
+/// hop's, when the call followed redirects.
+#[derive(Debug, Clone)]
+pub(super) struct SentTo(pub(super) Url);
 
 /// `value`, marked sensitive (kept out of debug output) when `name` is one
 /// that carries a secret: `Authorization`, `Proxy-Authorization`, `Cookie`.

@@ -8,10 +8,12 @@ use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
+use url::Url;
 
 use crate::deadline::{bounded, BoundedStream, Deadline};
 use crate::observe::{tell_outbound_deadline, waiting_at, waiting_now, Observers, Stage};
 
+use super::request::SentTo;
 use super::transport::{BodyStream, ResponseBody};
 use super::ClientError;
 
@@ -21,25 +23,43 @@ use super::ClientError;
 pub struct Response {
     status: StatusCode,
     headers: HeaderMap,
+    url: Url,
     body: ResponseBody,
     deadline: Option<Deadline>,
     observers: Observers,
 }
 
 impl Response {
+    /// The answer `head` to a call to `asked`, or to the URL its last
+    /// attempt was sent to.
     pub(super) fn new(
         head: http::Response<ResponseBody>,
         deadline: Option<Deadline>,
         observers: Observers,
+        asked: Url,
     ) -> Self {
-        let (parts, body) = head.into_parts();
+        let (mut parts, body) = head.into_parts();
+        let url = parts
+            .extensions
+            .remove::<SentTo>()
+            .map_or(asked, |SentTo(url)| url);
         Self {
             status: parts.status,
             headers: parts.headers,
+            url,
             body,
             deadline,
             observers,
         }
+    }
+
+    /// The URL this is the answer from, as reqwest's `url`: after
+    /// redirects, the last one's. A user name and password in the URL the
+    /// call was given are not in it (they go in the `Authorization` header,
+    /// unless one was set).
+    #[must_use]
+    pub fn url(&self) -> &Url {
+        &self.url
     }
 
     /// The status code.
