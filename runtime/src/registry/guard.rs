@@ -6,9 +6,10 @@ use std::future::Future;
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread;
 
+use sync_wrapper::SyncWrapper;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -73,11 +74,11 @@ pub struct RequestGuard {
     id: String,
     entry: Arc<Entry>,
     table: Weak<Table>,
-    /// Behind a mutex only so that the guard is `Sync` (a handler may hold
-    /// `&guard` across an `.await`): they are reached through `&mut self`
-    /// with `get_mut`, which takes no lock.
-    cleanups: Mutex<Vec<Cleanup>>,
-    async_cleanups: Mutex<Vec<AsyncCleanup>>,
+    /// In a `SyncWrapper` so that the guard is `Sync` (a handler may hold
+    /// `&guard` across an `.await`): they are reached only through
+    /// `&mut self`.
+    cleanups: SyncWrapper<Vec<Cleanup>>,
+    async_cleanups: SyncWrapper<Vec<AsyncCleanup>>,
     tool_calls: OnceLock<ToolCalls>,
 }
 
@@ -87,8 +88,8 @@ impl RequestGuard {
             id,
             entry,
             table,
-            cleanups: Mutex::new(Vec::new()),
-            async_cleanups: Mutex::new(Vec::new()),
+            cleanups: SyncWrapper::new(Vec::new()),
+            async_cleanups: SyncWrapper::new(Vec::new()),
             tool_calls: OnceLock::new(),
         }
     }
@@ -139,7 +140,7 @@ impl RequestGuard {
     where
         F: FnOnce() + Send + 'static,
     {
-        exclusive(&mut self.cleanups).push(Box::new(cleanup));
+        self.cleanups.get_mut().push(Box::new(cleanup));
         self
     }
 
@@ -161,7 +162,7 @@ impl RequestGuard {
     {
         let span = tracing::info_span!(parent: None, "timebox.cleanup", request_id = %self.id);
         span.follows_from(tracing::Span::current());
-        exclusive(&mut self.async_cleanups).push(Box::new(move || {
+        self.async_cleanups.get_mut().push(Box::new(move || {
             let work = span.in_scope(cleanup);
             Box::pin(work.instrument(span))
         }));
@@ -189,26 +190,14 @@ impl Drop for RequestGuard {
         if let Some(tool_calls) = self.tool_calls.get() {
             tool_calls.clear();
         }
-        let panicked = run_cleanups(mem::take(exclusive(&mut self.cleanups)));
-        spawn_async_cleanups(&self.id, mem::take(exclusive(&mut self.async_cleanups)));
+        let panicked = run_cleanups(mem::take(self.cleanups.get_mut()));
+        spawn_async_cleanups(&self.id, mem::take(self.async_cleanups.get_mut()));
         if let Some(payload) = panicked {
             if !thread::panicking() {
                 panic::resume_unwind(payload);
             }
         }
     }
-}
-
-/// The list behind `mutex`, reached through `&mut`: no lock is taken. A
-/// list holds no invariant a panic could break, so a poisoned one is used
-/// as it is.
-fn exclusive<T>(mutex: &mut Mutex<Vec<T>>) -> &mut Vec<T> {
-    mutex.get_mut().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The list behind `mutex`, locked, for a look through `&self`.
-fn shared<T>(mutex: &Mutex<Vec<T>>) -> MutexGuard<'_, Vec<T>> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs every cleanup, also after one panics; returns the first panic. The
@@ -246,8 +235,6 @@ impl fmt::Debug for RequestGuard {
         f.debug_struct("RequestGuard")
             .field("id", &self.id)
             .field("reason", &self.reason())
-            .field("cleanups", &shared(&self.cleanups).len())
-            .field("async_cleanups", &shared(&self.async_cleanups).len())
             .finish_non_exhaustive()
     }
 }
