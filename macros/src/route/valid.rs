@@ -110,16 +110,28 @@ fn validate_path(method: Method, path: &Path) -> syn::Result<LitStr> {
     Ok(literal.clone())
 }
 
+/// Each character of `path`, and whether it is a literal brace written
+/// twice (`{{`, `}}`, one entry), read first, as the router reads them.
+fn characters(path: &str) -> Vec<(char, bool)> {
+    let mut chars = Vec::with_capacity(path.len());
+    let mut rest = path.chars().peekable();
+    while let Some(c) = rest.next() {
+        let doubled = matches!(c, '{' | '}') && rest.next_if_eq(&c).is_some();
+        chars.push((c, doubled));
+    }
+    chars
+}
+
 /// Why no request would ever match `path`, though axum mounts it: a
 /// character outside its captures that a request's path cannot carry as
 /// written (hyper refuses it in a request's head, or reads it as the
 /// start of the query or the fragment).
 fn unmatchable(path: &str) -> Option<String> {
+    let chars = characters(path);
     let mut in_capture = false;
-    let mut chars = path.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
+    for (at, &(c, doubled)) in chars.iter().enumerate() {
         match c {
-            '{' | '}' if chars.next_if(|&(_, next)| next == c).is_some() => {}
+            _ if doubled => {}
             '{' => in_capture = true,
             '}' => in_capture = false,
             _ if in_capture => {}
@@ -137,7 +149,7 @@ fn unmatchable(path: &str) -> Option<String> {
                 )
             }
             '<' => {
-                let rest = &path[at + 1..];
+                let rest: String = chars[at + 1..].iter().map(|&(c, _)| c).collect();
                 return Some(match rest.split_once('>') {
                     Some((name, _)) if !name.is_empty() && !name.contains(['/', '{', '}']) => {
                         format!("axum writes a capture in braces: write `{{{name}}}`")
@@ -179,13 +191,7 @@ fn not_in_a_path(c: char) -> String {
 /// catch-all before the end. `{{` and `}}` are literal braces, read first,
 /// as the router reads them.
 fn capture_problem(path: &str) -> Option<String> {
-    // Each character, and whether it is a literal brace written twice.
-    let mut chars: Vec<(char, bool)> = Vec::with_capacity(path.len());
-    let mut rest = path.chars().peekable();
-    while let Some(c) = rest.next() {
-        let doubled = matches!(c, '{' | '}') && rest.next_if_eq(&c).is_some();
-        chars.push((c, doubled));
-    }
+    let chars = characters(path);
     let text =
         |from: usize, to: usize| -> String { chars[from..to].iter().map(|&(c, _)| c).collect() };
     let mut i = 0;
