@@ -360,7 +360,19 @@ const ZERO_MIN_BUDGET: &str =
     "`min_budget_ms = 0` would never refuse a request; remove it to use the route's measured median";
 
 /// A millisecond value that must not be 0, with `zero` as the error if it is.
+///
+/// A zero with a unit of time (`0s`, `0ms`) gets `zero` too, rather than
+/// the unit's advice: dropping the unit would only lead to this error.
 fn nonzero_millis(entry: &Entry, zero: &str) -> syn::Result<(u64, Span)> {
+    if let Expr::Lit(ExprLit {
+        lit: Lit::Int(literal),
+        ..
+    }) = ungroup(&entry.value)
+    {
+        if Time::of(literal).is_some_and(|time| time.millis == Some(0)) {
+            return Err(syn::Error::new_spanned(literal, zero));
+        }
+    }
     let (millis, span) = millis(entry.key, &entry.value)?;
     if millis == 0 {
         return Err(syn::Error::new(span, zero));

@@ -7,4 +7,9 @@ async fn timeout_ms_zero() -> &'static str {
     "users"
 }
 
+#[get("/never", timeout_ms = 0s)]
+async fn zero_seconds() -> &'static str {
+    "never"
+}
+
 fn main() {}
