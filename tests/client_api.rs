@@ -304,16 +304,30 @@ async fn error_for_status_turns_4xx_and_5xx_into_errors(sim: Sim) {
         let request = client.get(url).retries(0);
         async move { request.send().await.unwrap().error_for_status() }
     };
-    for (url, status) in [
-        ("http://other/missing", StatusCode::NOT_FOUND),
-        ("http://other/down", StatusCode::SERVICE_UNAVAILABLE),
+    // The error keeps the URL without its query or user info, also in its
+    // `Debug`.
+    for (url, status, shown) in [
+        (
+            "http://other/missing",
+            StatusCode::NOT_FOUND,
+            "http://other/missing",
+        ),
+        (
+            "http://u:secret@other/down?key=secret",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "http://other/down",
+        ),
     ] {
         let err = checked(url).await.unwrap_err();
         assert!(
-            matches!(err, ClientError::Status(got) if got == status),
+            matches!(&err, ClientError::Status { status: got, url } if *got == status && url.as_str() == shown),
             "{url}: {err:?}"
         );
-        assert_eq!(err.to_string(), format!("the server answered {status}"));
+        assert!(!format!("{err:?}").contains("secret"), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!("the server answered {status} for {shown}")
+        );
         assert_eq!(err.status(), Some(status));
     }
     assert!(checked("http://echo/").await.is_ok());

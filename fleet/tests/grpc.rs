@@ -1364,20 +1364,21 @@ async fn client_errors_become_statuses_that_keep_their_chain() {
     let status = Status::from(ClientError::DeadlineExceeded(exceeded));
     assert_eq!(status.code(), Code::DeadlineExceeded);
     assert!(is_deadline_exceeded(&status), "{status:?}");
+    let upstream = |status| ClientError::Status {
+        status,
+        url: "https://orders.internal/v1".parse().expect("a valid URL"),
+    };
     for (err, code) in [
         (ClientError::Timeout, Code::Unavailable),
         (
-            ClientError::Status(http::StatusCode::TOO_MANY_REQUESTS),
+            upstream(http::StatusCode::TOO_MANY_REQUESTS),
             Code::Unavailable,
         ),
         (
-            ClientError::Status(http::StatusCode::SERVICE_UNAVAILABLE),
+            upstream(http::StatusCode::SERVICE_UNAVAILABLE),
             Code::Unavailable,
         ),
-        (
-            ClientError::Status(http::StatusCode::NOT_FOUND),
-            Code::Internal,
-        ),
+        (upstream(http::StatusCode::NOT_FOUND), Code::Internal),
         (ClientError::TooManyRedirects, Code::Internal),
         (
             ClientError::InvalidRequest("the url https://up/x?key=SECRET".to_owned()),
@@ -1446,6 +1447,14 @@ fn client_errors_become_statuses_that_keep_hosts_and_urls_to_themselves() {
             true,
         ),
         (ClientError::Timeout, "attempt timed out", true),
+        (
+            ClientError::Status {
+                status: http::StatusCode::NOT_FOUND,
+                url: "https://orders.internal/v1".parse().expect("a valid URL"),
+            },
+            "an upstream answered 404 Not Found",
+            true,
+        ),
     ] {
         let before = logs.lines_with("outbound call failed").len();
         let status = Status::from(err);

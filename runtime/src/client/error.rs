@@ -4,6 +4,7 @@ use std::error::Error;
 use std::fmt;
 
 use http::StatusCode;
+use url::Url;
 
 use crate::breaker::Open;
 use crate::deadline::DeadlineExceeded;
@@ -64,8 +65,16 @@ pub enum ClientError {
     /// [`Response::json`](super::Response::json) was asked for.
     Decode(BoxError),
     /// [`Response::error_for_status`](super::Response::error_for_status)
-    /// found a client or server error status.
-    Status(StatusCode),
+    /// found a client or server error status. Its text names the status
+    /// and the URL.
+    Status {
+        /// The answer's status.
+        status: StatusCode,
+        /// The URL the answer came from ([`Response::url`](super::Response::url)),
+        /// without its query or user info, as the other errors show URLs:
+        /// an error is logged, and its `Debug` shows this field.
+        url: Url,
+    },
 }
 
 impl ClientError {
@@ -82,7 +91,7 @@ impl ClientError {
     #[must_use]
     pub fn status(&self) -> Option<StatusCode> {
         match self {
-            ClientError::Status(status) => Some(*status),
+            ClientError::Status { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -107,7 +116,9 @@ impl fmt::Display for ClientError {
             ClientError::InvalidRequest(what) => write!(f, "invalid request: {what}"),
             ClientError::Transport(_) => f.write_str("request failed"),
             ClientError::Decode(_) => f.write_str("the response body is not the JSON expected"),
-            ClientError::Status(status) => write!(f, "the server answered {status}"),
+            ClientError::Status { status, url } => {
+                write!(f, "the server answered {status} for {url}")
+            }
         }
     }
 }
@@ -123,7 +134,7 @@ impl Error for ClientError {
             ClientError::TooManyRedirects
             | ClientError::Timeout
             | ClientError::InvalidRequest(_)
-            | ClientError::Status(_) => None,
+            | ClientError::Status { .. } => None,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::deadline::{bounded, BoundedStream, Deadline};
 use crate::observe::{tell_outbound_deadline, waiting_at, waiting_now, Observers, Stage};
 
 use super::request::SentTo;
-use super::transport::{BodyStream, ResponseBody};
+use super::transport::{cut_to_path, BodyStream, ResponseBody};
 use super::ClientError;
 
 /// The response of an outbound call: status and headers at once, the body
@@ -164,13 +164,20 @@ impl Response {
     ///     assert_eq!(user["name"], "ada");
     ///
     ///     let gone = client.get("http://api/gone").send().await?.error_for_status();
-    ///     assert!(matches!(gone, Err(ClientError::Status(StatusCode::NOT_FOUND))));
+    ///     let err = gone.unwrap_err();
+    ///     assert_eq!(err.status(), Some(StatusCode::NOT_FOUND));
+    ///     assert_eq!(err.to_string(), "the server answered 404 Not Found for http://api/gone");
     ///     Ok(())
     /// }
     /// ```
     pub fn error_for_status(self) -> Result<Self, ClientError> {
         if self.status.is_client_error() || self.status.is_server_error() {
-            return Err(ClientError::Status(self.status));
+            let mut url = self.url;
+            cut_to_path(&mut url);
+            return Err(ClientError::Status {
+                status: self.status,
+                url,
+            });
         }
         Ok(self)
     }

@@ -205,7 +205,8 @@ pub(crate) fn shown(mut url: url::Url) -> String {
     url.into()
 }
 
-fn cut_to_path(url: &mut url::Url) {
+/// Takes the query, fragment and user info off `url`, as [`shown`] shows it.
+pub(crate) fn cut_to_path(url: &mut url::Url) {
     url.set_query(None);
     url.set_fragment(None);
     // Both fail only on a URL that cannot have user info, which has none.

@@ -183,7 +183,7 @@ impl From<crate::client::ClientError> for Status {
             | ClientError::Transport(_) => Code::Unavailable,
             // What the client retries (C4), gRPC's callers retry too: gRPC
             // maps an HTTP 429 to UNAVAILABLE as well.
-            ClientError::Status(status)
+            ClientError::Status { status, .. }
                 if status.is_server_error() || *status == http::StatusCode::TOO_MANY_REQUESTS =>
             {
                 Code::Unavailable
@@ -191,7 +191,7 @@ impl From<crate::client::ClientError> for Status {
             ClientError::TooManyRedirects
             | ClientError::InvalidRequest(_)
             | ClientError::Decode(_)
-            | ClientError::Status(_) => Code::Internal,
+            | ClientError::Status { .. } => Code::Internal,
         };
         let message = match &err {
             ClientError::CircuitBreakerOpen { .. } => {
@@ -200,6 +200,8 @@ impl From<crate::client::ClientError> for Status {
             ClientError::InvalidRequest(_) | ClientError::Decode(_) => {
                 "an outbound call failed".to_owned()
             }
+            // The upstream's URL is for this service's logs, not its callers.
+            ClientError::Status { status, .. } => format!("an upstream answered {status}"),
             other => other.to_string(),
         };
         // As the axum answer: neither the caller's own deadline nor an

@@ -308,7 +308,7 @@ fn outcome_of(err: &ClientError) -> CallOutcome {
         ClientError::Timeout => CallOutcome::Timeout,
         ClientError::CircuitBreakerOpen { .. } => CallOutcome::CircuitOpen,
         ClientError::Connect(_) => CallOutcome::Connect,
-        ClientError::Status(status) => CallOutcome::Status(status.as_u16()),
+        ClientError::Status { status, .. } => CallOutcome::Status(status.as_u16()),
         _ => CallOutcome::Error,
     }
 }
