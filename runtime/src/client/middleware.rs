@@ -21,6 +21,14 @@
 //! - **Order.** Middlewares run in the order they are added. One added
 //!   after `Timebox` runs once per attempt (each attempt's [`Attempt`] is
 //!   in the extensions); one added before it, once for the whole call.
+//!   A middleware that may wait (a rate limiter, a token refresh, a
+//!   concurrency gate) goes before `Timebox`: after it, its wait falls
+//!   inside each attempt, after the deadline header was written and the
+//!   attempt's timeout started, so the host is told more time than is left,
+//!   and an attempt that times out in that wait counts against the host's
+//!   breaker. (reqwest-middleware has no readiness step, where
+//!   [`ClientLayer`](super::ClientLayer) waits for a tower service below it
+//!   before each attempt starts.)
 //!   Each attempt is already a client span of its own
 //!   (`timebox.client.attempt`, as OpenTelemetry's HTTP client conventions
 //!   say), so `reqwest_tracing::TracingMiddleware` after `Timebox` makes a

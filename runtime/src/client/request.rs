@@ -440,6 +440,14 @@ impl RequestBuilder {
     /// Sends the request: attempts, retries and redirects within the
     /// current deadline.
     ///
+    /// The deadline is the one current where the returned future first
+    /// runs, as for [`bounded`](crate::deadline::bounded): a call handed to
+    /// `tokio::spawn` runs with none unless the task is wrapped in
+    /// `deadline.scope(..)` (D4), and one built inside a handler and run
+    /// under [`unscoped`](crate::deadline::unscoped) is not bounded by the
+    /// request's. ([`ClientLayer`](super::ClientLayer) takes it where its
+    /// `call` is made.)
+    ///
     /// # Errors
     ///
     /// [`ClientError`]: the deadline passed, the host's breaker is open, too

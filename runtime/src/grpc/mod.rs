@@ -40,6 +40,13 @@
 //!   then is its own deadline's (its method's, or its deadline check's): it
 //!   keeps the peer's message and metadata, and is not told as the
 //!   caller's deadline passing (in the events of [`observe`](crate::observe)).
+//!   The client layer carries deadlines only (I3): it does not retry, keep a
+//!   breaker or a retry budget, hedge, or read `grpc-retry-pushback-ms`
+//!   (the HTTP doors of `timebox::client` do all but the last, and read
+//!   `Retry-After`). A call whose
+//!   server is in its shutdown's first phase gets that `UNAVAILABLE` back;
+//!   tonic's channel, or the generated client's caller, decides what to do
+//!   with it.
 //!
 //! Every `DEADLINE_EXCEEDED` status the layers make carries a
 //! [`DeadlineExceeded`](crate::deadline::DeadlineExceeded) as its source,
