@@ -58,6 +58,8 @@ struct State {
     /// Whether [`idle`](ConnectionClock::idle) waits for the end of the
     /// requests.
     idle_wanted: bool,
+    /// Whether the socket takes no more bytes to send, while some wait.
+    write_blocked: bool,
 }
 
 /// What an HTTP/2 client sends before anything else (RFC 9113, section
@@ -150,6 +152,7 @@ impl ConnectionClock {
                 http2_request: false,
                 heads: Heads::default(),
                 idle_wanted: false,
+                write_blocked: false,
             }),
             bounds,
             http2_seen: Notify::new(),
@@ -198,14 +201,26 @@ impl ConnectionClock {
     /// responses all wait for the client (stalled). Only these changes are
     /// told, not every write: an HTTP/2 client that stopped reading its
     /// responses still reads the answers to its PINGs, which never block.
-    pub(super) fn on_write_progress(&self) {
-        match &mut self.lock().activity {
+    /// `blocked` says which: whether the socket now takes no more.
+    ///
+    /// An HTTP/1 client may send its next head while the last answer still
+    /// goes out (pipelining), and hyper reads that head only once the
+    /// answer is out: while bytes go out the head's bounds count from the
+    /// last of them, so a client reading a large answer slowly is not cut
+    /// off for a head it sent whole long ago, and while the socket takes
+    /// nothing the head waits on the client: the idle bound applies to it
+    /// as well as the header bound.
+    pub(super) fn on_write_progress(&self, blocked: bool) {
+        let mut state = self.lock();
+        state.write_blocked = blocked;
+        match &mut state.activity {
             Activity::Idle { since }
+            | Activity::Head { since, .. }
             | Activity::Busy {
                 stalled: Some(since),
                 ..
             } => *since = Instant::now(),
-            Activity::Head { .. } | Activity::Busy { stalled: None, .. } => {}
+            Activity::Busy { stalled: None, .. } => {}
         }
     }
 
@@ -342,10 +357,19 @@ impl ConnectionClock {
 
     /// When the bound that applies now passes, if one does.
     fn deadline(&self) -> Option<(Instant, Expired)> {
-        let (since, expired) = match self.lock().activity {
+        let state = self.lock();
+        let (since, expired) = match state.activity {
             Activity::Head { since, .. } => {
-                let bound = self.bounds.header_read?;
-                (since, Expired::Head(bound))
+                // While the socket takes nothing, the head waits on the
+                // client too (see `on_write_progress`).
+                let idle = self.bounds.keep_alive.filter(|_| state.write_blocked);
+                let expired = match (self.bounds.header_read, idle) {
+                    (Some(head), Some(idle)) if idle < head => Expired::Stalled(idle),
+                    (Some(head), _) => Expired::Head(head),
+                    (None, Some(idle)) => Expired::Stalled(idle),
+                    (None, None) => return None,
+                };
+                (since, expired)
             }
             Activity::Idle { since } => {
                 let bound = self.bounds.keep_alive?;
@@ -519,13 +543,13 @@ mod tests {
         // 9 s, for longer than the idle bound.
         for _ in 0..5 {
             tokio::time::advance(Duration::from_secs(9)).await;
-            clock.on_write_progress();
+            bytes_went_out(&clock);
         }
         let expired = tokio::time::timeout(Duration::from_secs(9), clock.expired()).await;
         assert!(expired.is_err(), "not idle while its answer goes out");
         // Then it stops reading: one idle bound after the last bytes.
         let start = Instant::now();
-        clock.on_write_progress();
+        bytes_went_out(&clock);
         assert_eq!(
             clock.expired().await,
             Expired::Idle(Duration::from_secs(10))
@@ -558,14 +582,19 @@ mod tests {
         assert!(clock.is_idle());
     }
 
+    /// Bytes went out after the socket had stopped taking them, and it
+    /// stopped again: what `ClockedIo` tells of a client reading a little.
+    fn bytes_went_out(clock: &ConnectionClock) {
+        clock.on_write_progress(false);
+        clock.on_write_progress(true);
+    }
+
     /// Asserts that `clock` expires as stalled, at its idle bound, `after`
     /// from now.
     async fn expires_stalled_after(clock: &ConnectionClock, after: Duration) {
         let start = Instant::now();
-        assert_eq!(
-            clock.expired().await,
-            Expired::Stalled(Duration::from_secs(10))
-        );
+        let expired = tokio::time::timeout(after + Duration::from_secs(1), clock.expired()).await;
+        assert_eq!(expired, Ok(Expired::Stalled(Duration::from_secs(10))));
         assert_eq!(start.elapsed(), after);
     }
 
@@ -589,7 +618,7 @@ mod tests {
             if round % 2 == 0 {
                 request.asked();
             } else {
-                clock.on_write_progress();
+                bytes_went_out(&clock);
             }
         }
         let expired = tokio::time::timeout(Duration::from_secs(9), clock.expired()).await;
@@ -628,6 +657,52 @@ mod tests {
         let _queued = clock.on_request(Version::HTTP_11, true);
         writing.held();
         expires_stalled_after(&clock, Duration::from_secs(10)).await;
+    }
+
+    /// A clock that has read `/big` and, in the same read, the whole next
+    /// head, and whose `/big` hyper took whole: the head waits for the
+    /// answer to go out.
+    fn pipelined_behind_big(bounds: ConnectionBounds) -> Arc<ConnectionClock> {
+        let clock = ConnectionClock::new(bounds);
+        clock.on_read(b"GET /big HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
+        drop(clock.on_request(Version::HTTP_11, true));
+        clock
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_pipelined_behind_an_answer_the_client_reads_slowly_stays() {
+        let clock = pipelined_behind_big(BOUNDS);
+        // Bytes go out every 1.5 s, for far longer than the header bound.
+        for _ in 0..40 {
+            tokio::time::advance(Duration::from_millis(1500)).await;
+            bytes_went_out(&clock);
+        }
+        let expired = tokio::time::timeout(Duration::from_millis(1500), clock.expired()).await;
+        assert!(expired.is_err(), "the answer goes out");
+        // Then the client stops reading: the shorter bound, from the last
+        // bytes out.
+        let start = Instant::now();
+        assert_eq!(clock.expired().await, Expired::Head(Duration::from_secs(2)));
+        assert_eq!(start.elapsed(), Duration::from_millis(500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_pipelined_behind_an_answer_the_client_stopped_reading_is_on_the_idle_bound() {
+        // The idle bound is the shorter, or the only one: the head may take
+        // its time, but hyper reads it only once the answer before it is
+        // out, and the client reads nothing of that.
+        for header_read in [Some(Duration::from_secs(30)), None] {
+            let clock = pipelined_behind_big(ConnectionBounds {
+                header_read,
+                ..BOUNDS
+            });
+            clock.on_write_progress(true);
+            expires_stalled_after(&clock, Duration::from_secs(10)).await;
+            // Once the socket takes bytes again, only the header bound applies.
+            clock.on_write_progress(false);
+            let expired = tokio::time::timeout(Duration::from_secs(20), clock.expired()).await;
+            assert!(expired.is_err(), "the answer goes out");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -42,7 +42,7 @@ impl<T> ClockedIo<T> {
 fn note_write<T>(clock: &ConnectionClock, blocked: &mut bool, polled: Poll<T>) -> Poll<T> {
     if polled.is_pending() != *blocked {
         *blocked = polled.is_pending();
-        clock.on_write_progress();
+        clock.on_write_progress(*blocked);
     }
     polled
 }

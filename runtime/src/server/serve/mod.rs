@@ -58,7 +58,12 @@ use connection::Connections;
 /// the body's until its handler has read it whole; a head that arrives
 /// before that (in the same read as the body's end, or after a body its
 /// handler leaves unread) is bounded from the first byte read after its
-/// response, or by the idle bound if none comes.
+/// response, or by the idle bound if none comes. hyper reads a head only
+/// once the answer before it is out, so a head sent while that answer
+/// still goes out is bounded from the last bytes out (a client reading a
+/// large answer slowly is not cut off for a head it sent long ago), and
+/// while the client reads nothing of it, by the idle bound too, whichever
+/// passes first (also with the header bound off).
 ///
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
