@@ -15,7 +15,8 @@
 //!
 //! - `tracing`, always: each event at `DEBUG` under the target
 //!   `timebox::observe`, its attributes as fields
-//!   (`RUST_LOG=timebox::observe=debug`).
+//!   (`RUST_LOG=timebox::observe=debug`), named as its `event` field
+//!   ([`Event::name`]): tracing-opentelemetry gives a span event that name.
 #![cfg_attr(
     feature = "metrics",
     doc = "- [`MetricsObserver`] (feature `metrics`): the `metrics` facade, for any recorder (Prometheus, StatsD, ..)."

@@ -16,29 +16,34 @@ pub(super) fn enabled() -> bool {
     tracing::enabled!(target: TARGET, Level::DEBUG)
 }
 
+/// A `DEBUG` event of the sink named `$name` (its metadata name, which
+/// tracing-opentelemetry takes as a span event's name, and its `event`
+/// field), with the fields given.
+macro_rules! debug_event {
+    ($name:literal, $($fields:tt)*) => {
+        tracing::debug!(name: $name, target: TARGET, event = $name, $($fields)*)
+    };
+}
+
 pub(super) fn event(event: &Event) {
-    let name = event.name();
     match event {
         Event::DeadlineSet {
             source,
             budget,
             route,
-        } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        } => debug_event!(
+            "deadline_set",
             source = source.as_str(),
             budget_s = budget.as_secs_f64(),
             route = route.as_deref(),
         ),
-        Event::DeadlineExceeded { stage, route } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        Event::DeadlineExceeded { stage, route } => debug_event!(
+            "deadline_exceeded",
             stage = stage.as_str(),
             route = route.as_deref(),
         ),
-        Event::AttemptStarted { host, attempt } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        Event::AttemptStarted { host, attempt } => debug_event!(
+            "attempt_started",
             host = &**host,
             kind = attempt.kind.as_str(),
             number = attempt.number,
@@ -47,70 +52,51 @@ pub(super) fn event(event: &Event) {
             host,
             attempt,
             outcome,
-        } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        } => debug_event!(
+            "attempt_finished",
             host = &**host,
             kind = attempt.kind.as_str(),
             number = attempt.number,
             outcome = outcome.as_str(),
         ),
-        Event::RetrySkipped { host, reason } => tracing::debug!(
-            target: TARGET,
-            event = name,
-            host = &**host,
-            reason = reason.as_str(),
-        ),
+        Event::RetrySkipped { host, reason } => {
+            debug_event!("retry_skipped", host = &**host, reason = reason.as_str(),)
+        }
         Event::CallFinished {
             host,
             outcome,
             duration,
-        } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        } => debug_event!(
+            "call_finished",
             host = &**host,
             outcome = outcome.as_str(),
             duration_s = duration.as_secs_f64(),
         ),
-        Event::BudgetTokens { host, tokens } => tracing::debug!(
-            target: TARGET,
-            event = name,
-            host = &**host,
-            tokens,
-        ),
-        Event::BreakerCreated { host } => tracing::debug!(
-            target: TARGET,
-            event = name,
-            host = &**host,
-        ),
-        Event::BreakerTransition { host, from, to } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        Event::BudgetTokens { host, tokens } => {
+            debug_event!("budget_tokens", host = &**host, tokens,)
+        }
+        Event::BreakerCreated { host } => debug_event!("breaker_created", host = &**host,),
+        Event::BreakerTransition { host, from, to } => debug_event!(
+            "breaker_transition",
             host = &**host,
             from = from.as_str(),
             to = to.as_str(),
         ),
-        Event::BreakerCall { host, outcome } => tracing::debug!(
-            target: TARGET,
-            event = name,
-            host = &**host,
-            outcome = outcome.as_str(),
-        ),
-        Event::StreamTimeout { kind, route } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        Event::BreakerCall { host, outcome } => {
+            debug_event!("breaker_call", host = &**host, outcome = outcome.as_str(),)
+        }
+        Event::StreamTimeout { kind, route } => debug_event!(
+            "stream_timeout",
             kind = kind.as_str(),
             route = route.as_deref(),
         ),
-        Event::StreamFirstItem { route, after } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        Event::StreamFirstItem { route, after } => debug_event!(
+            "stream_first_item",
             route = route.as_deref(),
             after_s = after.as_secs_f64(),
         ),
-        Event::RequestCancelled { reason } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        Event::RequestCancelled { reason } => debug_event!(
+            "request_cancelled",
             reason = reason.as_str(),
             timer = reason.timeout_kind().map(|kind| kind.as_str()),
         ),
@@ -118,16 +104,14 @@ pub(super) fn event(event: &Event) {
             phase,
             duration,
             outcome,
-        } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        } => debug_event!(
+            "shutdown_phase",
             phase = phase.as_str(),
             duration_s = duration.as_secs_f64(),
             outcome = outcome.as_str(),
         ),
-        Event::RequestShed { reason, route } => tracing::debug!(
-            target: TARGET,
-            event = name,
+        Event::RequestShed { reason, route } => debug_event!(
+            "request_shed",
             reason = reason.as_str(),
             route = route.as_deref(),
         ),
@@ -192,11 +176,12 @@ mod tests {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
-    #[test]
-    fn each_event_is_one_debug_line_with_its_attributes_as_fields() {
+    /// One event of each kind (two of `RequestCancelled`) and the fields
+    /// of its line.
+    fn cases() -> Vec<(Event, &'static str)> {
         let host = || Label::from("up:80");
         let route = || Some(Label::from("/users/{id}"));
-        let cases = [
+        vec![
             (
                 Event::DeadlineSet {
                     source: DeadlineSource::Global,
@@ -309,8 +294,12 @@ mod tests {
                 },
                 r#"event="request_shed" reason="overloaded" route="/users/{id}""#,
             ),
-        ];
-        for (event, fields) in cases {
+        ]
+    }
+
+    #[test]
+    fn each_event_is_one_debug_line_with_its_attributes_as_fields() {
+        for (event, fields) in cases() {
             let line = written(&event);
             assert_eq!(
                 line,
@@ -318,5 +307,37 @@ mod tests {
                 "{event:?}"
             );
         }
+    }
+
+    /// What a subscriber sees as an event's name.
+    #[derive(Clone, Default)]
+    struct Names(Arc<Mutex<Vec<&'static str>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Names {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(event.metadata().name());
+        }
+    }
+
+    #[test]
+    fn each_event_is_named_as_its_event_field() {
+        use tracing_subscriber::layer::SubscriberExt;
+
+        let names = Names::default();
+        let subscriber = tracing_subscriber::registry().with(names.clone());
+        let events: Vec<Event> = cases().into_iter().map(|(event, _)| event).collect();
+        tracing::subscriber::with_default(subscriber, || events.iter().for_each(super::event));
+        let expected: Vec<&str> = events.iter().map(Event::name).collect();
+        assert_eq!(
+            *names.0.lock().unwrap_or_else(PoisonError::into_inner),
+            expected
+        );
     }
 }
