@@ -10,7 +10,10 @@ use std::time::Duration;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
-use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::metrics::{
+    InMemoryMetricExporter, InMemoryMetricExporterBuilder, PeriodicReader, SdkMeterProvider,
+    Temporality,
+};
 use timebox::breaker::BreakerState;
 use timebox::client::{Attempt, AttemptKind};
 use timebox::config::Config;
@@ -617,4 +620,112 @@ fn otel_histograms_have_buckets_in_seconds() {
         3,
         "each call in a bucket of its own: {bounds:?}"
     );
+}
+
+/// O3: an OpenTelemetry gauge holds its value between the events that
+/// set it, as the `metrics` sink's does, also for an exporter that asks
+/// for deltas (which report only the series recorded in each interval).
+#[test]
+fn otel_gauges_hold_their_value_between_changes_under_delta_temporality() {
+    let exporter = InMemoryMetricExporterBuilder::new()
+        .with_temporality(Temporality::Delta)
+        .build();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let observer = OtelObserver::new(&provider.meter("timebox-test"));
+    let host: timebox::observe::Label = "up:80".into();
+    observer.on_event(&Event::BreakerTransition {
+        host: host.clone(),
+        from: BreakerState::Closed,
+        to: BreakerState::Open,
+    });
+    observer.on_event(&Event::BudgetTokens { host, tokens: 7.5 });
+    // Two collections, with no event in the second interval.
+    provider.force_flush().expect("the metrics are exported");
+    exporter.reset();
+    provider.force_flush().expect("the metrics are exported");
+    let exported = exporter.get_finished_metrics().expect("exported metrics");
+    let gauges: Vec<(String, Vec<(String, f64)>)> = exported
+        .iter()
+        .flat_map(|resource| resource.scope_metrics())
+        .flat_map(|scope| scope.metrics())
+        .filter_map(|metric| match metric.data() {
+            AggregatedMetrics::F64(MetricData::Gauge(gauge)) => Some((
+                metric.name().to_owned(),
+                gauge
+                    .data_points()
+                    .map(|point| {
+                        let host = point
+                            .attributes()
+                            .map(|kv| format!("{}={}", kv.key, kv.value))
+                            .collect();
+                        (host, point.value())
+                    })
+                    .collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        gauges,
+        [
+            (
+                "timebox.retry_budget.tokens".to_owned(),
+                vec![("host=up:80".to_owned(), 7.5)]
+            ),
+            (
+                "timebox.breaker.state".to_owned(),
+                vec![("host=up:80".to_owned(), 2.0)]
+            ),
+        ]
+    );
+}
+
+/// A dropped OpenTelemetry observer's gauges report nothing more: an
+/// app rebuilt with a new observer does not keep exporting the old one's
+/// open breakers.
+#[test]
+fn a_dropped_otel_observers_gauges_report_nothing() {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let meter = provider.meter("timebox-test");
+    let breaker_states = || {
+        provider.force_flush().expect("the metrics are exported");
+        let states: Vec<f64> = exporter
+            .get_finished_metrics()
+            .expect("exported metrics")
+            .iter()
+            .flat_map(|resource| resource.scope_metrics())
+            .flat_map(|scope| scope.metrics())
+            .filter(|metric| metric.name() == "timebox.breaker.state")
+            .flat_map(|metric| match metric.data() {
+                AggregatedMetrics::F64(MetricData::Gauge(gauge)) => gauge
+                    .data_points()
+                    .map(|point| point.value())
+                    .collect::<Vec<f64>>(),
+                _ => panic!("the state is a gauge"),
+            })
+            .collect();
+        exporter.reset();
+        states
+    };
+    let open = |observer: &OtelObserver| {
+        observer.on_event(&Event::BreakerTransition {
+            host: "up:80".into(),
+            from: BreakerState::Closed,
+            to: BreakerState::Open,
+        });
+    };
+    let first = OtelObserver::new(&meter);
+    open(&first);
+    assert_eq!(breaker_states(), [2.0]);
+    drop(first);
+    assert_eq!(breaker_states(), [] as [f64; 0]);
+    // An observer made after it on the same meter reports its own.
+    let second = OtelObserver::new(&meter);
+    open(&second);
+    assert_eq!(breaker_states(), [2.0]);
 }

@@ -1,8 +1,10 @@
 //! [`OtelObserver`]: the events as metrics, through the OpenTelemetry API.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter};
+use opentelemetry::metrics::{AsyncInstrument, Counter, Histogram, Meter};
 use opentelemetry::KeyValue;
 
 use super::metric::{measure, Kind, Value, METRICS, SECONDS_BUCKETS};
@@ -11,6 +13,14 @@ use super::{Event, Observer};
 /// An observer that turns events into the metrics of [`METRICS`] on an
 /// OpenTelemetry [`Meter`]: the API only, so the app chooses the SDK and
 /// the exporter. Feature `otel`.
+///
+/// Take the meter after the app has set its meter provider
+/// (`opentelemetry::global::set_meter_provider`): a meter taken from the
+/// global provider before that is a no-op for good, and so are the
+/// instruments made on it. The two gauges (`timebox.breaker.state`,
+/// `timebox.retry_budget.tokens`) are observable gauges that report each
+/// series' last value at every collection, so an open breaker shows as
+/// open also to an exporter that asks for deltas.
 ///
 /// # Examples
 ///
@@ -29,8 +39,41 @@ pub struct OtelObserver {
 
 enum Instrument {
     Counter(Counter<u64>),
-    Gauge(Gauge<f64>),
+    /// The gauge's last value of each series, which its callback reports.
+    Gauge(Arc<LastValues>),
     Histogram(Histogram<f64>),
+}
+
+/// The last value set of each series of a gauge (by its attributes'
+/// values, in the table's order), reported at every collection by an
+/// observable gauge. A synchronous gauge would report a series only in
+/// the intervals it was set in when the exporter asks for deltas: an
+/// open breaker would show for one interval, then not at all until it
+/// moved again. The series are as bounded as the labels.
+#[derive(Default)]
+struct LastValues(Mutex<HashMap<Vec<String>, f64>>);
+
+impl LastValues {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<String>, f64>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, values: &[&str], value: f64) {
+        let key = values.iter().map(|value| (*value).to_owned()).collect();
+        self.lock().insert(key, value);
+    }
+
+    /// Reports every series to `gauge`, its attributes named by `keys`.
+    fn report(&self, keys: &[&'static str], gauge: &dyn AsyncInstrument<f64>) {
+        for (values, value) in self.lock().iter() {
+            let attributes: Vec<KeyValue> = keys
+                .iter()
+                .zip(values)
+                .map(|(key, value)| KeyValue::new(*key, value.clone()))
+                .collect();
+            gauge.observe(*value, &attributes);
+        }
+    }
 }
 
 impl OtelObserver {
@@ -56,13 +99,25 @@ impl OtelObserver {
                             .with_description(description)
                             .build(),
                     ),
-                    Kind::Gauge => Instrument::Gauge(
+                    Kind::Gauge => {
+                        let last = Arc::new(LastValues::default());
+                        let (reported, keys) = (Arc::downgrade(&last), metric.attributes);
+                        // The instrument lives as long as the meter
+                        // provider, with its callback; the values only
+                        // as long as this observer, so a dropped one
+                        // reports nothing.
                         meter
-                            .f64_gauge(name)
+                            .f64_observable_gauge(name)
                             .with_unit(unit)
                             .with_description(description)
-                            .build(),
-                    ),
+                            .with_callback(move |gauge| {
+                                if let Some(last) = reported.upgrade() {
+                                    last.report(keys, gauge);
+                                }
+                            })
+                            .build();
+                        Instrument::Gauge(last)
+                    }
                     Kind::Histogram => Instrument::Histogram(
                         meter
                             .f64_histogram(name)
@@ -84,6 +139,11 @@ impl Observer for OtelObserver {
             let Some(index) = METRICS.iter().position(|row| row.name == metric.name) else {
                 return;
             };
+            if let (Instrument::Gauge(last), Value::Set(value)) = (&self.instruments[index], value)
+            {
+                last.set(attributes, value);
+                return;
+            }
             let attributes: Vec<KeyValue> = metric
                 .attributes
                 .iter()
@@ -92,7 +152,6 @@ impl Observer for OtelObserver {
                 .collect();
             match (&self.instruments[index], value) {
                 (Instrument::Counter(counter), Value::Increment) => counter.add(1, &attributes),
-                (Instrument::Gauge(gauge), Value::Set(value)) => gauge.record(value, &attributes),
                 (Instrument::Histogram(histogram), Value::Record(value)) => {
                     histogram.record(value, &attributes);
                 }
