@@ -540,3 +540,20 @@ async fn a_url_that_does_not_parse_is_an_invalid_request_saying_why() {
         "invalid request: the url does not parse: relative URL without a base"
     );
 }
+
+/// As reqwest's `Pending`: `send` gives a named future, to keep in a
+/// struct, that does nothing until polled and takes the deadline current
+/// then.
+#[sim_test]
+async fn send_gives_a_named_future_that_takes_the_deadline_where_it_runs(sim: Sim) {
+    struct Kept {
+        call: timebox::client::Pending,
+    }
+    hosts(&sim);
+    let kept = Kept {
+        call: sim.client().get("http://echo/").send(),
+    };
+    let response = Deadline::after(SECS(2)).scope(kept.call).await.unwrap();
+    let seen: Seen = response.json().await.unwrap();
+    assert_eq!(seen.deadline.as_deref(), Some("2000"));
+}

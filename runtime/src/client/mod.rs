@@ -105,7 +105,7 @@ pub use client::{Client, ClientBuilder};
 pub use error::{BoxError, ClientError};
 pub use layer::{ClientLayer, ClientService, ResponseFuture};
 pub use options::CallOptions;
-pub use request::RequestBuilder;
+pub use request::{Pending, RequestBuilder};
 pub use response::Response;
 pub use transport::{RedirectsOn, ResponseBody, Transport, TransportError, TransportFuture};
 /// The URL type [`Response::url`] gives, as reqwest re-exports it.

@@ -2,7 +2,9 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -20,6 +22,28 @@ use super::call::{self, Sender};
 use super::engine::{self, Call};
 use super::transport::{ResponseBody, Transport, TransportError};
 use super::{Attempt, CallOptions, Client, ClientError, Response};
+
+/// The future of [`RequestBuilder::send`], as reqwest's `Pending`: a
+/// named type, to keep in a struct of one's own. It does nothing until
+/// polled, and reads the deadline then.
+#[must_use = "futures do nothing unless you .await or poll them"]
+pub struct Pending {
+    inner: Pin<Box<dyn Future<Output = Result<Response, ClientError>> + Send>>,
+}
+
+impl Future for Pending {
+    type Output = Result<Response, ClientError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+impl fmt::Debug for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending").finish_non_exhaustive()
+    }
+}
 
 /// An outbound call being put together; [`send`](RequestBuilder::send) makes it.
 ///
@@ -458,10 +482,14 @@ impl RequestBuilder {
     ///
     /// Dropping the future stops the call; a retry that was paid for but not
     /// yet sent gives its tokens back.
-    pub async fn send(self) -> Result<Response, ClientError> {
-        match self.timeout {
-            Some(timeout) => Deadline::after(timeout).scope(self.send_now()).await,
-            None => self.send_now().await,
+    pub fn send(self) -> Pending {
+        Pending {
+            inner: Box::pin(async move {
+                match self.timeout {
+                    Some(timeout) => Deadline::after(timeout).scope(self.send_now()).await,
+                    None => self.send_now().await,
+                }
+            }),
         }
     }
 
