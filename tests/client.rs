@@ -542,6 +542,109 @@ async fn a_partition_fails_at_once_and_heal_delivers(sim: Sim) {
     assert_eq!(recorder.count(), 1);
 }
 
+/// A blackhole loses requests without refusing them: the caller waits
+/// until its deadline, as on a network that drops packets silently.
+#[sim_test]
+async fn a_blackholed_host_is_waited_for_until_the_deadline_and_heal_delivers(sim: Sim) {
+    let recorder = Recorder::new();
+    let net = sim.net();
+    net.host("up", echo(&recorder)).blackhole("up");
+    let start = Instant::now();
+    let err = Deadline::after(SECS(2))
+        .scope(sim.client().get("http://up/").send())
+        .await
+        .unwrap_err();
+    assert!(err.is_deadline_exceeded(), "{err}");
+    assert_eq!(start.elapsed(), SECS(2));
+    assert_eq!(recorder.count(), 0, "the host never saw it");
+    let outcomes: Vec<String> = net.events().into_iter().map(|e| e.outcome).collect();
+    assert!(
+        !outcomes.is_empty() && outcomes.iter().all(|outcome| outcome == "cancelled"),
+        "{outcomes:?}"
+    );
+    net.heal("up");
+    let response = sim.client().get("http://up/").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+/// A simulated host gets the request a real server would: the `Host`
+/// and `Content-Length` headers the client's transport writes, and none
+/// of the client's extensions.
+#[sim_test]
+async fn a_simulated_host_gets_the_request_a_real_server_would(sim: Sim) {
+    use axum::routing::post;
+
+    async fn seen(request: axum::extract::Request) -> String {
+        let header = |name| {
+            request
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("-")
+                .to_owned()
+        };
+        let attempt = request
+            .extensions()
+            .get::<timebox::client::Attempt>()
+            .is_some();
+        format!(
+            "host={} length={} attempt={attempt}",
+            header("host"),
+            header("content-length")
+        )
+    }
+    sim.net()
+        .host("api", axum::Router::new().route("/", post(seen).get(seen)));
+    let client = sim.client();
+    let said = |response: timebox::client::Response| response.text();
+    let posted = client.post("http://api:8080/").body("hello").send().await;
+    assert_eq!(
+        said(posted.unwrap()).await.unwrap(),
+        "host=api:8080 length=5 attempt=false"
+    );
+    let got = client.get("http://api:80/").send().await;
+    assert_eq!(
+        said(got.unwrap()).await.unwrap(),
+        "host=api length=- attempt=false"
+    );
+}
+
+/// A host is named without its port, in each of the network's calls: one
+/// with a port would match no request. An IPv6 literal is a name without
+/// one.
+#[sim_test]
+async fn a_simulated_host_named_with_a_port_is_refused(sim: Sim) {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    let net = sim.net();
+    net.host("[::1]", axum::Router::new())
+        .partition("[::1]")
+        .heal("[::1]");
+    type Call = fn(&timebox::sim::SimNet);
+    let calls: [(&str, Call); 4] = [
+        ("host", |net| {
+            net.host("api:8080", axum::Router::new());
+        }),
+        ("partition", |net| {
+            net.partition("api:8080");
+        }),
+        ("blackhole", |net| {
+            net.blackhole("api:8080");
+        }),
+        ("heal", |net| {
+            net.heal("api:8080");
+        }),
+    ];
+    for (name, call) in calls {
+        let panicked = catch_unwind(AssertUnwindSafe(|| call(&net))).expect_err(name);
+        let message = panicked.downcast_ref::<String>().map_or("", String::as_str);
+        assert!(
+            message.contains("write `api`, not `api:8080`"),
+            "{name}: {message}"
+        );
+    }
+}
+
 #[sim_test]
 async fn a_partition_cuts_a_request_on_its_way(sim: Sim) {
     let recorder = Recorder::new();

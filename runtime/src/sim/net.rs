@@ -8,7 +8,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::Router;
 use bytes::Bytes;
-use http::Method;
+use http::header::{CONTENT_LENGTH, HOST};
+use http::{HeaderValue, Method};
 use tokio::time::Instant;
 use tower_service::Service;
 
@@ -26,8 +27,13 @@ use crate::problem;
 /// reach the same router (while the client's budgets and breakers, keyed
 /// by `host:port`, tell the two apart). Each request waits a
 /// latency drawn uniformly from the configured range, then is delivered (or
-/// dropped, or refused by a partition). Hosts run [`unscoped`]: like a real
+/// dropped, or refused by a partition, or lost in a blackhole); the answer
+/// comes back at once. Hosts run [`unscoped`]: like a real
 /// remote service, they learn the caller's deadline only from the header.
+/// A host gets what a real server would: the `Host` header (and
+/// `Content-Length` for a body) its client would send, and none of the
+/// client's request extensions (an [`Attempt`](crate::client::Attempt) is
+/// the client's own).
 ///
 /// Everything random comes from the simulation's entropy, so the same seed
 /// gives the same [`events`](SimNet::events).
@@ -71,6 +77,7 @@ struct State {
     latency: (Duration, Duration),
     drop_rate: f64,
     partitioned: BTreeSet<String>,
+    blackholed: BTreeSet<String>,
     events: Vec<NetEvent>,
 }
 
@@ -116,10 +123,15 @@ impl SimNet {
     }
 
     /// Adds (or replaces) the host `name`, served by `router`.
+    ///
+    /// # Panics
+    ///
+    /// When `name` has a port (`api:8080`): a host is named without one,
+    /// and every port reaches it.
+    #[track_caller]
     pub fn host(&self, name: impl Into<String>, router: Router) -> &Self {
-        self.state()
-            .hosts
-            .insert(name.into().to_ascii_lowercase(), router);
+        let name = host_name(&name.into());
+        self.state().hosts.insert(name, router);
         self
     }
 
@@ -139,14 +151,43 @@ impl SimNet {
     /// Cuts `host` off: requests to it fail at once with a connection error,
     /// and those on their way fail when they would have arrived (an answer
     /// the host is already making still gets back).
+    ///
+    /// # Panics
+    ///
+    /// As [`host`](Self::host), when `host` has a port.
+    #[track_caller]
     pub fn partition(&self, host: &str) -> &Self {
-        self.state().partitioned.insert(host.to_ascii_lowercase());
+        self.state().partitioned.insert(host_name(host));
         self
     }
 
-    /// Reconnects `host`.
+    /// Makes `host` lose its requests without refusing them, as a network
+    /// that drops packets silently: requests to it, and those on their way
+    /// when they would have arrived, are never answered. The caller's
+    /// attempt timeout or deadline ends each (logged `"cancelled"`), where
+    /// a [`partition`](Self::partition) fails it at once.
+    ///
+    /// # Panics
+    ///
+    /// As [`host`](Self::host), when `host` has a port.
+    #[track_caller]
+    pub fn blackhole(&self, host: &str) -> &Self {
+        self.state().blackholed.insert(host_name(host));
+        self
+    }
+
+    /// Reconnects `host`, partitioned or blackholed.
+    ///
+    /// # Panics
+    ///
+    /// As [`host`](Self::host), when `host` has a port.
+    #[track_caller]
     pub fn heal(&self, host: &str) -> &Self {
-        self.state().partitioned.remove(&host.to_ascii_lowercase());
+        let host = host_name(host);
+        let mut state = self.state();
+        state.partitioned.remove(&host);
+        state.blackholed.remove(&host);
+        drop(state);
         self
     }
 
@@ -213,7 +254,11 @@ impl SimNet {
             let host = &pending.host;
             return Err(connect_error(format!("the request to {host} was dropped")));
         }
-        let mut request = request.map(Body::from);
+        if self.state().blackholed.contains(&pending.host) {
+            // Lost: the caller gives up on it (`Pending` logs that).
+            std::future::pending::<()>().await;
+        }
+        let mut request = as_received(request);
         // The host's own random draws (its `Retry-After`s) are the
         // simulation's too, as in `SimApp`.
         request.extensions_mut().insert(self.entropy.clone());
@@ -262,6 +307,52 @@ impl Drop for Pending {
                 .log(&self.host, &self.method, &self.path, "cancelled");
         }
     }
+}
+
+/// `name` as a host is keyed: lowercase.
+#[track_caller]
+fn host_name(name: &str) -> String {
+    if let Ok(authority) = name.parse::<http::uri::Authority>() {
+        if authority.port().is_some() {
+            panic!(
+                "a SimNet host is named without a port, and every port reaches it: \
+                 write `{}`, not `{name}`",
+                authority.host()
+            );
+        }
+    }
+    name.to_ascii_lowercase()
+}
+
+/// `request` as a server receives it from a client: with the `Host`
+/// header (its port only when not the scheme's default) and, for a body
+/// (or a method that has one), `Content-Length`, as hyper's client writes
+/// them; without the client's extensions.
+fn as_received(request: http::Request<Bytes>) -> http::Request<Body> {
+    let (mut parts, body) = request.into_parts();
+    parts.extensions = http::Extensions::new();
+    if !parts.headers.contains_key(HOST) {
+        let default_port = match parts.uri.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        };
+        let host = match (parts.uri.host(), parts.uri.port_u16()) {
+            (Some(host), Some(port)) if port != default_port => Some(format!("{host}:{port}")),
+            (Some(host), _) => Some(host.to_owned()),
+            (None, _) => None,
+        };
+        if let Some(value) = host.and_then(|host| HeaderValue::try_from(host).ok()) {
+            parts.headers.insert(HOST, value);
+        }
+    }
+    let has_body =
+        !body.is_empty() || [Method::POST, Method::PUT, Method::PATCH].contains(&parts.method);
+    if has_body && !parts.headers.contains_key(CONTENT_LENGTH) {
+        parts
+            .headers
+            .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    }
+    http::Request::from_parts(parts, Body::from(body))
 }
 
 fn connect_error(message: String) -> TransportError {
@@ -318,6 +409,7 @@ impl fmt::Debug for SimNet {
             .field("latency", &state.latency)
             .field("drop_rate", &state.drop_rate)
             .field("partitioned", &state.partitioned)
+            .field("blackholed", &state.blackholed)
             .finish_non_exhaustive()
     }
 }
