@@ -307,7 +307,7 @@ fn a_failing_test_prints_the_replay_line_with_the_seed_in_hex() {
     assert!(!run.success, "the fixture must fail: {run:?}");
     assert!(
         run.stderr.contains(
-            "TIMEBOX_SIM_SEED=0x2a cargo test -p timebox-tests fixtures::fails_an_assertion\n"
+            "TIMEBOX_SIM_SEED=0x2a cargo test -p timebox-tests fixtures::fails_an_assertion -- --exact\n"
         ),
         "no replay line in: {}",
         run.stderr

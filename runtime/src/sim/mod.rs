@@ -57,7 +57,7 @@
 //! prints the line that replays it, then fails:
 //!
 //! ```text
-//! TIMEBOX_SIM_SEED=0x2a cargo test -p my-service slow_work_is_stopped_at_the_deadline
+//! TIMEBOX_SIM_SEED=0x2a cargo test -p my-service slow_work_is_stopped_at_the_deadline -- --exact
 //! ```
 //!
 //! # Liveness
@@ -67,6 +67,12 @@
 //! (default one day, 86 400 s): past it the test fails with a message that
 //! says so, and the replay line. Since virtual time jumps when nothing is
 //! runnable, a stuck test reaches the bound at once.
+//!
+//! The bound cannot catch a test stuck while the clock cannot move: tokio
+//! does not advance a paused clock while a `spawn_blocking` task runs, so
+//! a blocking task that waits on the simulation (a `block_on` of a call
+//! whose host has latency, a `blocking_recv` of something sent after a
+//! sleep) hangs the test, as does a task that loops on `yield_now`.
 //!
 //! Simulation tests should not do real I/O: while the runtime waits for a
 //! real socket, the paused clock jumps to the next timer.

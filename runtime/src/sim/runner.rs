@@ -123,8 +123,9 @@ fn replay_line(test: Test, seed: u64) -> String {
         .path
         .split_once("::")
         .map_or(test.path, |(_, rest)| rest);
+    // `--exact`, or a test whose name begins with this one's runs too.
     format!(
-        "TIMEBOX_SIM_SEED={seed:#x} cargo test -p {} {name}",
+        "TIMEBOX_SIM_SEED={seed:#x} cargo test -p {} {name} -- --exact",
         test.package
     )
 }
@@ -201,7 +202,7 @@ mod tests {
     fn replay_line_names_package_test_and_hex_seed() {
         assert_eq!(
             replay_line(test(None, None), 42),
-            "TIMEBOX_SIM_SEED=0x2a cargo test -p pkg module::name"
+            "TIMEBOX_SIM_SEED=0x2a cargo test -p pkg module::name -- --exact"
         );
     }
 }
