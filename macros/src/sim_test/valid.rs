@@ -19,6 +19,9 @@ pub(super) fn validate(attr: syn::Result<Attr>, function: &syn::ItemFn) -> syn::
             None
         }
     };
+    if test.as_ref().is_some_and(|test| test.seeds > Some(1)) {
+        errors.take(one_seed_to_panic(function));
+    }
     errors.take(validate_fn(function));
     errors.finish()?;
     // No errors means the attribute parsed and validated.
@@ -65,6 +68,24 @@ fn validate_attr(attr: &Attr) -> syn::Result<SimTest> {
     }
     errors.finish()?;
     Ok(test)
+}
+
+/// `#[should_panic]` with more than one seed: the first seed that panics
+/// ends the run and passes the test, so the seeds after it never run.
+fn one_seed_to_panic(function: &syn::ItemFn) -> syn::Result<()> {
+    match function
+        .attrs
+        .iter()
+        .find(|attr| attr.path().is_ident("should_panic"))
+    {
+        Some(attr) => Err(syn::Error::new_spanned(
+            attr,
+            "`#[should_panic]` with `seeds` passes once the first seed panics, and the seeds \
+             after it never run; give the test one seed (`seed = N`), or assert the failure \
+             in its body for every seed",
+        )),
+        None => Ok(()),
+    }
 }
 
 fn validate_fn(function: &syn::ItemFn) -> syn::Result<()> {
