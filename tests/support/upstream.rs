@@ -42,6 +42,37 @@ async fn forever() -> &'static str {
     "never"
 }
 
+/// Makes calls with `call` until the host behind `recorder` sees the
+/// deadline header exactly as the caller set it, `value`, and fails the
+/// test after five calls: a caller's header goes out as set when the first
+/// attempt starts within a millisecond of the call reading it (later, it
+/// goes out as what is left), which a busy machine misses now and then.
+/// Without that rule no call would, as what is left is always below the
+/// value by then. Every value that goes out is at most `value`.
+#[allow(dead_code)] // not every test binary uses every helper
+pub async fn goes_out_as_set<F, Fut>(recorder: &Recorder, value: u64, mut call: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    for _ in 0..5 {
+        let before = recorder.count();
+        call().await;
+        let hits = recorder.hits();
+        assert_eq!(hits.len(), before + 1, "one request a call");
+        let sent = hits
+            .last()
+            .and_then(|hit| hit.deadline_header.as_deref())
+            .and_then(|sent| sent.parse::<u64>().ok())
+            .expect("the host saw a deadline header");
+        assert!(sent <= value, "{sent} went out for {value}");
+        if sent == value {
+            return;
+        }
+    }
+    panic!("in five calls, {value} never went out as set");
+}
+
 /// `future`, failing the test instead of hanging when it does not end in
 /// 5 s, far past every deadline the client tests use (real time).
 pub async fn ends<F: Future>(future: F) -> F::Output {
