@@ -759,6 +759,35 @@ async fn a_cancelled_that_comes_after_the_time_sent_is_reported_as_deadline_exce
     assert_deadline_status(err);
 }
 
+/// I3: so is an `UNAVAILABLE` then: a proxy that timed the call out by a
+/// header it was sent (Envoy's "upstream request timeout", its 504 as gRPC
+/// maps it).
+#[tokio::test(start_paused = true)]
+async fn a_proxys_unavailable_after_the_time_sent_is_reported_as_deadline_exceeded() {
+    let err = answered_at(BETWEEN, || {
+        Ok::<_, std::io::Error>(
+            Status::unavailable("upstream request timeout")
+                .into_http::<http_body_util::Empty<bytes::Bytes>>(),
+        )
+    })
+    .await
+    .expect_err("the call fails");
+    assert_deadline_status(err);
+}
+
+/// I3: an `UNAVAILABLE` before then is the peer's, kept as it said it.
+#[tokio::test(start_paused = true)]
+async fn an_unavailable_before_the_time_sent_is_the_peers_own() {
+    let response = answered_at(MS(999), || {
+        Ok::<_, std::io::Error>(
+            Status::unavailable("no backend").into_http::<http_body_util::Empty<bytes::Bytes>>(),
+        )
+    })
+    .await
+    .expect("the peer's answer, as it came");
+    assert_eq!(trailers_only(&response), ("14", "no%20backend"));
+}
+
 /// I3: so is a reset stream (or a dropped connection): the call's error,
 /// once the time sent has run out, is the deadline.
 #[tokio::test(start_paused = true)]

@@ -319,11 +319,14 @@ fn end<B, D>(
 
 /// Client side: whether the status in `headers` (a Trailers-Only head,
 /// or trailers) is a deadline's: `DEADLINE_EXCEEDED` from the peer, or a
-/// `CANCELLED` that came once the `grpc-timeout` sent had run out. Once
-/// that time has run out either is reported as timebox's own deadline
-/// status; before, a `DEADLINE_EXCEEDED` is the peer's own deadline, kept
-/// as the peer said it. Both have a source that makes
-/// [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded) hold.
+/// `CANCELLED` or `UNAVAILABLE` that came once the `grpc-timeout` sent had
+/// run out (a proxy that timed the call out by a header it was sent: an
+/// Envoy answers `UNAVAILABLE`, "upstream request timeout", its HTTP 504
+/// in gRPC's mapping). Once that time has run out each is reported as
+/// timebox's own deadline status; before, a `DEADLINE_EXCEEDED` is the
+/// peer's own deadline, kept as the peer said it. Both have a source that
+/// makes [`is_deadline_exceeded`](crate::deadline::is_deadline_exceeded)
+/// hold.
 pub(crate) fn is_the_deadlines(headers: &HeaderMap, side: Side) -> bool {
     if side == Side::Server {
         return false;
@@ -333,7 +336,7 @@ pub(crate) fn is_the_deadlines(headers: &HeaderMap, side: Side) -> bool {
     };
     match Code::from_bytes(code.as_bytes()) {
         Code::DeadlineExceeded => true,
-        Code::Cancelled => side.client_past_sent(),
+        Code::Cancelled | Code::Unavailable => side.client_past_sent(),
         _ => false,
     }
 }

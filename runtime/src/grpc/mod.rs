@@ -33,9 +33,11 @@
 //!   on the request is the call's deadline all the same (and the other
 //!   headers say it too); with neither, the layer leaves a call as it is.
 //!   A `DEADLINE_EXCEEDED` from the peer, and a
-//!   `CANCELLED`, a reset stream or a transport error once the time sent
-//!   has run out (tonic's channel itself ends a call at the `grpc-timeout`
-//!   it carries, with `CANCELLED`), are reported as timebox's
+//!   `CANCELLED`, an `UNAVAILABLE`, a reset stream or a transport error
+//!   once the time sent has run out (tonic's channel itself ends a call at
+//!   the `grpc-timeout` it carries, with `CANCELLED`; a proxy that timed
+//!   the call out by a header it was sent answers `UNAVAILABLE`, as Envoy's
+//!   "upstream request timeout"), are reported as timebox's
 //!   `DEADLINE_EXCEEDED`. A `DEADLINE_EXCEEDED` the peer answers before
 //!   then is its own deadline's (its method's, or its deadline check's): it
 //!   keeps the peer's message and metadata, and is not told as the
