@@ -144,6 +144,50 @@ async fn a_servers_answer_to_the_time_sent_is_the_callers_deadline(sim: Sim) {
     );
 }
 
+/// So is a proxy's `408` then: Envoy ends a stream at the `grpc-timeout`
+/// it carries (Istio turns that on for every HTTP route) with `408
+/// downstream duration timeout`.
+#[sim_test]
+async fn a_proxys_408_at_the_time_sent_is_the_callers_deadline(sim: Sim) {
+    async fn timing_out(headers: http::HeaderMap) -> StatusCode {
+        let sent = headers
+            .get("grpc-timeout")
+            .and_then(timebox::grpc::timeout::parse)
+            .expect("the client sends grpc-timeout");
+        sleep(sent).await;
+        StatusCode::REQUEST_TIMEOUT
+    }
+    sim.net()
+        .host("up", axum::Router::new().fallback(timing_out));
+    let mut config = sim.config();
+    config.http.client.deadline_headers = vec!["grpc-timeout".to_owned()];
+    let client = sim.client_with(&config);
+    let start = Instant::now();
+    let err = Deadline::after(Duration::from_micros(100_500))
+        .scope(client.get("http://up/").send())
+        .await
+        .expect_err("the proxy answered the time it was sent");
+    assert_eq!(Instant::now() - start, MS(100), "before the caller's own");
+    assert!(is_deadline_exceeded(&err), "{err:?}");
+}
+
+/// ...but a `408` well before then is the host's own answer, returned as
+/// it came.
+#[sim_test]
+async fn a_hosts_own_408_before_the_time_sent_is_its_answer(sim: Sim) {
+    sim.net().host(
+        "up",
+        axum::Router::new().fallback(|| async { StatusCode::REQUEST_TIMEOUT }),
+    );
+    let start = Instant::now();
+    let response = Deadline::after(SECS(2))
+        .scope(sim.client().get("http://up/").retries(0).send())
+        .await
+        .expect("the host's answer");
+    assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+}
+
 #[sim_test]
 async fn no_deadline_sends_no_header(sim: Sim) {
     let recorder = Recorder::new();

@@ -389,8 +389,10 @@ impl<B: Body> Call<B> {
 
 /// A host's answer to the time left the attempt told it, as the call's
 /// deadline passing: a `503` or `504` (a timebox server's answers to a
-/// deadline that passed, S5 and S6, or a proxy's timeout) that comes no
-/// more than [`PEER_LEAD`] before the time sent runs out. The host counted
+/// deadline that passed, S5 and S6, or a proxy's timeout), or a `408` (an
+/// Envoy's, at the `grpc-timeout` it was sent, which Istio has it read on
+/// every HTTP route) that comes no more than [`PEER_LEAD`] before the time
+/// sent runs out. The host counted
 /// what it was sent (whole milliseconds) from when it read it, so its
 /// deadline ends a little before ours: its answer is ours passing, not the
 /// host failing, and the call ends with its deadline (C2), a cancelled
@@ -403,7 +405,7 @@ fn answer_to_the_time_sent<R: Answer>(outcome: Outcome<R>, pending: &Pending) ->
     let status = response.status();
     let timed_out = matches!(
         status,
-        StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT
     ) && !was_shed(status, response.headers());
     let sent_ran_out = pending
         .sent
