@@ -42,7 +42,9 @@ pub enum Format {
     ConnectTimeout,
     /// `x-envoy-upstream-rq-timeout-ms`: tells an egress Envoy how long to
     /// give the next hop, in whole milliseconds (at least 1: to Envoy, 0
-    /// means no timeout at all). Outbound only.
+    /// means no timeout at all). Outbound only. Envoy reads it only from a
+    /// client it counts as internal, and then in place of the route's
+    /// timeout, not as a bound under it.
     EnvoyUpstream,
 }
 
