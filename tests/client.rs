@@ -454,6 +454,43 @@ async fn the_same_seed_gives_the_same_event_log(_sim: Sim) {
     assert_ne!(first, scripted_run(4).await);
 }
 
+/// When a `ClientLayer` given the run's source sends its attempts to a
+/// host that answers 503: its backoff is jittered.
+async fn layer_attempts_at(seed: u64) -> Vec<Duration> {
+    use http_body_util::{Empty, Full};
+    use tower::{Layer, ServiceExt};
+
+    let sim = Sim::new(seed);
+    let start = Instant::now();
+    let attempts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&attempts);
+    let unavailable = tower::service_fn(move |_: http::Request<Full<bytes::Bytes>>| {
+        seen.lock().unwrap().push(start.elapsed());
+        let answer = http::Response::builder()
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .body(Empty::<bytes::Bytes>::new());
+        async move { answer }
+    });
+    let layer = timebox::client::ClientLayer::new(&sim.config()).entropy(sim.entropy());
+    let request = http::Request::get("http://up/")
+        .body(Full::default())
+        .unwrap();
+    let answer = layer.layer(unavailable).oneshot(request).await;
+    assert_eq!(answer.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    let attempts = attempts.lock().unwrap().clone();
+    attempts
+}
+
+/// The sim module's recipe: a part the test builds itself replays with
+/// the seed once given the run's source.
+#[sim_test]
+async fn a_client_layer_given_the_runs_source_replays_its_backoff(_sim: Sim) {
+    let first = layer_attempts_at(3).await;
+    assert!(first.len() > 1, "the answers are retried: {first:?}");
+    assert_eq!(first, layer_attempts_at(3).await);
+    assert_ne!(first, layer_attempts_at(4).await);
+}
+
 /// The error of one attempt, without retries, to `url`.
 async fn sent_once(sim: &Sim, url: &str) -> ClientError {
     sim.client()

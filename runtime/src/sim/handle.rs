@@ -130,7 +130,9 @@ impl Sim {
     /// The default configuration, observed by the run's recording: build
     /// the app's parts (layers, shutdown, streams) from it, or from
     /// [`Sim::observe`] of your own, and [`Sim::observed`] lists their
-    /// events.
+    /// events. A part that draws random numbers (a `ClientLayer`, a
+    /// `TimeboxLayer`) also takes [`Sim::entropy`] by its `entropy(..)`, or
+    /// its draws do not replay with the seed.
     #[must_use]
     pub fn config(&self) -> Config {
         self.observe(Config::default())

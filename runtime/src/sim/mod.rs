@@ -11,7 +11,12 @@
 //!
 //! Everything random that timebox draws comes from the simulation's seeded
 //! [`Entropy`](crate::entropy::Entropy), so a failing run is replayed
-//! exactly by running it again with the same seed. Two things in a test's
+//! exactly by running it again with the same seed. The parts the [`Sim`]
+//! makes (`sim.client()`, `sim.app(..)`, its network) draw from it; a part
+//! the test builds itself draws from the operating system unless it is
+//! given the seed's source: `ClientLayer::new(&config).entropy(sim.entropy())`,
+//! and the same `entropy` of `Client::builder()`, the `Timebox` middleware,
+//! `TimeboxLayer` and `GrpcDeadlineLayer`. Two things in a test's
 //! own code are not covered: an unbiased `tokio::select!` picks among
 //! branches ready at once with tokio's own random source (write `biased;`
 //! where the order matters), and a panic in a task the test spawned fails
