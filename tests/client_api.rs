@@ -111,6 +111,51 @@ async fn a_response_says_the_url_it_came_from(sim: Sim) {
     assert_eq!(response.url().as_str(), "http://echo/here");
 }
 
+/// As reqwest's: a response says its body's length when it is known,
+/// the length of the body it has (none for a `HEAD`); a simulated host
+/// has no address.
+#[sim_test]
+async fn a_response_says_its_body_length_and_no_address_from_a_simulated_host(sim: Sim) {
+    hosts(&sim);
+    let client = sim.client();
+    let response = client.get("http://other/text").send().await.unwrap();
+    assert_eq!(response.content_length(), Some("not json".len() as u64));
+    assert_eq!(response.remote_addr(), None);
+    let streamed = client.get("http://other/drip").send().await.unwrap();
+    assert_eq!(streamed.content_length(), None, "a body sent in chunks");
+    let head = client.head("http://other/text").send().await.unwrap();
+    assert_eq!(
+        head.content_length(),
+        Some(0),
+        "a HEAD's answer has no body"
+    );
+}
+
+/// A transport whose every answer is an empty `200` over HTTP/2.
+#[derive(Debug)]
+struct Http2Answers;
+
+impl timebox::client::Transport for Http2Answers {
+    fn send(&self, _: http::Request<Bytes>) -> timebox::client::TransportFuture {
+        let empty = futures_util::stream::empty::<Result<Bytes, std::io::Error>>();
+        let answer = http::Response::builder()
+            .version(http::Version::HTTP_2)
+            .body(timebox::client::ResponseBody::from_stream(empty))
+            .expect("a valid answer");
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// The version is the one the transport's answer came in.
+#[tokio::test]
+async fn a_response_says_the_version_its_transport_answered_in() {
+    let client = timebox::client::Client::builder()
+        .transport(std::sync::Arc::new(Http2Answers))
+        .build();
+    let response = client.get("http://up/").send().await.unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+}
+
 /// As reqwest's: `headers` replaces the headers of its names set before,
 /// and leaves the others.
 #[sim_test]

@@ -20,6 +20,7 @@ use timebox::client::{Client, ClientError};
 use timebox::config::Config;
 use timebox::deadline::header::DEADLINE_HEADER;
 use timebox::deadline::Deadline;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{sleep, Instant};
 
 use support::ports::Refusing;
@@ -62,6 +63,46 @@ where
             answer(request.uri().path())
         }
     })
+}
+
+/// As reqwest's: a response over the client's reqwest transport says the
+/// version it came in, the address it came from and its body's length.
+#[tokio::test]
+async fn a_response_says_its_version_address_and_length() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("the client connects");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            socket.read_exact(&mut byte).await.expect("a request head");
+            head.push(byte[0]);
+        }
+        socket
+            .write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            .await
+            .expect("the answer is written");
+    });
+    let response = ends(client().get(format!("http://{addr}/")).send())
+        .await
+        .unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_10);
+    assert_eq!(response.remote_addr(), Some(addr));
+    assert_eq!(response.content_length(), Some(5));
+}
+
+/// ...and the length of the body it has: none for the answer to a `HEAD`,
+/// whose `Content-Length` is the body a `GET` would have.
+#[tokio::test]
+async fn a_heads_answer_has_no_body_length() {
+    let recorder = Recorder::new();
+    let addr = serve(routed(&recorder, |_| "hello".into_response())).await;
+    let response = ends(client().head(format!("http://{addr}/")).send())
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-length"], "5");
+    assert_eq!(response.content_length(), Some(0));
 }
 
 // C1/C2: a hanging upstream ends the call at the deadline.

@@ -107,6 +107,8 @@ pub use layer::{ClientLayer, ClientService, ResponseFuture};
 pub use options::CallOptions;
 pub use request::{Pending, RequestBuilder};
 pub use response::Response;
+#[cfg(feature = "sim")]
+pub(crate) use transport::BodyLength;
 pub use transport::{RedirectsOn, ResponseBody, Transport, TransportError, TransportFuture};
 /// The URL type [`Response::url`] gives, as reqwest re-exports it.
 pub use url::Url;

@@ -1,12 +1,14 @@
 //! [`Response`]: what an outbound call returns.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use futures_core::Stream;
-use http::{HeaderMap, StatusCode};
+use http::header::CONTENT_LENGTH;
+use http::{HeaderMap, StatusCode, Version};
 use serde::de::DeserializeOwned;
 use url::Url;
 
@@ -14,7 +16,7 @@ use crate::deadline::{bounded, BoundedStream, Deadline};
 use crate::observe::{tell_outbound_deadline, waiting_at, waiting_now, Observers, Stage};
 
 use super::request::SentTo;
-use super::transport::{cut_to_path, BodyStream, ResponseBody};
+use super::transport::{cut_to_path, BodyLength, BodyStream, RemoteAddr, ResponseBody};
 use super::ClientError;
 
 /// The response of an outbound call: status and headers at once, the body
@@ -22,7 +24,11 @@ use super::ClientError;
 #[derive(Debug)]
 pub struct Response {
     status: StatusCode,
+    version: Version,
     headers: HeaderMap,
+    remote_addr: Option<SocketAddr>,
+    /// The body's exact length, when the transport said it.
+    length: Option<BodyLength>,
     url: Url,
     body: ResponseBody,
     deadline: Option<Deadline>,
@@ -45,6 +51,12 @@ impl Response {
             .map_or(asked, |SentTo(url)| url);
         Self {
             status: parts.status,
+            version: parts.version,
+            remote_addr: parts
+                .extensions
+                .get::<RemoteAddr>()
+                .map(|RemoteAddr(addr)| *addr),
+            length: parts.extensions.get::<BodyLength>().copied(),
             headers: parts.headers,
             url,
             body,
@@ -72,6 +84,42 @@ impl Response {
     #[must_use]
     pub fn headers(&self) -> &HeaderMap {
         &self.headers
+    }
+
+    /// The HTTP version the answer came in.
+    #[must_use]
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The exact length of the body, when it is known, as reqwest's: not
+    /// the `Content-Length` header as such (read [`headers`](Self::headers)
+    /// for that), but what the head says the body will be: `Some(0)` for
+    /// the answer to a `HEAD`, a `204` or a `304`, `None` for a body sent
+    /// in chunks, or one a reqwest client with decompression on decodes.
+    /// The client's reqwest transport and a simulated network say it; from
+    /// another [`Transport`](super::Transport), this is the
+    /// `Content-Length` header's value.
+    #[must_use]
+    pub fn content_length(&self) -> Option<u64> {
+        if let Some(BodyLength(length)) = self.length {
+            return length;
+        }
+        self.headers
+            .get(CONTENT_LENGTH)?
+            .to_str()
+            .ok()?
+            .parse()
+            .ok()
+    }
+
+    /// The address of the server the answer came from, as reqwest's: known
+    /// to the client's own reqwest transport; `None` from another
+    /// [`Transport`](super::Transport) (a simulated network's hosts have
+    /// none).
+    #[must_use]
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        self.remote_addr
     }
 
     /// The whole body.

@@ -197,6 +197,17 @@ pub(crate) fn refuse_redirected(
     })))
 }
 
+/// The address a response came from, as the transport that made the
+/// connection knows it: [`Response::remote_addr`](super::Response::remote_addr).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RemoteAddr(pub(crate) std::net::SocketAddr);
+
+/// The exact length of a response's body, when its transport knows it
+/// (hyper's reading of the head: `0` for a `HEAD`, a `204` or a `304`,
+/// none for a body sent in chunks): [`Response::content_length`](super::Response::content_length).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLength(pub(crate) Option<u64>);
+
 /// `url` as errors show it: scheme, host, port and path. Its query and
 /// user info may hold secrets (a presigned link's signature, an API key),
 /// and the errors of a call are logged where a server answers for them.
@@ -235,10 +246,16 @@ impl Transport for ReqwestTransport {
                 .await
                 .map_err(|err| TransportError::of_reqwest(&err)(without_secrets(err).into()))?;
             let response = refuse_redirected(&requested, response)?;
-            let mut head = http::Response::builder().status(response.status());
+            let mut head = http::Response::builder()
+                .status(response.status())
+                .version(response.version());
             if let Some(headers) = head.headers_mut() {
                 headers.extend(response.headers().clone());
             }
+            if let Some(addr) = response.remote_addr() {
+                head = head.extension(RemoteAddr(addr));
+            }
+            head = head.extension(BodyLength(response.content_length()));
             let chunks = response.bytes_stream().map_err(without_secrets);
             head.body(ResponseBody::from_stream(chunks))
                 .map_err(|err| TransportError::Other(err.into()))

@@ -13,7 +13,7 @@ use http::{HeaderValue, Method};
 use tokio::time::Instant;
 use tower_service::Service;
 
-use crate::client::{ResponseBody, Transport, TransportError, TransportFuture};
+use crate::client::{BodyLength, ResponseBody, Transport, TransportError, TransportFuture};
 use crate::deadline::unscoped;
 use crate::entropy::Entropy;
 use crate::problem;
@@ -265,6 +265,9 @@ impl SimNet {
         let Ok(mut response) = unscoped(router.call(request)).await;
         problem::redraw_retry_after(&mut response, &self.entropy);
         pending.settle(response.status().as_str());
+        // Its exact length, as a client's transport reads it from the head.
+        let length = http_body::Body::size_hint(response.body()).exact();
+        response.extensions_mut().insert(BodyLength(length));
         // The body too is the host's: read under the caller's deadline, it
         // still runs without it.
         Ok(response.map(|body| ResponseBody::from_stream(unscoped(body.into_data_stream()))))
