@@ -335,12 +335,11 @@ fn as_received(request: http::Request<Bytes>) -> http::Request<Body> {
     let (mut parts, body) = request.into_parts();
     parts.extensions = http::Extensions::new();
     if !parts.headers.contains_key(HOST) {
-        let default_port = match parts.uri.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        };
+        let default_port = parts.uri.scheme_str().and_then(crate::retry::default_port);
         let host = match (parts.uri.host(), parts.uri.port_u16()) {
-            (Some(host), Some(port)) if port != default_port => Some(format!("{host}:{port}")),
+            (Some(host), Some(port)) if Some(port) != default_port => {
+                Some(format!("{host}:{port}"))
+            }
             (Some(host), _) => Some(host.to_owned()),
             (None, _) => None,
         };
