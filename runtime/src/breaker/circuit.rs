@@ -116,11 +116,15 @@ impl CircuitBreaker {
     /// [`try_acquire`](Self::try_acquire) at `now`, a clock reading its
     /// caller took for more than this.
     pub(crate) fn try_acquire_at(&self, now: Instant) -> Result<Permit, Open> {
-        let generation = self.shared.step(|machine| match machine.acquire(now) {
-            Ok(generation) => (Ok(generation), None),
+        let shared = &self.shared;
+        // The permit is made with the slot, before the step tells what it
+        // changed: an observer that panics at the half-opening then drops
+        // a permit, which frees its trial slot, instead of leaving a slot
+        // taken that nothing will ever free.
+        shared.step(|machine| match machine.acquire(now) {
+            Ok(generation) => (Ok(Permit::new(Arc::clone(shared), generation, now)), None),
             Err(open) => (Err(open), Some(BreakerCallOutcome::Rejected)),
-        })?;
-        Ok(Permit::new(Arc::clone(&self.shared), generation, now))
+        })
     }
 
     /// Where the breaker stands now (an open breaker whose period has ended

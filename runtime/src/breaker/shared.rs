@@ -384,14 +384,25 @@ mod tests {
         );
     }
 
-    /// Panics at the first change it is told.
-    #[derive(Default)]
-    struct PanicsOnce(Mutex<bool>);
+    /// Panics at the first event `at` picks.
+    struct PanicsOnce {
+        at: fn(&Event) -> bool,
+        panicked: Mutex<bool>,
+    }
+
+    impl PanicsOnce {
+        fn at(at: fn(&Event) -> bool) -> Self {
+            Self {
+                at,
+                panicked: Mutex::new(false),
+            }
+        }
+    }
 
     impl Observer for PanicsOnce {
         fn on_event(&self, event: &Event) {
-            let mut panicked = self.0.lock().unwrap();
-            if is_opened(event) && !*panicked {
+            let mut panicked = self.panicked.lock().unwrap();
+            if (self.at)(event) && !*panicked {
                 *panicked = true;
                 drop(panicked);
                 panic!("an observer's own failure");
@@ -427,7 +438,7 @@ mod tests {
         let breaker = breaker(
             Observers::new()
                 .with(recording.clone())
-                .with(PanicsOnce::default()),
+                .with(PanicsOnce::at(is_opened)),
         );
         let failed = catch_unwind(AssertUnwindSafe(|| {
             breaker.try_acquire().expect("closed").failure();
@@ -435,5 +446,46 @@ mod tests {
         assert!(failed.is_err(), "the observer's panic reaches the caller");
         assert_eq!(breaker.state(), BreakerState::HalfOpen);
         assert_eq!(transitions(&recording), OPENED_THEN_HALF_OPENED);
+    }
+
+    #[test]
+    fn an_observer_panic_at_the_half_opening_frees_the_trial_slot_it_took() {
+        let config = BreakerConfig {
+            half_open_trials: 1,
+            ..config()
+        };
+        let is_half_opened = |event: &Event| {
+            matches!(
+                event,
+                Event::BreakerTransition {
+                    to: BreakerState::HalfOpen,
+                    ..
+                }
+            )
+        };
+        let recording = Recording::new();
+        let observers = Observers::new()
+            .with(recording.clone())
+            .with(PanicsOnce::at(is_half_opened));
+        let breaker = CircuitBreaker::observed("host", "host".into(), &config, observers);
+        breaker.try_acquire().expect("closed").failure();
+        // The look that half-opens the breaker takes its one trial slot,
+        // and is where the observer panics.
+        let trial = catch_unwind(AssertUnwindSafe(|| breaker.try_acquire()));
+        assert!(trial.is_err(), "the observer's panic reaches the caller");
+        breaker
+            .try_acquire()
+            .expect("the slot of the trial that never ran is free")
+            .success();
+        // The trial that never ran counted for nothing: it did not open
+        // the breaker again.
+        assert_eq!(
+            transitions(&recording),
+            [
+                (BreakerState::Closed, BreakerState::Open),
+                (BreakerState::Open, BreakerState::HalfOpen),
+                (BreakerState::HalfOpen, BreakerState::Closed),
+            ]
+        );
     }
 }
