@@ -56,6 +56,18 @@
 //! hosts. Only a cancelled call that had already run past the slow-call
 //! threshold says something about the host.
 //!
+//! The other side of that rule: a host that takes connections and never
+//! answers is, to each caller, a call its own deadline ended, so it opens
+//! no breaker while the deadlines are shorter than both the attempt timeout
+//! (`http.client.timeout_secs`, 30) and the slow-call threshold (60). An
+//! attempt that its timeout ends with time still left *is* the host's
+//! failure (C2: an ordinary timeout), and a cancelled call past the
+//! threshold is slow. To have such a host fail fast, set the attempt
+//! timeout below the deadlines the calls run under (a few times the host's
+//! usual latency, say): a host that hangs on some calls only is found that
+//! way alone, since slow calls open the breaker only when all of the
+//! window's are (`slow_call_rate_threshold`, 1.0).
+//!
 //! An outcome counts only in the state its permit was issued in: a call
 //! admitted while closed that ends after the breaker opened is ignored, and
 //! so is a trial that ends after another trial reopened the breaker.
