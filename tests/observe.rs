@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 use futures_util::StreamExt;
 use http::StatusCode;
 use http_body_util::BodyExt;
-use timebox::client::ClientError;
+use timebox::client::{AttemptKind, ClientError};
 use timebox::config::Config;
 use timebox::deadline::Deadline;
 use timebox::observe::{Event, Observer, Recording};
@@ -20,7 +20,7 @@ use timebox::watchdog::Watchdog;
 use tokio::time::sleep;
 
 use support::http::request;
-use support::observe::lines;
+use support::observe::{budget_levels_after_a_panicking_get, lines, tells_a_withdrawal, PanicsAt};
 use support::time::{MS, SECS};
 use support::upstream::{recording, Recorder};
 
@@ -1110,6 +1110,36 @@ async fn a_retry_dropped_in_its_backoff_tells_the_tokens_given_back(sim: Sim) {
         ],
         "refilled, withdrawn for the retry, given back: {told:?}"
     );
+}
+
+/// Whether `event` tells a retry's start.
+fn tells_a_retry_start(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::AttemptStarted { attempt, .. } if attempt.kind == AttemptKind::Retry
+    )
+}
+
+/// B2: a retry an observer's panic stops before it is sent gives its
+/// tokens back, whether the panic comes as the withdrawal is told or as
+/// the retry starts: the bucket is full again.
+#[sim_test]
+async fn a_retry_an_observer_panic_stops_gives_its_tokens_back(sim: Sim) {
+    let tells_a_withdrawal: fn(&Event) -> bool = tells_a_withdrawal;
+    for (host, at) in [("a", tells_a_withdrawal), ("b", tells_a_retry_start)] {
+        sim.net()
+            .host(host, answering(StatusCode::SERVICE_UNAVAILABLE));
+        let panicking = sim.client_with(&sim.config().observed_by(PanicsAt(at)));
+        let url = format!("http://{host}/");
+        let host = format!("{host}:80");
+        let levels =
+            budget_levels_after_a_panicking_get(panicking, url, &host, || sim.observed()).await;
+        assert_eq!(
+            levels,
+            ["tokens=500", "tokens=486", "tokens=500"],
+            "full, withdrawn for the retry, given back"
+        );
+    }
 }
 
 /// `GET /proxy` on a route with a 1 s deadline whose handler calls host

@@ -1,7 +1,7 @@
 //! Events written as one short line each, so a test states a whole
 //! sequence plainly.
 
-use timebox::observe::Event;
+use timebox::observe::{Event, Observer};
 
 /// `event` as `name key=value ..`, durations in whole milliseconds.
 pub fn line(event: &Event) -> String {
@@ -124,5 +124,43 @@ pub fn exceeded_stages(events: &[Event]) -> Vec<timebox::observe::Stage> {
             Event::DeadlineExceeded { stage, .. } => Some(*stage),
             _ => None,
         })
+        .collect()
+}
+
+/// An observer that panics at every event its function picks.
+pub struct PanicsAt(pub fn(&Event) -> bool);
+
+impl Observer for PanicsAt {
+    fn on_event(&self, event: &Event) {
+        if (self.0)(event) {
+            panic!("an observer's own failure");
+        }
+    }
+}
+
+/// Whether `event` tells a bucket below its 500 tokens: a withdrawal.
+pub fn tells_a_withdrawal(event: &Event) -> bool {
+    matches!(event, Event::BudgetTokens { tokens, .. } if *tokens < 500.0)
+}
+
+/// Runs `GET url` on `client` in a task of its own, which an observer's
+/// panic fails; then the levels of `host`'s bucket that `events` told, in
+/// order (`tokens=N`).
+pub async fn budget_levels_after_a_panicking_get(
+    client: timebox::client::Client,
+    url: String,
+    host: &str,
+    events: impl FnOnce() -> Vec<Event>,
+) -> Vec<String> {
+    let call = tokio::spawn(async move { client.get(url).send().await.map(drop) });
+    let failed = call
+        .await
+        .expect_err("the observer's panic reaches the call");
+    assert!(failed.is_panic());
+    let tokens = format!("budget_tokens host={host} ");
+    lines(&events())
+        .iter()
+        .filter_map(|line| line.strip_prefix(&tokens))
+        .map(str::to_owned)
         .collect()
 }

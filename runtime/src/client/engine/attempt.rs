@@ -123,9 +123,6 @@ impl<B: Body> Call<B> {
             }
             self.target.refilled = true;
         }
-        if let Some(charge) = &mut self.charge {
-            charge.sent = true;
-        }
         let attempt_ends = match self.attempt_ends {
             Some(ends) if self.next_kind == AttemptKind::Redirect => ends,
             _ => Deadline::after_start(now, self.attempt_timeout),
@@ -161,6 +158,11 @@ impl<B: Body> Call<B> {
             host: self.label(),
             attempt,
         });
+        // Marked once told: an observer that panics at the start drops the
+        // call with this retry unsent, and its tokens go back.
+        if let Some(charge) = &mut self.charge {
+            charge.sent = true;
+        }
         self.under_way.started(attempt, self.span.clone());
         let pending = Pending {
             ends: self.deadline.map_or(attempt_ends, |d| d.min(attempt_ends)),

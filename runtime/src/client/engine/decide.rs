@@ -340,7 +340,6 @@ impl<B: Body> Call<B> {
                 );
                 return self.skip(SkipReason::Budget, result);
             }
-            self.tell_tokens(budget, None);
         }
         // Only this retry's tokens can come back: an earlier retry's charge
         // was sent and did not succeed, so what it spent stays spent, also
@@ -351,6 +350,11 @@ impl<B: Body> Call<B> {
             kind,
             sent: false,
         });
+        // Told once the charge holds the tokens: an observer that panics
+        // here drops the call with its retry unsent, and they go back.
+        if let Some(charge) = &self.charge {
+            self.tell_tokens(&charge.budget, None);
+        }
         tracing::debug!(
             host = self.target.host,
             attempt = attempt + 1,
