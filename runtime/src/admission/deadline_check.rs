@@ -86,7 +86,7 @@ impl DeadlineCheck {
         };
         state.cap.count(now);
         match estimate.filter(|&(estimate, _)| time_left < estimate) {
-            Some((estimate, source)) if state.cap.try_take(now) => Verdict::TooShort {
+            Some((estimate, source)) if state.cap.try_take(now).is_some() => Verdict::TooShort {
                 time_left,
                 estimate,
                 source,

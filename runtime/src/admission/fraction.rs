@@ -47,8 +47,11 @@ impl FractionCap {
     }
 
     /// Whether one more of the counted requests may take the path without
-    /// passing the cap; it is counted as taken if so.
-    pub(crate) fn try_take(&mut self, now: Instant) -> bool {
+    /// passing the cap: if so, it is counted as taken, in the second that
+    /// starts at the instant returned (for [`give_back`]).
+    ///
+    /// [`give_back`]: Self::give_back
+    pub(crate) fn try_take(&mut self, now: Instant) -> Option<Instant> {
         self.rotate(now);
         let (requests, taken) = self
             .buckets
@@ -59,20 +62,25 @@ impl FractionCap {
         if fits {
             self.buckets[self.newest].taken += 1;
         }
-        fits
+        self.current.filter(|_| fits)
     }
 
-    /// Gives back one taken place, of a request that did not take the path
-    /// after all (usually moments after it took it): from the newest
-    /// bucket. Should a second begin between the two, that is a bucket it
-    /// was not taken from, which gives back nothing when it holds none, else
-    /// one place of another request's: for that second the share is one
-    /// place wider.
+    /// Gives back a place taken in the second that starts at `taken_in`
+    /// (what [`try_take`] returned) by a request that did not use it after
+    /// all, if that second is still among the ten.
+    ///
+    /// [`try_take`]: Self::try_take
     #[cfg(feature = "client")]
-    pub(crate) fn give_back(&mut self, now: Instant) {
+    pub(crate) fn give_back(&mut self, taken_in: Instant, now: Instant) {
         self.rotate(now);
-        let newest = &mut self.buckets[self.newest];
-        newest.taken = newest.taken.saturating_sub(1);
+        let Some(current) = self.current else { return };
+        // Whole seconds back from the newest, which starts at `current`.
+        let back = current.saturating_duration_since(taken_in).as_secs();
+        let Some(back) = usize::try_from(back).ok().filter(|&back| back < BUCKETS) else {
+            return; // its second is no longer counted
+        };
+        let bucket = &mut self.buckets[(self.newest + BUCKETS - back) % BUCKETS];
+        bucket.taken = bucket.taken.saturating_sub(1);
     }
 
     fn rotate(&mut self, now: Instant) {
@@ -102,7 +110,7 @@ mod tests {
         (0..requests)
             .filter(|_| {
                 cap.count(now);
-                cap.try_take(now)
+                cap.try_take(now).is_some()
             })
             .count()
     }
@@ -119,9 +127,9 @@ mod tests {
         let now = Instant::now();
         let mut cap = FractionCap::new(0.5);
         cap.count(now);
-        assert!(!cap.try_take(now));
+        assert!(cap.try_take(now).is_none());
         cap.count(now);
-        assert!(cap.try_take(now));
+        assert!(cap.try_take(now).is_some());
     }
 
     #[test]
@@ -140,5 +148,45 @@ mod tests {
         // Ten seconds on, only the new second's requests count.
         let ten = start + Duration::from_secs(10);
         assert_eq!(refused(&mut counted(), ten, 10), 2);
+    }
+
+    #[cfg(feature = "client")]
+    #[test]
+    fn a_place_given_back_later_leaves_the_second_it_was_taken_in() {
+        let start = Instant::now();
+        let mut cap = FractionCap::new(0.5);
+        cap.count(start);
+        cap.count(start);
+        let taken = start + Duration::from_millis(300);
+        let taken_in = cap.try_take(taken).expect("one of two requests");
+        assert_eq!(taken_in, start, "the second the first count began");
+        assert!(cap.try_take(taken).is_none(), "one of two requests");
+        // Given back in the next second, the place leaves the first one.
+        let later = start + Duration::from_millis(1500);
+        cap.give_back(taken_in, later);
+        assert!(cap.try_take(later).is_some());
+    }
+
+    #[cfg(feature = "client")]
+    #[test]
+    fn a_place_whose_second_is_gone_gives_back_nothing() {
+        let start = Instant::now();
+        let nine = start + Duration::from_secs(9);
+        let ten = start + Duration::from_millis(10_500);
+        let mut cap = FractionCap::new(0.5);
+        let mut taken_in = Vec::new();
+        for at in [start, nine, ten] {
+            for _ in 0..4 {
+                cap.count(at);
+            }
+            taken_in.push(cap.try_take(at).expect("one of four requests"));
+        }
+        // The first second has left the ten, and its place with it: giving
+        // it back takes none of the ninth's or the tenth's. Eight requests
+        // counted, two places taken: two more fit, not three.
+        cap.give_back(taken_in[0], ten);
+        assert!(cap.try_take(ten).is_some());
+        assert!(cap.try_take(ten).is_some());
+        assert!(cap.try_take(ten).is_none(), "four of eight requests");
     }
 }

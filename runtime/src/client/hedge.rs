@@ -44,6 +44,14 @@ pub(crate) enum Refusal {
     ExtraLoad,
 }
 
+/// A hedge's admission: the second it took its place in the host's share
+/// in, where [`Hedging::withdraw`] gives it back should the hedge not go
+/// after all.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Admitted {
+    taken_in: Instant,
+}
+
 impl Refusal {
     pub(crate) const fn as_str(self) -> &'static str {
         match self {
@@ -100,7 +108,7 @@ impl Hedging {
         stats: &HostStats,
         left: Option<Duration>,
         budget: Option<&RetryBudget>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Admitted, Refusal> {
         let now = Instant::now();
         let median = stats.estimate(now).map(|estimate| estimate.median);
         if let (Some(left), Some(median)) = (left, median) {
@@ -111,20 +119,25 @@ impl Hedging {
         if budget.is_some_and(|budget| !budget.try_withdraw_hedge(self.config.hedge_cost)) {
             return Err(Refusal::Budget);
         }
-        if !stats.hedged().try_take(now) {
+        let Some(taken_in) = stats.hedged().try_take(now) else {
             if let Some(budget) = budget {
                 budget.refund_hedge(self.config.hedge_cost);
             }
             return Err(Refusal::ExtraLoad);
-        }
-        Ok(())
+        };
+        Ok(Admitted { taken_in })
     }
 
     /// Undoes what [`admit`](Self::admit) took for a hedge that was not
     /// sent after all, or failed on our side: its place in the host's share
     /// of hedged requests and its tokens.
-    pub(crate) fn withdraw(&self, stats: &HostStats, budget: Option<&RetryBudget>) {
-        stats.hedged().give_back(Instant::now());
+    pub(crate) fn withdraw(
+        &self,
+        admitted: Admitted,
+        stats: &HostStats,
+        budget: Option<&RetryBudget>,
+    ) {
+        stats.hedged().give_back(admitted.taken_in, Instant::now());
         if let Some(budget) = budget {
             budget.refund_hedge(self.config.hedge_cost);
         }

@@ -231,9 +231,12 @@ impl<B: Body> Call<B> {
         let stats = self.target.stats.clone()?;
         let left = self.deadline.map(Deadline::remaining);
         let budget = self.target.budget.clone();
-        if let Err(refusal) = self.rules.hedging.admit(&stats, left, budget.as_ref()) {
-            tracing::debug!(host = self.target.host, "no hedge: {}", refusal.as_str());
-            return None;
+        match self.rules.hedging.admit(&stats, left, budget.as_ref()) {
+            Ok(admitted) => self.hedge = Some(admitted),
+            Err(refusal) => {
+                tracing::debug!(host = self.target.host, "no hedge: {}", refusal.as_str());
+                return None;
+            }
         }
         if let Some(budget) = &budget {
             self.tell_tokens(budget, None);
@@ -262,12 +265,12 @@ impl<B: Body> Call<B> {
     /// failed on our side (the host's doing or not, as a retry's refund
     /// reads it, B2): it costs nothing, neither tokens nor a place in the
     /// host's share of hedged requests.
-    pub(super) fn withdraw_hedge(&self) {
-        let Some(stats) = &self.target.stats else {
+    pub(super) fn withdraw_hedge(&mut self) {
+        let (Some(admitted), Some(stats)) = (self.hedge.take(), &self.target.stats) else {
             return;
         };
         let budget = self.target.budget.as_ref();
-        self.rules.hedging.withdraw(stats, budget);
+        self.rules.hedging.withdraw(admitted, stats, budget);
         if let Some(budget) = budget {
             self.tell_tokens(budget, None);
         }

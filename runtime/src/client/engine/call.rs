@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use tracing::Span;
 use url::Url;
 
+use crate::client::hedge::Admitted;
 use crate::client::rules::Rules;
 use crate::client::{span, Attempt, AttemptKind, CallOptions, ClientError};
 use crate::deadline::Deadline;
@@ -59,6 +60,9 @@ pub(crate) struct Call<B> {
     pub(super) refilled: Vec<String>,
     /// The tokens the pending retry holds.
     pub(super) charge: Option<Charge>,
+    /// The hedge's admission, once one was admitted (a call hedges its
+    /// first attempt only).
+    pub(super) hedge: Option<Admitted>,
     pub(super) attempt_timeout: Duration,
     /// When the current attempt times out: one timeout covers its whole
     /// chain of hops. Set when the first request of an attempt starts.
@@ -156,6 +160,7 @@ impl<B: Body> Call<B> {
             next_kind: AttemptKind::First,
             refilled: Vec::new(),
             charge: None,
+            hedge: None,
             attempt_timeout,
             attempt_ends: None,
             began: rules.observers.is_listening().then(Instant::now),
