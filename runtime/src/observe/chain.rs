@@ -6,9 +6,13 @@ use std::fmt::{self, Write as _};
 /// Shows an error and every `source()` below it, joined by `": "`, as
 /// `anyhow`'s `{:#}` does: a `%` field that says what failed under
 /// "request failed" in every log format (tracing's text format prints an
-/// error value's sources, its JSON format does not). At most [`MOST`]
-/// bytes, then `…`: a cause may quote what a peer sent (serde quotes the
-/// string it could not read), of any length.
+/// error value's sources, its JSON format does not). A cause may quote what
+/// a peer sent (serde quotes the string it could not read), of any length
+/// and with any characters: control characters and those that reorder a
+/// line (bidirectional overrides) are escaped as `{:?}` escapes them
+/// (`\n`, `\u{1b}`, `\u{202e}`), so that a peer's text cannot start log
+/// lines of its own, drive a terminal or disguise a line, and at most
+/// [`MOST`] bytes are shown, then `…`.
 pub(crate) struct Chain<'a>(pub(crate) &'a (dyn Error + 'static));
 
 /// The most bytes a [`Chain`] shows.
@@ -53,7 +57,8 @@ fn head(text: &str, most: usize) -> &str {
     &text[..end]
 }
 
-/// Writes through to `f` until `left` bytes are used, then nothing.
+/// Writes through to `f`, the characters `is_escaped` picks escaped, until
+/// `left` bytes are used, then nothing.
 struct Capped<'a, 'b> {
     f: &'a mut fmt::Formatter<'b>,
     left: usize,
@@ -62,6 +67,40 @@ struct Capped<'a, 'b> {
 
 impl fmt::Write for Capped<'_, '_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        let mut rest = s;
+        while let Some(at) = rest.find(is_escaped) {
+            let (plain, from_control) = rest.split_at(at);
+            self.write_plain(plain)?;
+            let mut chars = from_control.chars();
+            if let Some(control) = chars.next() {
+                // Its escape is of printable characters only.
+                write!(self, "{}", control.escape_debug())?;
+            }
+            rest = chars.as_str();
+        }
+        self.write_plain(rest)
+    }
+}
+
+/// Whether a log field shows `c` escaped: a control character, or one
+/// that moves or reorders what a terminal shows (a line or paragraph
+/// separator, a bidirectional mark, embedding, override or isolate).
+fn is_escaped(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+impl Capped<'_, '_> {
+    fn write_plain(&mut self, s: &str) -> fmt::Result {
         if s.len() <= self.left {
             self.left -= s.len();
             return self.f.write_str(s);
@@ -120,5 +159,17 @@ mod tests {
         let cut = capped(&text);
         assert!(cut.ends_with('…') && cut.len() <= MOST + '…'.len_utf8());
         assert_eq!(capped("short"), "short");
+    }
+
+    #[test]
+    fn a_peers_control_characters_are_escaped() {
+        let err = Outer(io::Error::other(
+            "unknown variant `a\n2026-05-01 ERROR forged\u{1b}[2J \u{202e}é 中`",
+        ));
+        assert_eq!(
+            Chain(&err).to_string(),
+            "request failed: unknown variant \
+             `a\\n2026-05-01 ERROR forged\\u{1b}[2J \\u{202e}é 中`"
+        );
     }
 }
