@@ -51,6 +51,18 @@ impl ClientSettings {
 /// the caller's deadline too: once the deadline passes, the service says
 /// it is ready, and the call it is asked for fails at once with
 /// `DEADLINE_EXCEEDED` without reaching the inner service.
+///
+/// What is left is written into `grpc-timeout` when the call is handed to
+/// the inner service. A `Channel` may still hold it in its buffer after
+/// that, while it connects or reconnects, and the host then counts the
+/// value from the call's arrival: its deadline ends later than the
+/// caller's by that wait (grpc-go writes the value as it writes the
+/// headers, on a connection already up). The caller still stops on time;
+/// the host may work on for as long as the call waited. A channel made
+/// with `connect()` rather than `connect_lazy()` and kept up between calls
+/// holds a call there only while it reconnects, while the endpoint's
+/// `concurrency_limit` or `rate_limit` (below the buffer) holds it, or
+/// while the connection has as many streams open as the server allows.
 #[derive(Debug)]
 pub struct GrpcClientDeadline<S> {
     inner: S,
