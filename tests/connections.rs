@@ -1117,6 +1117,48 @@ async fn an_http2_connection_opened_during_phase_one_gets_503_and_goaway() {
     drop(in_flight);
 }
 
+/// A `HEAD` refused in phase 1 over HTTP/2 gets the answer's head alone,
+/// with the length a `GET` would have got: hyper takes the content off over
+/// HTTP/1 only, and a client resets a `HEAD` stream that gets content, so
+/// reading its (empty) body would fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_refused_in_phase_one_over_http2_gets_the_503_without_content() {
+    use http_body_util::BodyExt;
+
+    let server = start(&config(30_000, 75)).await;
+    let in_flight = server.shutdown.in_flight().enter();
+    server.begin_phase_one().await;
+
+    let (mut sender, _connection) = http2(server.addr).await;
+    let head = http::Request::head(format!("http://{}/hello", server.addr))
+        .body(Empty::new())
+        .expect("a valid request");
+    let refused = sender
+        .send_request(head)
+        .await
+        .expect("the server answers the stream without content");
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let length = refused.headers().get("content-length").cloned();
+    let content = refused
+        .into_body()
+        .collect()
+        .await
+        .expect("no content comes, so the client resets nothing");
+    assert!(content.to_bytes().is_empty());
+    // The length is the one a `GET` gets (on a connection of its own: the
+    // first one's answer came with a GOAWAY).
+    let (mut sender, _connection) = http2(server.addr).await;
+    let get = sender
+        .send_request(h2_get(server.addr, "/hello"))
+        .await
+        .expect("the server answers the stream");
+    assert_eq!(get.status(), 503);
+    assert_eq!(length.as_ref(), get.headers().get("content-length"));
+    assert!(length.is_some());
+    drop(in_flight);
+}
+
 /// The listener stays open through phase 1 (a new connection is answered
 /// `503`) and closes when phase 2 begins, though a request is still in
 /// flight then: phase 2 begins here at the end of a 1 s grace.

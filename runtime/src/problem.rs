@@ -217,6 +217,24 @@ fn typed_problem(status: StatusCode, kind: &str, detail: &str) -> Response {
     response
 }
 
+/// `response` as the answer to a `HEAD` request, made where no router
+/// takes its content off (axum's does, and hyper does over HTTP/1, not over
+/// HTTP/2, where a client resets a `HEAD` stream that gets content): no
+/// content, and the `Content-Length` a `GET` would have got (RFC 9110
+/// §9.3.2).
+#[cfg(feature = "server")]
+pub(crate) fn for_head(mut response: Response) -> Response {
+    use http::header::CONTENT_LENGTH;
+    use http_body::Body as _;
+    if let Some(length) = response.body().size_hint().exact() {
+        response
+            .headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    *response.body_mut() = Body::empty();
+    response
+}
+
 /// A response extension on every answer timebox gave because a deadline ran
 /// out: the 503 of a route timeout, the 504 of a handler's deadline error, the
 /// 503 of a pool wait cut short.

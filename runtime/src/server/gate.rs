@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::response::Response;
 use axum::BoxError;
 use bytes::Bytes;
-use http::Request;
+use http::{Method, Request};
 use pin_project::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -134,8 +134,13 @@ where
                 .get::<Entropy>()
                 .cloned()
                 .unwrap_or_else(problem::fallback_entropy);
+            let mut refused = problem::shutting_down(&entropy);
+            // The gate sits outside the router (`serve` puts it there).
+            if req.method() == Method::HEAD {
+                refused = problem::for_head(refused);
+            }
             return ShutdownGateFuture {
-                state: State::Refused(Some(problem::shutting_down(&entropy))),
+                state: State::Refused(Some(refused)),
             };
         }
         let extensions = req.extensions_mut();
