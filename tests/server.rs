@@ -54,6 +54,8 @@ async fn a_handler_past_the_global_deadline_gets_503_problem_json_with_retry_aft
         response.headers()["content-type"],
         "application/problem+json"
     );
+    // About this request's time, not the resource: no cache keeps it.
+    assert_eq!(response.headers()["cache-control"], "no-store");
     let retry_after: u64 = response.headers()["retry-after"]
         .to_str()
         .unwrap()
@@ -583,6 +585,7 @@ async fn a_handler_returning_deadline_exceeded_answers_504_with_the_marker() {
             response.headers()["content-type"],
             "application/problem+json"
         );
+        assert_eq!(response.headers()["cache-control"], "no-store");
     }
 }
 

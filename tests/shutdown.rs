@@ -335,6 +335,7 @@ async fn during_phase_one_new_requests_get_503_and_admitted_ones_finish() {
         refused.headers()["content-type"],
         "application/problem+json"
     );
+    assert_eq!(refused.headers()["cache-control"], "no-store");
     let finished = admitted.await.unwrap();
     assert_eq!(finished.status(), StatusCode::OK);
     assert_eq!(text(finished).await, "done");

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
-use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, StatusCode};
 
 use crate::entropy::Entropy;
@@ -13,6 +13,11 @@ use crate::observe::ShedReason;
 use crate::retry::SHED_HEADER;
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
+
+/// Every answer here is about one request (its deadline, its moment in a
+/// shutdown or a queue), not about the resource: no cache is to keep it
+/// for another (a CDN set to cache errors would).
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
 /// The random source for answers made outside a `TimeboxLayer` (which
 /// carries the app's own): one per process, seeded by the operating system.
@@ -213,7 +218,9 @@ fn typed_problem(status: StatusCode, kind: &str, detail: &str) -> Response {
     });
     let mut response = Response::new(Body::from(body.to_string()));
     *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, PROBLEM_JSON);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, PROBLEM_JSON);
+    headers.insert(CACHE_CONTROL, NO_STORE);
     response
 }
 

@@ -52,7 +52,9 @@
 //!    so outbound calls and pool waits below it see it too.
 //! 4. When the deadline passes, the handler's future is dropped and the answer
 //!    is `503 Service Unavailable`, `application/problem+json`, with
-//!    `Retry-After` of 1, 2 or 3 seconds drawn from
+//!    `Cache-Control: no-store` (as every problem+json answer timebox
+//!    writes: it is about one request), `Retry-After` of 1, 2 or 3 seconds
+//!    drawn from
 //!    [`Entropy`](crate::entropy::Entropy) (the simulation's under
 //!    `Sim::app`, else the `TimeboxLayer`'s around the router, else one
 //!    OS-seeded source), and the [`DeadlineCancelled`]
