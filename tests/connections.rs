@@ -134,11 +134,44 @@ async fn tunnel(mut request: axum::extract::Request) -> http::StatusCode {
     http::StatusCode::OK
 }
 
+/// Where the half-closing tunnel hands on what its client sent it.
+static HALF_CLOSED: std::sync::Mutex<Option<oneshot::Sender<Vec<u8>>>> =
+    std::sync::Mutex::new(None);
+
+/// Upgrades without reading the request's body, closes its own sending
+/// side through the tunnel at once, then hands on all the client sends.
+async fn half_close(mut request: axum::extract::Request) -> axum::response::Response {
+    let upgrade = hyper::upgrade::on(&mut request);
+    tokio::spawn(async move {
+        let Ok(upgraded) = upgrade.await else { return };
+        let mut tunnel = TokioIo::new(upgraded);
+        let _ = tunnel.shutdown().await;
+        let mut read = Vec::new();
+        let _ = tunnel.read_to_end(&mut read).await;
+        let told = HALF_CLOSED.lock().unwrap().take();
+        if let Some(told) = told {
+            let _ = told.send(read);
+        }
+    });
+    axum::response::Response::builder()
+        .status(http::StatusCode::SWITCHING_PROTOCOLS)
+        .header("connection", "upgrade")
+        .header("upgrade", "echo")
+        .body(axum::body::Body::empty())
+        .expect("a valid 101")
+}
+
 /// Reads a whole body, then works for 200 ms.
 #[post("/read_then_work", timeout = "off")]
 async fn read_then_work(body: String) -> String {
     tokio::time::sleep(Duration::from_millis(200)).await;
     body
+}
+
+/// Answers without reading the body it was sent.
+#[post("/ignore")]
+async fn ignore() -> &'static str {
+    "ignored"
 }
 
 /// Reads a whole body, under a 300 ms route deadline.
@@ -177,10 +210,12 @@ async fn start(config: &Config) -> Server {
         held,
         upgrade,
         upload,
+        ignore,
         read_then_work
     ]
     .into_router(config)
     .route("/tunnel", axum::routing::any(tunnel))
+    .route("/half_close", axum::routing::any(half_close))
     .route(
         "/peer",
         axum::routing::get(
@@ -1405,4 +1440,91 @@ async fn a_request_serve_ends_at_the_end_of_the_shutdown_is_told_as_a_shutdown()
         matches!(read, Ok(Ok(0) | Err(_))),
         "the connection is closed with no answer: {read:?}, {rest:?}"
     );
+}
+
+/// Sends `POST {path}` with a body of `len` bytes on `write`, the whole of
+/// it before anything is read, as a blocking client does; then closes its
+/// sending side.
+async fn send_upload(
+    mut write: tokio::net::tcp::OwnedWriteHalf,
+    path: &str,
+    len: usize,
+) -> io::Result<()> {
+    let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n");
+    write.write_all(head.as_bytes()).await?;
+    let chunk = vec![b'a'; 64 << 10];
+    for _ in 0..len / chunk.len() {
+        write.write_all(&chunk).await?;
+    }
+    write.shutdown().await
+}
+
+/// Sends `POST {path}` with an 8 MiB body as a blocking client does (see
+/// [`send_upload`]), then reads the answer until the server closes.
+async fn upload_then_read_the_answer(addr: SocketAddr, path: &str) -> String {
+    let (mut read, write) = connect(addr).await.into_split();
+    tokio::time::timeout(ROOM, send_upload(write, path, 8 << 20))
+        .await
+        .expect("the body goes out within the room")
+        .expect("the body goes out whole: nothing resets the connection");
+    let mut answer = Vec::new();
+    tokio::time::timeout(ROOM, read.read_to_end(&mut answer))
+        .await
+        .expect("the connection closes once the client has")
+        .expect("the answer is read whole");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// A client that sends a whole body before it reads gets the answer given
+/// before the body was read (here the shutdown gate's): the connection
+/// reads and drops the rest before it closes, where closing with bytes
+/// unread would reset it, and the client's write would fail with a broken
+/// pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_refused_before_its_body_is_read_gets_the_answer_not_a_reset() {
+    let server = start(&config(30_000, 75)).await;
+    let in_flight = server.shutdown.in_flight().enter();
+    server.begin_phase_one().await;
+    let answer = upload_then_read_the_answer(server.addr, "/upload").await;
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+    drop(in_flight);
+}
+
+/// Out of any shutdown, a handler that answers without reading an upload
+/// leaves the client sending it: the connection reads and drops the rest
+/// too, so that the client reads the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_its_handler_ignored_gets_the_answer_not_a_reset() {
+    let server = start(&config(30_000, 75)).await;
+    let answer = upload_then_read_the_answer(server.addr, "/ignore").await;
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    assert!(answer.ends_with("ignored"), "{answer}");
+}
+
+/// An upgraded socket is the app's: a tunnel that closes its sending side
+/// gets all its client sends after that, though the upgrade's request had
+/// a body no one read (the connection lingers only for HTTP requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tunnel_that_half_closes_gets_all_its_client_sends() {
+    let (told, read) = oneshot::channel();
+    *HALF_CLOSED.lock().unwrap() = Some(told);
+    let server = start(&config(30_000, 75)).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(
+            b"POST /half_close HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\n\
+              Upgrade: echo\r\nContent-Length: 4\r\n\r\nbody",
+        )
+        .await
+        .unwrap();
+    let response = read_response(&mut stream).await.expect("the 101");
+    assert_eq!(response.status, 101);
+    stream.write_all(b"after").await.unwrap();
+    stream.shutdown().await.unwrap();
+    let read = tokio::time::timeout(ROOM, read)
+        .await
+        .expect("the tunnel reads to its end within the room")
+        .expect("the tunnel tells what it read");
+    let read = String::from_utf8_lossy(&read);
+    assert!(read.ends_with("after"), "{read:?}");
 }

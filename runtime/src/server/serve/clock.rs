@@ -60,6 +60,9 @@ struct State {
     idle_wanted: bool,
     /// Whether the socket takes no more bytes to send, while some wait.
     write_blocked: bool,
+    /// Set when hyper hands the connection to the app (an upgrade): the
+    /// socket is the app's from then on.
+    upgraded: bool,
 }
 
 /// What an HTTP/2 client sends before anything else (RFC 9113, section
@@ -153,6 +156,7 @@ impl ConnectionClock {
                 heads: Heads::default(),
                 idle_wanted: false,
                 write_blocked: false,
+                upgraded: false,
             }),
             bounds,
             http2_seen: Notify::new(),
@@ -267,6 +271,14 @@ impl ConnectionClock {
             tunnel: false,
             holding: false,
         }
+    }
+
+    /// Whether the client may still be sending a request body that no one
+    /// read to its end (HTTP/1: hyper reads what has come of it, then
+    /// closes the connection rather than wait for the rest).
+    pub(super) fn may_be_sending_body(&self) -> bool {
+        let state = self.lock();
+        !state.http2 && !state.upgraded && state.heads.in_body()
     }
 
     /// A request ended; `held` when its response still held a frame.
@@ -452,6 +464,14 @@ impl RequestEnd {
         self.tunnel = true;
     }
 
+    /// hyper hands the connection to the app (an HTTP/1 `101` to a
+    /// request it can upgrade, or a 2xx to a `CONNECT`): what the client
+    /// sends from then on is the app's, and the socket's shutdown (a tunnel
+    /// that half-closes) must not drop it as the rest of a body.
+    pub(super) fn upgraded(&self) {
+        self.clock.lock().upgraded = true;
+    }
+
     /// The response handed hyper a frame: until hyper comes back for the
     /// next ([`asked`](Self::asked)), it waits for the client.
     pub(super) fn held(&mut self) {
@@ -501,6 +521,30 @@ mod tests {
         header_read: Some(Duration::from_secs(2)),
         keep_alive: Some(Duration::from_secs(10)),
     };
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_no_one_read_may_still_be_coming_until_it_is_read_whole() {
+        let clock = ConnectionClock::new(BOUNDS);
+        let bodiless = clock.on_request(Version::HTTP_11, true);
+        assert!(!clock.may_be_sending_body());
+        drop(bodiless);
+        let with_body = clock.on_request(Version::HTTP_11, false);
+        assert!(clock.may_be_sending_body());
+        with_body.body_read().tell();
+        assert!(!clock.may_be_sending_body());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn neither_an_http2_nor_an_upgraded_connection_lingers() {
+        let http2 = ConnectionClock::new(BOUNDS);
+        let _request = http2.on_request(Version::HTTP_2, false);
+        assert!(!http2.may_be_sending_body());
+        let upgraded = ConnectionClock::new(BOUNDS);
+        let request = upgraded.on_request(Version::HTTP_11, false);
+        assert!(upgraded.may_be_sending_body());
+        request.upgraded();
+        assert!(!upgraded.may_be_sending_body());
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_new_connection_owes_its_first_head_within_the_header_bound() {

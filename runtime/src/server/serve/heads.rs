@@ -112,6 +112,12 @@ impl Heads {
         }
     }
 
+    /// Whether the bytes the client sends may still be the body of the
+    /// last request: it had one, which no one has read to its end.
+    pub(super) const fn in_body(&self) -> bool {
+        self.blind
+    }
+
     /// Whether the next head has begun, and since when (`now` for one read
     /// whole, which hyper parses at once).
     pub(super) fn begun(&self, now: Instant) -> Option<Instant> {

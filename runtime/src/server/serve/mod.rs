@@ -65,6 +65,25 @@ use connection::Connections;
 /// while the client reads nothing of it, by the idle bound too, whichever
 /// passes first (also with the header bound off).
 ///
+/// An HTTP/1 request answered before its body was read (refused by the
+/// shutdown gate, shed by the concurrency limit, refused by the deadline
+/// check, or a handler that never read it) leaves its client sending the
+/// body, and hyper closes the connection after the answer rather than read
+/// the rest. A socket closed with bytes unread is reset, which can cost a
+/// client that sends its whole body before it reads the answer itself
+/// (RFC 9112, section 9.6: its write fails with a broken pipe). So such a
+/// connection closes its sending side first, then reads and drops what the
+/// client still sends until the client closes its side, for 2 s at most
+/// (nginx's `lingering_close`): less when the idle bound passes first, or
+/// `serve` returns and closes the connections still open. One whose last
+/// body hyper read to its end itself (a short one, already in its buffer)
+/// lingers too when it closes, on a socket that sends nothing more. A
+/// connection hyper hands to the app (a `101` to a request that asked for
+/// an upgrade, a 2xx to a `CONNECT`) never lingers: the socket is the
+/// app's. A handler that answers at length without reading a large upload
+/// is not helped: the client, still sending, reads none of the answer, and
+/// the connection ends at the idle bound, reset.
+///
 /// A bound that passes closes the connection; `0` turns one off. Both come
 /// from the [`Config`](crate::config::Config) `shutdown` was made with.
 /// From phase 1 of the shutdown every HTTP/1 response but a `101` carries

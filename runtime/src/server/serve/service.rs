@@ -62,8 +62,14 @@ where
         let version = req.version();
         let bodiless = req.body().is_end_stream();
         let end = self.clock.on_request(version, bodiless);
-        let tunnel = req.method() == Method::CONNECT
-            && req.extensions().get::<hyper::ext::Protocol>().is_some();
+        let connect = req.method() == Method::CONNECT;
+        let tunnel = connect && req.extensions().get::<hyper::ext::Protocol>().is_some();
+        // hyper can hand this request's socket to the app (it asks for an
+        // upgrade, or is a `CONNECT`).
+        let upgradable = req
+            .extensions()
+            .get::<hyper::upgrade::OnUpgrade>()
+            .is_some();
         // On HTTP/1 the clock learns where a body ends in the bytes read
         // when its handler reads it whole.
         let mut req = if bodiless || version >= Version::HTTP_2 {
@@ -81,6 +87,8 @@ where
         TrackedResponse {
             future,
             end: Some(end),
+            upgradable,
+            connect,
             tunnel,
             close: (version < Version::HTTP_2).then(|| self.phase1.clone()),
         }
@@ -95,6 +103,10 @@ pub(super) struct TrackedResponse<F> {
     #[pin]
     future: F,
     end: Option<RequestEnd>,
+    /// Whether hyper can hand the request's socket to the app.
+    upgradable: bool,
+    /// Whether the request is a `CONNECT`.
+    connect: bool,
     /// Whether the request asks for a tunnel (an HTTP/2 extended
     /// `CONNECT`).
     tunnel: bool,
@@ -114,6 +126,15 @@ where
         // A `101` keeps its `Connection: upgrade`: the socket leaves `serve`
         // with it (see `serve`'s docs on upgrades).
         let upgrade = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+        // hyper hands the socket over after a `101`, or a 2xx to a
+        // `CONNECT`, to a request it can upgrade.
+        let handed_over =
+            *this.upgradable && (upgrade || (*this.connect && response.status().is_success()));
+        if handed_over {
+            if let Some(end) = this.end.as_ref() {
+                end.upgraded();
+            }
+        }
         if !upgrade && this.close.as_ref().is_some_and(ShutdownToken::is_cancelled) {
             // hyper closes an HTTP/1 connection after a response that says so.
             response
