@@ -75,7 +75,10 @@
 //! Every change of state is logged with the host: `warn!` when the breaker
 //! opens (with the window's failure and slow ratios, its sample count and
 //! how long it stays open), `debug!` when it admits trials and `info!` when
-//! it closes.
+//! it closes. One thread tells a breaker's events at a time, so that every
+//! observer hears them in the order they were made; an event made while
+//! another thread tells is told by that thread, inside the span of the
+//! call that made it, so its lines belong to that call's request.
 //!
 //! Every permit settles exactly once, whether it reports an outcome, is
 //! dropped, or is dropped by a panic, so half-open slots never leak. The

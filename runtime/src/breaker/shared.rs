@@ -3,6 +3,8 @@
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use tracing::Span;
+
 use super::state::Machine;
 use super::transition::Transition;
 use crate::observe::{BreakerCallOutcome, Event, Label, Observers};
@@ -43,6 +45,10 @@ enum Untold {
     Step {
         call: Option<BreakerCallOutcome>,
         transition: Option<Transition>,
+        /// The span of the call that made it, when another thread was
+        /// telling then and so tells it: its log lines and span events
+        /// belong to that call's request, not the teller's.
+        span: Option<Span>,
     },
 }
 
@@ -84,15 +90,25 @@ impl Shared {
         &self,
         step: impl FnOnce(&mut Machine) -> (R, Option<BreakerCallOutcome>),
     ) -> R {
+        // Declared before the guard, so that a result that settles when
+        // dropped (a permit) is dropped after the lock is released, also
+        // when a panic unwinds from under it.
+        let result;
+        let call;
         let mut locked = self.lock();
-        let (result, call) = step(&mut locked.machine);
+        (result, call) = step(&mut locked.machine);
         let transition = locked.machine.take_transition();
         // A call no one hears of is not told; a change of state is logged.
         let call = call.filter(|_| self.observers.is_listening());
         if call.is_some() || transition.is_some() {
             // Told in turn, also a call alone: told without the turn, it
             // could be overtaken by a later call's change of state.
-            locked.untold.push_back(Untold::Step { call, transition });
+            let span = locked.telling.then(Span::current);
+            locked.untold.push_back(Untold::Step {
+                call,
+                transition,
+                span,
+            });
         }
         // With nothing untold (the breaker's making is, before its first
         // step), nothing to tell; while another thread tells, it tells
@@ -114,15 +130,20 @@ impl Shared {
             held: true,
         };
         while let Some(untold) = turn.next() {
-            let (call, transition) = match untold {
+            let (call, transition, span) = match untold {
                 Untold::Created => {
                     self.observers.emit(|| Event::BreakerCreated {
                         host: self.label.clone(),
                     });
                     continue;
                 }
-                Untold::Step { call, transition } => (call, transition),
+                Untold::Step {
+                    call,
+                    transition,
+                    span,
+                } => (call, transition, span),
             };
+            let _in_its_call = span.as_ref().map(Span::enter);
             if let Some(call) = call {
                 self.told(call);
             }
@@ -487,5 +508,67 @@ mod tests {
                 (BreakerState::HalfOpen, BreakerState::Closed),
             ]
         );
+    }
+
+    /// Hears each call and change of state, with the name of the span it
+    /// is told in.
+    #[derive(Default)]
+    struct Spans(Mutex<Vec<(String, Option<&'static str>)>>);
+
+    impl Observer for Spans {
+        fn on_event(&self, event: &Event) {
+            let told = match event {
+                Event::BreakerCall { outcome, .. } => format!("call {outcome:?}"),
+                Event::BreakerTransition { from, to, .. } => format!("{from:?} -> {to:?}"),
+                _ => return,
+            };
+            let span = tracing::Span::current().metadata().map(|m| m.name());
+            self.0.lock().unwrap().push((told, span));
+        }
+    }
+
+    #[test]
+    fn what_a_call_made_is_told_in_its_span_also_by_another_thread() {
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry());
+        let (telling_tx, telling) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let holds = HoldsTheFirst {
+            held: is_opened,
+            telling: Mutex::new(Some(telling_tx)),
+            go: Mutex::new(go_rx),
+        };
+        let spans = Arc::new(Spans::default());
+        let observers = Observers::new().with(holds).with(Arc::clone(&spans));
+        let breaker = CircuitBreaker::observed("host", "host".into(), &config(), observers);
+        let opening = std::thread::spawn({
+            let breaker = breaker.clone();
+            let dispatch = dispatch.clone();
+            move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    let span = tracing::info_span!("first");
+                    span.in_scope(|| breaker.try_acquire().expect("closed").failure());
+                });
+            }
+        });
+        telling
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the opening is being told");
+        // While the other thread tells the opening, this call half-opens
+        // the breaker and succeeds: the other thread tells both.
+        tracing::dispatcher::with_default(&dispatch, || {
+            let span = tracing::info_span!("second");
+            span.in_scope(|| breaker.try_acquire().expect("half-open").success());
+        });
+        go.send(()).unwrap();
+        opening.join().expect("the opening thread ends");
+        let told = spans.0.lock().unwrap().clone();
+        let expected = [
+            ("call Failure", "first"),
+            ("Closed -> Open", "first"),
+            ("Open -> HalfOpen", "second"),
+            ("call Success", "second"),
+        ]
+        .map(|(told, span)| (told.to_owned(), Some(span)));
+        assert_eq!(told, expected);
     }
 }
