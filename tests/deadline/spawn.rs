@@ -1,5 +1,6 @@
 //! D4: `tokio::spawn` does not carry the deadline; `deadline.scope(..)` carries
-//! it on purpose; `unscoped` runs with none.
+//! it on purpose; `unscoped` runs with none. `spawn_blocking` does not carry
+//! it either; `sync_scope` carries it into the closure.
 
 use super::*;
 
@@ -131,4 +132,35 @@ async fn a_task_of_a_local_set_run_inside_a_scope_sees_no_deadline() {
         .await;
     assert_eq!(in_run, Some(one));
     assert_eq!(in_task, None);
+}
+
+/// What a `spawn_blocking` closure's `Handle::block_on` sees as the current
+/// deadline, without and then with `sync_scope` around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn spawn_blocking_carries_the_deadline_only_through_sync_scope() {
+    let one = Deadline::after(Duration::from_secs(60));
+    let seen = one
+        .scope(async {
+            let deadline = Deadline::current().expect("inside the scope");
+            let handle = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                let without = handle.block_on(async { Deadline::current() });
+                let with = deadline.sync_scope(|| handle.block_on(async { Deadline::current() }));
+                (without, with)
+            })
+            .await
+            .expect("the closure does not panic")
+        })
+        .await;
+    assert_eq!(seen, (None, Some(one)));
+}
+
+/// A future several requests share is given a deadline of its own outside
+/// theirs: polled from a request with less time left, it keeps its own.
+#[tokio::test(start_paused = true)]
+async fn a_future_given_its_own_deadline_outside_the_requests_keeps_it() {
+    let own = Deadline::after(Duration::from_secs(60));
+    let lookup = unscoped(own.scope(async { Deadline::current() }));
+    let seen = Deadline::after(ONE).scope(lookup).await;
+    assert_eq!(seen, Some(own));
 }

@@ -14,7 +14,21 @@
 //! The current deadline is task-local: [`tokio::spawn`] does not carry it,
 //! because a spawned task may outlive the request. Wrap the task in
 //! `deadline.scope(..)` to carry it on purpose, and use [`unscoped`] for work
-//! that must run with no deadline at all.
+//! that must run with no deadline at all. Neither does
+//! [`tokio::task::spawn_blocking`] or a thread of your own: read
+//! `Deadline::current()` before, and run the closure in
+//! [`Deadline::sync_scope`] (a `Handle::block_on` inside it then sees it).
+//!
+//! A future reads the current deadline where it is polled, each time it
+//! reads it: a timebox outbound call takes it when it starts. A future that
+//! several requests await together (a `futures::future::Shared` that
+//! deduplicates one lookup) is polled from whichever of them polls it, so
+//! its call runs under the deadline of the request that polled it first,
+//! and when that one passes the call fails for all of them, with
+//! `DeadlineExceeded`, whatever time they had left. Give such a future a
+//! deadline of its own, outside every request's:
+//! `unscoped(Deadline::after(limit).scope(lookup))` (a scope inside a
+//! request's would only shorten it, see above).
 //!
 //! Time is read only through [`tokio::time::Instant`], so a paused test clock
 //! (or `#[sim_test]`) controls every deadline.
