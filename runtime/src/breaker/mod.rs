@@ -8,6 +8,16 @@
 //! [`Permit`] for the call or with [`Open`], in which case the host is not
 //! contacted at all.
 //!
+//! A host is a name and a port (B1's host key): a name behind a load
+//! balancer (a Kubernetes Service) is one breaker for all the instances
+//! behind it. Half of them failing fails about half the calls, enough to
+//! open it (at 0.5) for all; and since the first failed trial opens it
+//! again, it closes only once `half_open_trials` trials in a row reach good
+//! instances (one round in eight with half of them down, and three
+//! trials). Envoy's outlier detection and Finagle's failure accrual judge
+//! each instance apart; a client that knows the instances can call each by
+//! its own address, which gives each its breaker.
+//!
 //! # States
 //!
 //! - **Closed.** Every call is admitted. Outcomes are counted in a rolling
