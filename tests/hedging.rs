@@ -11,14 +11,17 @@ use axum::response::IntoResponse;
 use axum::routing::any;
 use axum::Router;
 use http::StatusCode;
-use timebox::client::Client;
+use timebox::client::{AttemptKind, Client};
 use timebox::config::Config;
 use timebox::deadline::Deadline;
+use timebox::observe::Event;
 use timebox::sim::Sim;
 use timebox::sim_test;
 use tokio::time::{sleep, Instant};
 
-use support::observe::{lines, lines_of};
+use support::observe::{
+    budget_levels_after_a_panicking_get, lines, lines_of, tells_a_withdrawal, PanicsAt,
+};
 use support::time::MS;
 use support::upstream::answering_at_the_time_sent;
 
@@ -468,6 +471,36 @@ async fn a_hedge_the_breaker_refuses_costs_neither_tokens_nor_a_share(sim: Sim) 
     let hedged = client.get("http://up/").send().await.unwrap();
     assert_eq!(hedged.status(), StatusCode::OK);
     assert_eq!(host.attempts()[3..], [None, Some("2;hedge".to_owned())]);
+}
+
+/// Whether `event` tells a hedge's start.
+fn tells_a_hedge_start(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::AttemptStarted { attempt, .. } if attempt.kind == AttemptKind::Hedge
+    )
+}
+
+/// A3: a hedge an observer's panic stops before it is sent gives back its
+/// tokens, whether the panic comes as the withdrawal is told or as the
+/// hedge starts.
+#[sim_test]
+async fn a_hedge_an_observer_panic_stops_gives_its_tokens_back(sim: Sim) {
+    let tells_a_withdrawal: fn(&Event) -> bool = tells_a_withdrawal;
+    for (name, at) in [("a", tells_a_withdrawal), ("b", tells_a_hedge_start)] {
+        sim.net().host(name, Host::default().router(first_slow));
+        let config = hedging(&sim, 20).observed_by(PanicsAt(at));
+        let client = sim.client_with(&config);
+        let url = format!("http://{name}/");
+        let host = format!("{name}:80");
+        let levels =
+            budget_levels_after_a_panicking_get(client, url, &host, || sim.observed()).await;
+        assert_eq!(
+            levels,
+            ["tokens=500", "tokens=495", "tokens=500"],
+            "full, withdrawn for the hedge, given back"
+        );
+    }
 }
 
 /// A hedging config whose host tables hold one host.

@@ -249,6 +249,7 @@ impl<B: Body> Call<B> {
             self.withdraw_hedge();
             return None;
         };
+        self.hedge_sent = true;
         let marker = format!("{};hedge", pending.attempt.number);
         request.headers_mut().insert(
             ATTEMPT_HEADER,
@@ -259,21 +260,6 @@ impl<B: Body> Call<B> {
             "hedging: the first attempt is slow"
         );
         Some((request, pending))
-    }
-
-    /// Undoes the admission of a hedge that was not sent after all, or
-    /// failed on our side (the host's doing or not, as a retry's refund
-    /// reads it, B2): it costs nothing, neither tokens nor a place in the
-    /// host's share of hedged requests.
-    pub(super) fn withdraw_hedge(&mut self) {
-        let (Some(admitted), Some(stats)) = (self.hedge.take(), &self.target.stats) else {
-            return;
-        };
-        let budget = self.target.budget.as_ref();
-        self.rules.hedging.withdraw(admitted, stats, budget);
-        if let Some(budget) = budget {
-            self.tell_tokens(budget, None);
-        }
     }
 
     /// Abandons `pending`, a first attempt that a hedge's answer beat. Its

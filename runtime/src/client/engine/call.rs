@@ -63,6 +63,9 @@ pub(crate) struct Call<B> {
     /// The hedge's admission, once one was admitted (a call hedges its
     /// first attempt only).
     pub(super) hedge: Option<Admitted>,
+    /// Whether the hedge went out: one admitted and never sent (an
+    /// observer's panic stopped it) is withdrawn when the call is dropped.
+    pub(super) hedge_sent: bool,
     pub(super) attempt_timeout: Duration,
     /// When the current attempt times out: one timeout covers its whole
     /// chain of hops. Set when the first request of an attempt starts.
@@ -161,6 +164,7 @@ impl<B: Body> Call<B> {
             refilled: Vec::new(),
             charge: None,
             hedge: None,
+            hedge_sent: false,
             attempt_timeout,
             attempt_ends: None,
             began: rules.observers.is_listening().then(Instant::now),
@@ -256,6 +260,21 @@ impl<B> Call<B> {
         });
     }
 
+    /// Undoes the admission of a hedge that was not sent after all, or
+    /// failed on our side (the host's doing or not, as a retry's refund
+    /// reads it, B2): it costs nothing, neither tokens nor a place in the
+    /// host's share of hedged requests.
+    pub(super) fn withdraw_hedge(&mut self) {
+        let (Some(admitted), Some(stats)) = (self.hedge.take(), &self.target.stats) else {
+            return;
+        };
+        let budget = self.target.budget.as_ref();
+        self.rules.hedging.withdraw(admitted, stats, budget);
+        if let Some(budget) = budget {
+            self.tell_tokens(budget, None);
+        }
+    }
+
     /// Gives a retry's tokens back, and tells its bucket's new level.
     pub(super) fn refund(&self, charge: Charge) {
         let (budget, host) = charge.refund();
@@ -283,13 +302,18 @@ impl<B> Drop for Call<B> {
     /// A call dropped before its end (its caller went away, or a deadline
     /// outside it passed) is told too, with the attempts it had under way:
     /// as the deadline's when it passed, as cancelled otherwise. A retry's
-    /// tokens not spent go back to the bucket.
+    /// tokens not spent go back to the bucket, and so does what a hedge
+    /// never sent took.
     fn drop(&mut self) {
         // The tokens of a retry never sent (the call was dropped during its
         // backoff, or the breaker refused it) go back, and the bucket's new
         // level is told as every other change of it is.
         if let Some(charge) = self.charge.take().filter(|charge| !charge.sent) {
             self.refund(charge);
+        }
+        // Likewise a hedge admitted and never sent.
+        if !self.hedge_sent {
+            self.withdraw_hedge();
         }
         if self.ended {
             return;

@@ -155,12 +155,14 @@ impl<B: Body> Call<B> {
         observed: CallOutcome,
     ) {
         self.under_way.ended(attempt);
-        self.tell_attempt_end(attempt, observed);
+        // Given back before the end is told, which an observer's panic
+        // could stop.
         if attempt.kind == AttemptKind::Hedge
             && matches!(outcome, Outcome::Failed(TransportError::Local(_)))
         {
             self.withdraw_hedge();
         }
+        self.tell_attempt_end(attempt, observed);
         let Some(permit) = permit else { return };
         match outcome {
             Outcome::Response(response)
