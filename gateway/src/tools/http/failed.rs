@@ -16,6 +16,21 @@ use super::answer::{answers, header_text, BodyKind};
 use super::body::{bounded_body, read_up_to};
 use super::transport::Error;
 
+/// The most bytes of a server's text a failure quotes: enough to say what
+/// went wrong, in a log line of sensible length (an error body read may be
+/// up to `max_error_response_size`, 64 KiB by default; a JSON-RPC error's
+/// message, up to `max_json_response_size`).
+const QUOTED_AT_MOST: usize = 1024;
+
+/// `text`, which a server wrote, as a failure quotes it: its first
+/// [`QUOTED_AT_MOST`] bytes, escaped as `{:?}` escapes a string's
+/// characters. The failure goes to log lines (the gateway's, and rmcp's
+/// own), where a server's newline must not start a line of its own.
+fn quoted(text: &[u8]) -> String {
+    let head = &text[..text.len().min(QUOTED_AT_MOST)];
+    String::from_utf8_lossy(head).escape_debug().to_string()
+}
+
 /// What a response whose status is not a success says.
 pub(super) enum Failed {
     /// A JSON-RPC error the server put in the body: the answer to pass on.
@@ -68,10 +83,7 @@ impl Failed {
         }
         let said = match unread {
             Some(err) => format!("its JSON body was not read: {err}"),
-            None => {
-                let prefix = &body[..body.len().min(limits.max_error_response_size)];
-                String::from_utf8_lossy(prefix).into_owned()
-            }
+            None => quoted(&body[..body.len().min(limits.max_error_response_size)]),
         };
         Self::Http(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
             format!("HTTP {status}: {said}"),
@@ -84,7 +96,7 @@ impl Failed {
             Self::Http(error) => error,
             Self::JsonRpc(message) => {
                 let said = match *message {
-                    JsonRpcMessage::Error(error) => error.error.message.into_owned(),
+                    JsonRpcMessage::Error(error) => quoted(error.error.message.as_bytes()),
                     _ => "a JSON-RPC answer with an error status".to_owned(),
                 };
                 StreamableHttpError::UnexpectedServerResponse(Cow::Owned(format!(

@@ -661,6 +661,26 @@ mod tests {
         }
     }
 
+    /// What the failure says goes to log lines: an error body is quoted
+    /// escaped, and in part when long.
+    #[tokio::test]
+    async fn an_error_body_is_quoted_escaped_up_to_a_kilobyte() {
+        for (body, quoted) in [
+            ("x".repeat(4096), "x".repeat(1024)),
+            ("a\nERROR forged".to_owned(), "a\\nERROR forged".to_owned()),
+        ] {
+            let refused = (StatusCode::BAD_REQUEST, body).into_response();
+            let failed = post(refused, None, Default::default()).await;
+            match failed {
+                Err(StreamableHttpError::UnexpectedServerResponse(said)) => {
+                    let shown = said.strip_prefix("HTTP 400 Bad Request: ");
+                    assert_eq!(shown, Some(&*quoted), "{said}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
     #[tokio::test]
     async fn an_error_whose_json_body_is_past_its_limit_says_so() {
         let mut limits = StreamableHttpResponseLimits::default();
