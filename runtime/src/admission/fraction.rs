@@ -59,10 +59,11 @@ impl FractionCap {
             .fold((0, 0), |(r, t), b| (r + b.requests, t + b.taken));
         #[allow(clippy::cast_precision_loss)] // counts far below 2^52
         let fits = (taken + 1) as f64 <= self.max_fraction * requests as f64;
-        if fits {
-            self.buckets[self.newest].taken += 1;
+        if !fits {
+            return None;
         }
-        self.current.filter(|_| fits)
+        self.buckets[self.newest].taken += 1;
+        self.current
     }
 
     /// Gives back a place taken in the second that starts at `taken_in`
