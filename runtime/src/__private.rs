@@ -13,10 +13,12 @@ pub mod server {
     pub use axum::response::Response;
     pub use http::Method;
 
-    /// Holds when a handler's future is `Send`, as axum needs: a handler
-    /// whose future is not fails here, with rustc's account of the value
-    /// held across an `.await`.
-    pub fn handler_future_must_be_send<F: core::future::Future + Send>(_future: &F) {}
+    /// Passes a handler's future through when it is `Send`, as axum needs:
+    /// a handler whose future is not fails here, with rustc's account of
+    /// the value held across an `.await`.
+    pub fn handler_future_must_be_send<F: core::future::Future + Send>(future: F) -> F {
+        future
+    }
 
     /// Implemented by the hidden companion of every route handler, for every
     /// state `S` its extractors accept; `M` is axum's marker of the last
