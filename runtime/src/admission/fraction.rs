@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 const BUCKETS: usize = 10;
+const SECOND: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Bucket {
@@ -27,6 +28,9 @@ pub(crate) struct FractionCap {
     buckets: [Bucket; BUCKETS],
     /// Start of the newest bucket.
     current: Option<Instant>,
+    /// Start of the bucket after the newest: until then, a request counts
+    /// in the newest without the clock arithmetic of a rotation.
+    next: Option<Instant>,
     newest: usize,
 }
 
@@ -36,6 +40,7 @@ impl FractionCap {
             max_fraction,
             buckets: [Bucket::default(); BUCKETS],
             current: None,
+            next: None,
             newest: 0,
         }
     }
@@ -85,8 +90,11 @@ impl FractionCap {
     }
 
     fn rotate(&mut self, now: Instant) {
+        if self.next.is_some_and(|next| now < next) {
+            return;
+        }
         let Some(current) = self.current else {
-            self.current = Some(now);
+            self.start_newest_at(now);
             return;
         };
         // Buckets are one second each.
@@ -95,7 +103,12 @@ impl FractionCap {
             self.newest = (self.newest + 1) % BUCKETS;
             self.buckets[self.newest] = Bucket::default();
         }
-        self.current = Some(current + Duration::from_secs(whole));
+        self.start_newest_at(current + Duration::from_secs(whole));
+    }
+
+    fn start_newest_at(&mut self, start: Instant) {
+        self.current = Some(start);
+        self.next = start.checked_add(SECOND);
     }
 }
 
@@ -149,6 +162,22 @@ mod tests {
         // Ten seconds on, only the new second's requests count.
         let ten = start + Duration::from_secs(10);
         assert_eq!(refused(&mut counted(), ten, 10), 2);
+    }
+
+    #[test]
+    fn a_request_at_the_start_of_a_second_counts_in_that_second() {
+        let start = Instant::now();
+        let mut cap = FractionCap::new(0.5);
+        cap.count(start);
+        cap.count(start);
+        let one = start + Duration::from_secs(1);
+        cap.count(one);
+        cap.count(one);
+        // Ten seconds on, the first second's two have left; the two of the
+        // second one still count: one place in two.
+        let ten = start + Duration::from_secs(10);
+        assert!(cap.try_take(ten).is_some());
+        assert!(cap.try_take(ten).is_none(), "one of two requests");
     }
 
     #[cfg(feature = "client")]

@@ -82,10 +82,12 @@ impl LatencyWindow {
             self.estimate = None;
             return None;
         }
-        let due = self
-            .computed_at
-            .is_none_or(|at| now - at >= REESTIMATE_AFTER);
-        let stale = (self.changed >= REESTIMATE_EVERY && due) || self.changed >= MAX_SAMPLES;
+        // The clock arithmetic only once enough samples changed.
+        let due = || {
+            self.computed_at
+                .is_none_or(|at| now.saturating_duration_since(at) >= REESTIMATE_AFTER)
+        };
+        let stale = (self.changed >= REESTIMATE_EVERY && due()) || self.changed >= MAX_SAMPLES;
         if self.estimate.is_none() || stale {
             self.estimate = Some(self.compute());
             self.changed = 0;
