@@ -263,3 +263,45 @@ pub(crate) fn for_head(mut response: Response) -> Response {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct DeadlineCancelled;
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+
+    use super::*;
+
+    /// Every problem answer timebox builds: none may be kept by a cache
+    /// or a CDN and served to the next client.
+    fn answers() -> Vec<(&'static str, Response)> {
+        let entropy = Entropy::seeded(7);
+        let mut answers = vec![
+            (
+                "deadline_timeout",
+                deadline_timeout(Duration::from_secs(2), &entropy),
+            ),
+            ("deadline_error", deadline_error()),
+            ("shutting_down", shutting_down(&entropy)),
+            ("overloaded", overloaded(&entropy)),
+            (
+                "deadline_too_short",
+                deadline_too_short(Duration::from_millis(5), Duration::from_millis(40), "x"),
+            ),
+            ("not_ready", not_ready(&entropy)),
+        ];
+        #[cfg(feature = "client")]
+        answers.push(("upstream_unavailable", upstream_unavailable(&entropy)));
+        #[cfg(feature = "sqlx")]
+        answers.push(("wait_cancelled", wait_cancelled("a connection", &entropy)));
+        answers
+    }
+
+    #[test]
+    fn every_problem_answer_is_problem_json_that_no_cache_keeps() {
+        for (name, response) in answers() {
+            assert_eq!(response.headers()[CACHE_CONTROL], "no-store", "{name}");
+            assert_eq!(response.headers()[CONTENT_TYPE], PROBLEM_JSON, "{name}");
+        }
+    }
+}
