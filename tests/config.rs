@@ -945,10 +945,35 @@ fn the_connection_bounds_load_from_the_environment_and_zero_turns_them_off() {
     assert!(config.validate().is_ok());
 }
 
+/// `server.max_connection_age_secs`: none by default, set from a file or
+/// the environment, and `0` turns it off again.
+#[test]
+fn the_connection_age_is_off_by_default_and_zero_turns_it_off() {
+    let server = Config::default().server;
+    assert_eq!(server.max_connection_age_secs, 0);
+    assert_eq!(server.max_connection_age(), None);
+    let from_the_file = Loader::new()
+        .toml_str("[server]\nmax_connection_age_secs = 600")
+        .load()
+        .unwrap();
+    assert_eq!(
+        from_the_file.server.max_connection_age(),
+        Some(Duration::from_secs(600))
+    );
+    let off_again = Loader::new()
+        .toml_str("[server]\nmax_connection_age_secs = 600")
+        .env_vars([("TIMEBOX_SERVER__MAX_CONNECTION_AGE_SECS", "0")])
+        .load()
+        .unwrap();
+    assert_eq!(off_again.server.max_connection_age(), None);
+    assert!(off_again.validate().is_ok());
+}
+
 #[test]
 fn connection_bounds_longer_than_a_day_are_validation_errors_naming_the_key() {
     let config = Config::from_toml_str(
-        "[server]\nheader_read_timeout_ms = 86400001\nkeep_alive_timeout_secs = 86401",
+        "[server]\nheader_read_timeout_ms = 86400001\nkeep_alive_timeout_secs = 86401\n\
+         max_connection_age_secs = 86401",
     )
     .unwrap();
     let err = config.validate().unwrap_err();
@@ -956,10 +981,18 @@ fn connection_bounds_longer_than_a_day_are_validation_errors_naming_the_key() {
         keys(&err),
         [
             "server.header_read_timeout_ms",
-            "server.keep_alive_timeout_secs"
+            "server.keep_alive_timeout_secs",
+            "server.max_connection_age_secs"
         ]
     );
     assert!(err.to_string().contains("set it to 0"), "{err}");
+    assert!(
+        err.to_string().contains(
+            "`server.max_connection_age_secs` must be at most one day; \
+             set it to 0 to turn the bound off"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -99,6 +99,14 @@ async fn hold() -> &'static str {
     "held"
 }
 
+/// Keeps a request in flight for 90 s: past the age of the age tests'
+/// connections.
+#[get("/hold_long", timeout = "off")]
+async fn hold_long() -> &'static str {
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    "held"
+}
+
 /// Lets `/held` answer. Only the one test that asks for `/held` uses it.
 static RELEASE_HELD: std::sync::LazyLock<tokio::sync::Notify> =
     std::sync::LazyLock::new(tokio::sync::Notify::new);
@@ -207,6 +215,7 @@ async fn start(config: &Config) -> Server {
         bulk,
         stream,
         hold,
+        hold_long,
         held,
         upgrade,
         upload,
@@ -822,6 +831,150 @@ async fn five_hundred_half_open_connections_neither_slow_a_real_request_nor_hold
     assert!(start.elapsed() < Duration::from_secs(1) + 2 * ROOM);
 }
 
+/// The config of the age tests: connections retired 54 to 60 s after
+/// they were accepted (virtual time costs nothing), with a header bound
+/// longer than that.
+fn aged_config() -> Config {
+    let mut config = config(120_000, 75);
+    config.server.max_connection_age_secs = 60;
+    config
+}
+
+/// Opens streams on `sender` until the GOAWAY arrives (the client then
+/// opens none), each answered `status`; fails the test after [`ROOM`].
+async fn until_goaway(
+    sender: &mut hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+    addr: SocketAddr,
+    status: http::StatusCode,
+) {
+    let give_up = Instant::now() + ROOM;
+    loop {
+        match sender.send_request(h2_get(addr, "/hello")).await {
+            Err(_) => return,
+            Ok(response) => assert_eq!(response.status(), status),
+        }
+        assert!(Instant::now() < give_up, "no GOAWAY within {ROOM:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The stream in flight answers `held` whole, and then the connection,
+/// told to go, ends gracefully.
+async fn finishes_then_the_connection_ends(
+    stream: JoinHandle<hyper::Result<http::Response<hyper::body::Incoming>>>,
+    connection: JoinHandle<hyper::Result<()>>,
+) {
+    use http_body_util::BodyExt;
+
+    let response = stream
+        .await
+        .unwrap()
+        .expect("the stream in flight finishes");
+    assert_eq!(response.status(), 200);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "held");
+    tokio::time::timeout(ROOM, connection)
+        .await
+        .expect("the connection ends after the GOAWAY")
+        .unwrap()
+        .expect("a graceful end");
+}
+
+/// Reads a `200` that asks the client to close, then sees the connection
+/// close; the response.
+async fn told_to_close(stream: &mut TcpStream) -> RawResponse {
+    let response = read_response(stream).await.expect("a whole response");
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("connection"), Some("close"));
+    closed_within(stream, ROOM).await;
+    response
+}
+
+/// `server.max_connection_age_secs`: a connection in steady use, never
+/// idle for the keep-alive bound, is told to close at its age. Idle past
+/// it, it is not closed at once (a request may be on its way): the next
+/// response says `Connection: close`.
+#[tokio::test]
+async fn a_connection_in_steady_use_is_told_to_close_at_its_age() {
+    let server = start(&aged_config()).await;
+    let mut stream = connect(server.addr).await;
+    assert_eq!(get_hello(&mut stream).await.status, 200);
+    // Short of its age, the connection serves and stays.
+    quiet_for(Duration::from_secs(30)).await;
+    let response = get_hello(&mut stream).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("connection"), None);
+    // Past it, the next request is served, told to close, and the
+    // connection closes.
+    quiet_for(Duration::from_secs(31)).await;
+    stream.write_all(FULL_HEAD).await.expect("the head is sent");
+    told_to_close(&mut stream).await;
+}
+
+/// A connection idle past its age still closes at once when phase 1
+/// begins, as every idle connection does.
+#[tokio::test]
+async fn a_connection_idle_past_its_age_closes_at_phase_one() {
+    let server = start(&aged_config()).await;
+    let mut stream = connect(server.addr).await;
+    assert_eq!(get_hello(&mut stream).await.status, 200);
+    quiet_for(Duration::from_secs(61)).await;
+    server.begin_phase_one().await;
+    closed_within(&mut stream, ROOM).await;
+}
+
+/// An HTTP/1 response in flight when its connection's age passes goes
+/// out whole, asking the client to close, and the connection closes.
+#[tokio::test]
+async fn a_response_in_flight_at_its_connections_age_goes_out_then_the_connection_closes() {
+    let server = start(&aged_config()).await;
+    let mut stream = connect(server.addr).await;
+    stream
+        .write_all(b"GET /hold_long HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    server.wait_in_flight(1).await;
+    // The age passes while `/hold_long` runs; its answer comes at 90 s.
+    quiet_for(Duration::from_secs(91)).await;
+    assert_eq!(told_to_close(&mut stream).await.body, "held");
+}
+
+/// A later request's head half read when its connection's age passes is
+/// not lost: it is answered, asking the client to close, and then the
+/// connection closes.
+#[tokio::test]
+async fn a_head_half_read_at_its_connections_age_is_answered_then_the_connection_closes() {
+    let server = start(&aged_config()).await;
+    let mut stream = connect(server.addr).await;
+    // hyper takes a connection with a request behind it and none under way
+    // for idle, whatever it has read of the next head.
+    assert_eq!(get_hello(&mut stream).await.status, 200);
+    stream.write_all(HALF_HEAD).await.unwrap();
+    // The server reads the head's start before the age passes, on the
+    // paused clock.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    quiet_for(Duration::from_secs(61)).await;
+    stream.write_all(REST_OF_HEAD).await.unwrap();
+    told_to_close(&mut stream).await;
+}
+
+/// An HTTP/2 connection past its age gets GOAWAY while a stream runs: the
+/// stream finishes, no new one is taken, and the connection ends.
+#[tokio::test]
+async fn an_http2_connection_gets_goaway_at_its_age_and_its_stream_finishes() {
+    let server = start(&aged_config()).await;
+    let (mut sender, connection) = http2(server.addr).await;
+    let held = tokio::spawn(sender.send_request(h2_get(server.addr, "/hold_long")));
+    server.wait_in_flight(1).await;
+    // The age passes while `/hold_long` runs (90 s).
+    quiet_for(Duration::from_secs(61)).await;
+    // Until the GOAWAY arrives, a new stream is opened and answered.
+    until_goaway(&mut sender, server.addr, http::StatusCode::OK).await;
+    assert!(!held.is_finished(), "the stream in flight runs on");
+    quiet_for(Duration::from_secs(30)).await;
+    finishes_then_the_connection_ends(held, connection).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_phase_one_starts_a_keep_alive_response_says_close_and_the_connection_ends() {
     let server = start(&config(30_000, 75)).await;
@@ -866,8 +1019,6 @@ async fn at_phase_one_idle_connections_close_at_once_and_new_ones_get_503_with_c
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() {
-    use http_body_util::BodyExt;
-
     let server = start(&config(30_000, 75)).await;
     let (mut sender, connection) = http2(server.addr).await;
     // In flight until the loop below has seen the GOAWAY: the check that
@@ -876,34 +1027,21 @@ async fn at_phase_one_an_http2_connection_gets_goaway_and_its_stream_finishes() 
     let slow = tokio::spawn(slow);
     server.wait_in_flight(1).await;
     server.begin_phase_one().await;
-    // Once the GOAWAY arrives the client opens no new stream on this
-    // connection. Until then a stream is opened and answered 503. The
-    // GOAWAY comes while the slow stream is in flight, not once the
+    // Until the GOAWAY arrives, a new stream is opened and answered 503.
+    // The GOAWAY comes while the slow stream is in flight, not once the
     // connection is idle.
-    let give_up = Instant::now() + ROOM;
-    loop {
-        match sender.send_request(h2_get(server.addr, "/hello")).await {
-            Err(_) => break,
-            Ok(response) => assert_eq!(response.status(), 503),
-        }
-        assert!(Instant::now() < give_up, "no GOAWAY within {ROOM:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_goaway(
+        &mut sender,
+        server.addr,
+        http::StatusCode::SERVICE_UNAVAILABLE,
+    )
+    .await;
     assert!(
         !slow.is_finished(),
         "the GOAWAY came only once the stream in flight had ended"
     );
     RELEASE_HELD.notify_one();
-    let response = slow.await.unwrap().expect("the stream in flight finishes");
-    assert_eq!(response.status(), 200);
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    assert_eq!(body, "held");
-    // The GOAWAY ends the connection once its last stream is done.
-    tokio::time::timeout(ROOM, connection)
-        .await
-        .expect("the connection ends after the GOAWAY")
-        .unwrap()
-        .expect("a graceful end");
+    finishes_then_the_connection_ends(slow, connection).await;
 }
 
 /// Phase 1 closes a connection idle between requests without cutting

@@ -19,8 +19,9 @@ const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+
 /// for another (a CDN set to cache errors would).
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
-/// The random source for answers made outside a `TimeboxLayer` (which
-/// carries the app's own): one per process, seeded by the operating system.
+/// The random source for what has no app's own at hand (an answer made
+/// outside a `TimeboxLayer`, which carries the app's; a connection's age
+/// bound in `serve`): one per process, seeded by the operating system.
 pub(crate) fn fallback_entropy() -> Entropy {
     static FALLBACK: std::sync::OnceLock<Entropy> = std::sync::OnceLock::new();
     FALLBACK.get_or_init(Entropy::from_os).clone()

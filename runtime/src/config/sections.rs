@@ -117,6 +117,26 @@ pub struct ServerConfig {
     /// HTTP/2 flow-control window that long (a paused download); `0` turns
     /// both off. Applied by `timebox::server::serve` (feature `server`).
     pub keep_alive_timeout_secs: u64,
+    /// Age in seconds past which `serve` tells a connection to go, however
+    /// busy it is: an HTTP/2 one gets GOAWAY (its streams finish; the
+    /// client opens new ones on a new connection); over HTTP/1 the next
+    /// response whose head goes out says `Connection: close`, and the
+    /// connection closes after it. An HTTP/1 connection idle then is not
+    /// closed at once, as it would be at shutdown's phase 1 (its client
+    /// may have sent a request already): its next response, or the idle
+    /// bound if there is one, ends it. Nothing in flight is cut: a long
+    /// stream keeps its connection until it ends (there is no forced close
+    /// after a grace, as gRPC's `MAX_CONNECTION_AGE_GRACE` would be). Each connection's bound is
+    /// drawn between 90 % and 100 % of this, so that connections opened
+    /// together do not all reconnect together. Default `0`: no bound, as
+    /// in tonic (hyper has none). Clients that keep their connections (a
+    /// mesh sidecar, a load balancer speaking HTTP/2, a pooling client)
+    /// otherwise stay with the instances they first reached: after a
+    /// scale-out, the new instances get only new connections until the next
+    /// deploy. gRPC's `MAX_CONNECTION_AGE` and Envoy's
+    /// `max_connection_duration` bound the same. Applied by
+    /// `timebox::server::serve` (feature `server`).
+    pub max_connection_age_secs: u64,
     /// `[server.grpc]`: the deadlines of gRPC calls.
     pub grpc: GrpcConfig,
     /// `[server.admission]`: refusing work that cannot finish in time, and
@@ -133,6 +153,7 @@ impl Default for ServerConfig {
             drain_force_secs: 10,
             header_read_timeout_ms: 30_000,
             keep_alive_timeout_secs: 75,
+            max_connection_age_secs: 0,
             grpc: GrpcConfig::default(),
             admission: AdmissionConfig::default(),
         }
@@ -165,6 +186,13 @@ impl ServerConfig {
     #[must_use]
     pub fn keep_alive_timeout(&self) -> Option<Duration> {
         secs_or_off(self.keep_alive_timeout_secs)
+    }
+
+    /// The bound on a connection's age; `None` when
+    /// `max_connection_age_secs` is `0`.
+    #[must_use]
+    pub fn max_connection_age(&self) -> Option<Duration> {
+        secs_or_off(self.max_connection_age_secs)
     }
 }
 

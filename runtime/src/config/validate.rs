@@ -63,8 +63,9 @@ impl Config {
     /// `stream.heartbeat_secs` longer than a day. In `server`: a
     /// `shutdown_timeout_secs`, `prestop_grace_secs` or `drain_force_secs`
     /// longer than a day; a
-    /// `header_read_timeout_ms` or `keep_alive_timeout_secs` longer than a
-    /// day (no bound at all; `0` is how to turn one off); a
+    /// `header_read_timeout_ms`, `keep_alive_timeout_secs` or
+    /// `max_connection_age_secs` longer than a day (no bound at all; `0` is
+    /// how to turn one off); a
     /// `server.grpc.methods` name that is not
     /// `/package.Service/Method`, or a method deadline of 0; a name in
     /// `server.timeouts.deadline_headers` or `http.client.deadline_headers`
@@ -295,6 +296,7 @@ fn check_connection_bounds(server: &ServerConfig, errors: &mut ConfigError) {
     for (name, bound) in [
         ("header_read_timeout_ms", server.header_read_timeout()),
         ("keep_alive_timeout_secs", server.keep_alive_timeout()),
+        ("max_connection_age_secs", server.max_connection_age()),
     ] {
         if let Some(bound) = bound {
             check_at_most_a_day(

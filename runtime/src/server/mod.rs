@@ -116,8 +116,10 @@
 //!   [`Routes::into_router`] say so in a `warn!` at their first request.
 //!
 //! Below all of this, [`serve()`] bounds each connection: a request head
-//! must arrive within `server.header_read_timeout_ms`, and an idle
-//! keep-alive connection closes after `server.keep_alive_timeout_secs`. A
+//! must arrive within `server.header_read_timeout_ms`, an idle
+//! keep-alive connection closes after `server.keep_alive_timeout_secs`,
+//! and, with `server.max_connection_age_secs`, one past its age is told to
+//! go (`Connection: close`, GOAWAY). A
 //! request *body* that trickles in is bounded by the route's deadline, since
 //! extractors run under it, and by nothing on a route without one.
 //!

@@ -116,13 +116,14 @@ pub(super) struct Shared {
 pub(crate) struct ConnectionBounds {
     pub(crate) header_read: Option<Duration>,
     pub(crate) keep_alive: Option<Duration>,
+    pub(crate) max_age: Option<Duration>,
 }
 
 impl Shutdown {
     /// A coordinator with the bounds of `config.server`: the three waits of
     /// the sequence, and the connection bounds that
     /// `timebox::server::serve` applies (`header_read_timeout_ms`,
-    /// `keep_alive_timeout_secs`).
+    /// `keep_alive_timeout_secs`, `max_connection_age_secs`).
     #[must_use]
     pub fn new(config: &Config) -> Self {
         let server = &config.server;
@@ -146,6 +147,7 @@ impl Shutdown {
                 connections: ConnectionBounds {
                     header_read: server.header_read_timeout(),
                     keep_alive: server.keep_alive_timeout(),
+                    max_age: server.max_connection_age(),
                 },
             }),
         }

@@ -98,6 +98,15 @@ macro_rules! token_methods {
 }
 
 token_methods!(ShutdownToken, "phase 1 (no new requests)");
+
+impl ShutdownToken {
+    /// A token cancelled with this one, or on its own: one connection's
+    /// phase 1 (`serve` retires a connection at its age so).
+    #[cfg(feature = "server")]
+    pub(crate) fn child_token(&self) -> CancellationToken {
+        self.inner.child_token()
+    }
+}
 token_methods!(DrainToken, "phase 2 (drain)");
 
 impl DrainToken {

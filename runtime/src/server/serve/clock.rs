@@ -520,6 +520,7 @@ mod tests {
     const BOUNDS: ConnectionBounds = ConnectionBounds {
         header_read: Some(Duration::from_secs(2)),
         keep_alive: Some(Duration::from_secs(10)),
+        max_age: None,
     };
 
     #[tokio::test(start_paused = true)]
@@ -847,6 +848,7 @@ mod tests {
         let clock = ConnectionClock::new(ConnectionBounds {
             header_read: None,
             keep_alive: None,
+            max_age: None,
         });
         let expired = tokio::time::timeout(Duration::from_secs(86_400), clock.expired()).await;
         assert!(expired.is_err());

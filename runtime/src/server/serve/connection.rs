@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::entropy::Entropy;
 use crate::observe::Chain;
+use crate::problem::fallback_entropy;
 use crate::server::ShutdownGate;
 use crate::shutdown::{ConnectionBounds, Shutdown, ShutdownToken};
 use axum::Router;
@@ -75,9 +77,14 @@ impl Connections {
 
     /// Serves `stream`, from `peer`, with `service` on a task of its own.
     pub(super) fn spawn(&self, stream: TcpStream, peer: SocketAddr, service: RouterService) {
+        let retire_at = self
+            .bounds
+            .max_age
+            .and_then(|age| retire_at(Instant::now(), age, &fallback_entropy()));
         let connection = Connection {
             builder: self.builder.clone(),
             clock: ConnectionClock::new(self.bounds),
+            retire_at,
             phase1: self.phase1.clone(),
             stop: self.stop.clone(),
             peer,
@@ -109,6 +116,8 @@ impl Connections {
 struct Connection {
     builder: Builder<TokioExecutor>,
     clock: Arc<ConnectionClock>,
+    /// When the connection is retired (`server.max_connection_age_secs`).
+    retire_at: Option<Instant>,
     phase1: ShutdownToken,
     stop: CancellationToken,
     /// The client's address, which each request carries as axum's
@@ -122,13 +131,16 @@ impl Connection {
         let Self {
             builder,
             clock,
+            retire_at,
             phase1,
             stop,
             peer,
             _closed,
         } = self;
         let io = TokioIo::new(ClockedIo::new(stream, Arc::clone(&clock)));
-        let service = ConnectionService::new(service, Arc::clone(&clock), phase1.clone(), peer);
+        // This connection's phase 1: the server's, or its own at its age.
+        let closing = phase1.child_token();
+        let service = ConnectionService::new(service, Arc::clone(&clock), closing.clone(), peer);
         let connection = builder.serve_connection_with_upgrades(io, service);
         tokio::pin!(connection);
         // A connection accepted during phase 1 is served, and told to go
@@ -140,7 +152,11 @@ impl Connection {
         // preface too (a pooled connection that has sent nothing yet).
         let mut phase1_seen = phase1.is_cancelled();
         let goaway_after_a_request = phase1_seen;
+        // Past its age, its own phase 1 (`closing`) began.
+        let mut retiring = false;
         let mut goaway_sent = false;
+        let retired = retired_at(retire_at);
+        tokio::pin!(retired);
         loop {
             tokio::select! {
                 // The connection first: a request whose bytes have arrived
@@ -156,10 +172,24 @@ impl Connection {
                 () = phase1.cancelled(), if !phase1_seen => {
                     phase1_seen = true;
                 }
+                // Past its age, a connection is told to close as at phase
+                // 1, alone.
+                () = &mut retired, if !phase1_seen && !retiring => {
+                    tracing::debug!(
+                        %peer,
+                        "retiring a connection at its age (`server.max_connection_age_secs`)"
+                    );
+                    retiring = true;
+                    closing.cancel();
+                }
                 // From phase 1, a connection between requests closes: at
                 // once if it is, else when the response it serves ends
                 // (one whose head went before phase 1, without
-                // `Connection: close`: a stream, a long download).
+                // `Connection: close`: a stream, a long download). Not
+                // while a request head is half read: closing then would
+                // lose the request. Not at its age alone: a request may be
+                // on its way that HTTP/1 has no way to refuse; the next
+                // response's `Connection: close` ends it, or the idle bound.
                 () = clock.idle(), if phase1_seen && !goaway_sent => {
                     tracing::debug!(%peer, "closing an idle connection: the server is shutting down");
                     // Gracefully, not by dropping it: hyper lets a
@@ -168,7 +198,7 @@ impl Connection {
                     goaway_sent = true;
                     connection.as_mut().graceful_shutdown();
                 }
-                () = http2_known(&clock, goaway_after_a_request), if phase1_seen && !goaway_sent => {
+                () = http2_known(&clock, goaway_after_a_request), if (phase1_seen || retiring) && !goaway_sent => {
                     goaway_sent = true;
                     // GOAWAY: streams in flight finish, no new ones start.
                     connection.as_mut().graceful_shutdown();
@@ -201,6 +231,22 @@ impl Connection {
     }
 }
 
+/// When a connection accepted `now` is retired, for an age bound of `age`:
+/// between 90 % and 100 % of it, drawn from `entropy`, so that connections
+/// opened together (a client's pool, at its start) do not all reconnect
+/// together.
+fn retire_at(now: Instant, age: Duration, entropy: &Entropy) -> Option<Instant> {
+    now.checked_add(age.saturating_sub(entropy.jitter(age / 10)))
+}
+
+/// Resolves at `at`; never without one.
+async fn retired_at(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Resolves once the connection is known to be HTTP/2: by a request when
 /// `by_request`, else by its preface or a request.
 async fn http2_known(clock: &ConnectionClock, by_request: bool) {
@@ -217,5 +263,35 @@ struct NotifyOnDrop(Arc<Notify>);
 impl Drop for NotifyOnDrop {
     fn drop(&mut self) {
         self.0.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::retire_at;
+    use crate::entropy::Entropy;
+
+    #[test]
+    fn a_connection_is_retired_between_nine_tenths_of_its_age_and_its_age() {
+        let now = Instant::now();
+        let entropy = Entropy::seeded(7);
+        let age = Duration::from_secs(10);
+        let after: Vec<Duration> = (0..1000)
+            .map(|_| retire_at(now, age, &entropy).expect("no overflow") - now)
+            .collect();
+        assert!(after
+            .iter()
+            .all(|after| (Duration::from_secs(9)..=age).contains(after)));
+        // Spread over the whole tenth.
+        assert!(after
+            .iter()
+            .any(|after| *after < Duration::from_millis(9_100)));
+        assert!(after
+            .iter()
+            .any(|after| *after > Duration::from_millis(9_900)));
     }
 }

@@ -171,6 +171,7 @@ mod tests {
     const BOUNDS: ConnectionBounds = ConnectionBounds {
         header_read: Some(Duration::from_secs(30)),
         keep_alive: Some(Duration::from_secs(75)),
+        max_age: None,
     };
 
     /// A connection's socket after one HTTP/1 request, with a body or not,

@@ -49,6 +49,7 @@ use connection::Connections;
 /// | connects and sends nothing, or half a request head | the header bound, from the accept | `server.header_read_timeout_ms` (30000) |
 /// | starts a later head on a keep-alive connection and stalls (also one sent with the head before it, or while that request is served) | the header bound, from its first byte | `server.header_read_timeout_ms` |
 /// | keeps a connection open between requests | the idle bound, from the last bytes of its last response | `server.keep_alive_timeout_secs` (75) |
+/// | keeps a connection busy for days (a sidecar's or a load balancer's pool) | the age bound, between 90 % and 100 % of it from the accept: the connection is then told to go (HTTP/1: the next response says `Connection: close`; HTTP/2: GOAWAY), cutting nothing in flight | `server.max_connection_age_secs` (0: none) |
 /// | trickles a request body | the route's deadline (extractors run under it); nothing on a route without one | `server.timeouts.request_timeout_ms`, route attributes |
 /// | reads the response slowly, or stops reading it (over HTTP/2, also by granting no flow-control window, which holds even a short body) | the route's deadline up to the response head; then the idle bound, from the last sign that the client reads: the socket taking bytes after it had stopped, or, while the body still streams, hyper asking it for more (a body waiting for its own data, an SSE stream between events, waits for nothing of the client's; over HTTP/2 the bound applies once every response on the connection waits for the client, and answers to the client's PINGs are no sign) | `server.keep_alive_timeout_secs` |
 ///
@@ -84,8 +85,9 @@ use connection::Connections;
 /// is not helped: the client, still sending, reads none of the answer, and
 /// the connection ends at the idle bound, reset.
 ///
-/// A bound that passes closes the connection; `0` turns one off. Both come
-/// from the [`Config`](crate::config::Config) `shutdown` was made with.
+/// A bound that passes closes the connection (the age tells it to close,
+/// below); `0` turns one off. They come from the
+/// [`Config`](crate::config::Config) `shutdown` was made with.
 /// From phase 1 of the shutdown every HTTP/1 response but a `101` carries
 /// `Connection: close` and every HTTP/2 connection gets a GOAWAY (one
 /// that has not sent a request yet too, once its connection preface shows
@@ -97,6 +99,16 @@ use connection::Connections;
 /// phase 1 (a long download, a stream). A new connection that
 /// has not sent a request yet stays open for it: its client may have sent
 /// one already, and would not resend what a fresh connection lost.
+///
+/// Past `server.max_connection_age_secs`, a connection is told to go as at
+/// phase 1, alone: over HTTP/2 it gets a GOAWAY (and closes, if idle, once
+/// its client acknowledges it, losing nothing); over HTTP/1 each response
+/// whose head goes out from then on says `Connection: close`, and hyper
+/// closes the connection after it. Unlike at phase 1, an HTTP/1 connection
+/// is not closed when it goes idle: its client may have sent a request
+/// already, which HTTP/1 cannot refuse. So one idle at its age, or serving
+/// a response whose head went out before (a stream, a long download),
+/// closes after its next response, or at the idle bound if there is one.
 ///
 /// An upgraded connection (a WebSocket, say) leaves `serve` with its `101`
 /// answer: from then on the socket belongs to the task the upgrade handed

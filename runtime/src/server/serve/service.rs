@@ -17,7 +17,7 @@ use hyper::body::Incoming;
 use pin_project::pin_project;
 use tower_service::Service;
 
-use crate::shutdown::ShutdownToken;
+use tokio_util::sync::CancellationToken;
 
 use super::clock::{ConnectionClock, RequestEnd};
 use super::request_body::ReadToTheEnd;
@@ -25,12 +25,13 @@ use super::response_body::ResponseBody;
 
 /// Serves one connection's requests with `inner`, marking each on the
 /// connection's clock from its head to the end of its response, and
-/// asking HTTP/1 clients to close once shutdown's phase 1 has begun.
+/// asking HTTP/1 clients to close once the connection is closing
+/// (shutdown's phase 1, or the connection's age).
 #[derive(Debug)]
 pub(super) struct ConnectionService<S> {
     inner: S,
     clock: Arc<ConnectionClock>,
-    phase1: ShutdownToken,
+    closing: CancellationToken,
     peer: ConnectInfo<SocketAddr>,
 }
 
@@ -38,13 +39,13 @@ impl<S> ConnectionService<S> {
     pub(super) fn new(
         inner: S,
         clock: Arc<ConnectionClock>,
-        phase1: ShutdownToken,
+        closing: CancellationToken,
         peer: SocketAddr,
     ) -> Self {
         Self {
             inner,
             clock,
-            phase1,
+            closing,
             peer: ConnectInfo(peer),
         }
     }
@@ -90,7 +91,7 @@ where
             upgradable,
             connect,
             tunnel,
-            close: (version < Version::HTTP_2).then(|| self.phase1.clone()),
+            close: (version < Version::HTTP_2).then(|| self.closing.clone()),
         }
     }
 }
@@ -110,8 +111,8 @@ pub(super) struct TrackedResponse<F> {
     /// Whether the request asks for a tunnel (an HTTP/2 extended
     /// `CONNECT`).
     tunnel: bool,
-    /// Phase 1's token, for an HTTP/1 request.
-    close: Option<ShutdownToken>,
+    /// The connection's closing token, for an HTTP/1 request.
+    close: Option<CancellationToken>,
 }
 
 impl<F> Future for TrackedResponse<F>
@@ -135,7 +136,12 @@ where
                 end.upgraded();
             }
         }
-        if !upgrade && this.close.as_ref().is_some_and(ShutdownToken::is_cancelled) {
+        if !upgrade
+            && this
+                .close
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
+        {
             // hyper closes an HTTP/1 connection after a response that says so.
             response
                 .headers_mut()
