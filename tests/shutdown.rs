@@ -627,3 +627,41 @@ async fn the_trigger_says_how_long_the_phases_may_take() {
     assert_eq!(most, 45);
     logs.one_line_with("shutdown triggered", &["most_secs=45"]);
 }
+
+// `serve` and `wait_drained` wait on tokio's timer: on a runtime without
+// it they panic at their first poll, with tokio's message, rather than in
+// every connection's task (the server answering nothing) or at a phase
+// after the trigger (no drain).
+
+/// A runtime with I/O and no timer.
+fn without_a_timer() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("a runtime without its time driver")
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn serve_needs_the_time_driver_from_its_first_poll() {
+    use futures_util::FutureExt;
+
+    let runtime = without_a_timer();
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("loopback binds");
+        timebox::server::serve(listener, axum::Router::new(), shutdown).now_or_never()
+    });
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn wait_drained_needs_the_time_driver_from_its_first_poll() {
+    use futures_util::FutureExt;
+
+    let runtime = without_a_timer();
+    let shutdown = Shutdown::new(&config(0, 30, 10));
+    runtime.block_on(async { shutdown.wait_drained().now_or_never() });
+}

@@ -356,11 +356,27 @@ impl Shutdown {
     /// begun ends when it would have (the pre-stop grace counts from the
     /// trigger, each phase from when it began), not running its wait
     /// again; one not begun yet begins when a caller reaches it.
+    ///
+    /// # Panics
+    ///
+    /// At its first poll, outside a tokio runtime with its timer enabled
+    /// (`enable_time`, or `enable_all`), with tokio's message: the phases
+    /// wait on it.
     pub async fn wait_drained(&self) {
+        require_timer();
         tokio::select! {
             biased;
             () = self.shared.finished.cancelled() => {}
             () = self.run_sequence() => self.shared.finished.cancel(),
         }
     }
+}
+
+/// Panics here, with tokio's own message, when the current runtime has no
+/// timer: what follows waits on it, and would otherwise panic later and
+/// somewhere less telling (in each connection's task, or at a phase after
+/// the trigger).
+#[track_caller]
+pub(crate) fn require_timer() {
+    drop(tokio::time::sleep(Duration::ZERO));
 }

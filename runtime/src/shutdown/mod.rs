@@ -42,9 +42,9 @@ mod token;
 #[cfg(any(feature = "server", feature = "grpc"))]
 mod unanswered;
 
-#[cfg(feature = "server")]
-pub(crate) use coordinator::ConnectionBounds;
 pub use coordinator::Shutdown;
+#[cfg(feature = "server")]
+pub(crate) use coordinator::{require_timer, ConnectionBounds};
 pub use in_flight::{InFlight, InFlightGuard};
 pub use token::{DrainToken, ShutdownToken};
 #[cfg(any(feature = "server", feature = "grpc"))]

@@ -12,7 +12,7 @@ mod service;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::shutdown::Shutdown;
+use crate::shutdown::{require_timer, Shutdown};
 
 use super::ShutdownGate;
 use accept::Acceptor;
@@ -156,6 +156,13 @@ use connection::Connections;
 /// When `listener` is not a listening socket. Other accept errors are
 /// waited out (see above), never returned.
 ///
+/// # Panics
+///
+/// At its first poll, outside a tokio runtime with its timer enabled
+/// (`enable_time`, or `enable_all`), with tokio's message (from
+/// [`Shutdown::wait_drained`], which it runs): every connection's bounds
+/// and the shutdown's phases wait on it.
+///
 /// # Cancellation safety
 ///
 /// Dropping the future stops the server at once, without a drain, and
@@ -165,6 +172,8 @@ pub async fn serve(
     router: Router,
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
+    // Before a connection is accepted, whose task would meet it first.
+    require_timer();
     // Each handler made into its route once, as `axum::serve` does, rather
     // than on every request.
     let service = ShutdownGate::new(router.with_state(()), &shutdown);
