@@ -718,3 +718,89 @@ async fn an_async_cleanup_logs_in_a_span_of_its_own_that_names_the_request() {
     );
     assert!(!line.contains("request{id=7}"), "{line}");
 }
+
+/// A guard dropped while its runtime shuts down (with a task the runtime
+/// drops, at the end of `main` or of a test) cannot run its async
+/// cleanups there: it says so in a debug line rather than losing them
+/// silently, for a cleanup not begun and for one under way. A cleanup
+/// that ran to its end says nothing, nor one that panicked (the panic
+/// hook said that).
+#[test]
+fn async_cleanups_dropped_with_their_runtime_are_said() {
+    let (logs, _capture) = support::logs::Logs::capture();
+    let registry = Registry::new();
+    let runtime = current_thread();
+    runtime.block_on(async {
+        let (done, ended) = tokio::sync::oneshot::channel();
+        let mut guard = registry.register("ends").expect("a new id");
+        guard.on_async_cleanup(move || async move {
+            let _ = done.send(());
+        });
+        drop(guard);
+        ended.await.expect("the cleanup ran");
+
+        let mut guard = registry.register("panics").expect("a new id");
+        guard.on_async_cleanup(|| async { panic!("a cleanup bug") });
+        drop(guard);
+
+        drop_with_its_cleanup_under_way(&registry, "under-way").await;
+
+        let mut guard = registry.register("not-begun").expect("a new id");
+        guard.on_async_cleanup(|| async {});
+        tokio::spawn(async move {
+            let _guard = guard;
+            pending::<()>().await;
+        });
+    });
+    drop(runtime);
+    let said = logs.lines_with("dropped before it ended");
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(
+        said.iter()
+            .any(|line| line.contains("request_id=\"under-way\"")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter()
+            .any(|line| line.contains("request_id=\"not-begun\"")),
+        "{said:?}"
+    );
+}
+
+/// The same while another panic unwinds (a test that fails, a `main`
+/// whose future panics, its runtime dropped on the way out): the cleanup
+/// under way is said too.
+#[test]
+fn async_cleanups_dropped_while_a_panic_unwinds_are_said_too() {
+    let (logs, _capture) = support::logs::Logs::capture();
+    let registry = Registry::new();
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        let runtime = current_thread();
+        runtime.block_on(async {
+            drop_with_its_cleanup_under_way(&registry, "under-way").await;
+            panic!("the test fails");
+        });
+    }));
+    assert!(panicked.is_err());
+    logs.one_line_with("dropped before it ended", &["request_id=\"under-way\""]);
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// Registers `id` with an async cleanup that never ends, drops its guard,
+/// and returns once the cleanup is under way.
+async fn drop_with_its_cleanup_under_way(registry: &Registry, id: &str) {
+    let (began, under_way) = tokio::sync::oneshot::channel();
+    let mut guard = registry.register(id).expect("a new id");
+    guard.on_async_cleanup(move || async move {
+        let _ = began.send(());
+        pending::<()>().await;
+    });
+    drop(guard);
+    under_way.await.expect("the cleanup began");
+}

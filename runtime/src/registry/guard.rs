@@ -36,7 +36,9 @@ type AsyncCleanup =
 /// 4. spawns the [`on_async_cleanup`](Self::on_async_cleanup) functions on
 ///    the tokio runtime of the dropping thread. With no runtime there (a
 ///    plain thread, a runtime already gone) they are skipped with a debug
-///    log, never a panic.
+///    log, never a panic; one that its runtime drops before it ends (a
+///    guard dropped with its task as the runtime shuts down, at the end of
+///    `main` or of a test) says so in a debug log too.
 ///
 /// # Panics
 ///
@@ -219,7 +221,16 @@ fn spawn_async_cleanups(id: &str, cleanups: Vec<AsyncCleanup>) {
     match Handle::try_current() {
         Ok(runtime) => {
             for cleanup in cleanups {
-                drop(runtime.spawn(async move { cleanup().await }));
+                let unfinished = Unfinished(Some(id.to_owned()));
+                drop(runtime.spawn(async move {
+                    // A cleanup that panics ended too (the panic hook
+                    // said so); the panic goes on to tokio.
+                    let ended = caught(async move { cleanup().await }).await;
+                    unfinished.ended();
+                    if let Err(payload) = ended {
+                        panic::resume_unwind(payload);
+                    }
+                }));
             }
         }
         Err(_) => tracing::debug!(
@@ -227,6 +238,41 @@ fn spawn_async_cleanups(id: &str, cleanups: Vec<AsyncCleanup>) {
             skipped = cleanups.len(),
             "request guard dropped outside a tokio runtime; async cleanups skipped"
         ),
+    }
+}
+
+/// `future`'s output, or the panic of one of its polls.
+async fn caught<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| {
+        match panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(polled) => polled.map(Ok),
+            Err(payload) => std::task::Poll::Ready(Err(payload)),
+        }
+    })
+    .await
+}
+
+/// An async cleanup under way, with its request's id until it ends: one
+/// its runtime drops first (shutting down, also while another panic
+/// unwinds) is said, not lost silently.
+struct Unfinished(Option<String>);
+
+impl Unfinished {
+    fn ended(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(id) = &self.0 {
+            tracing::debug!(
+                request_id = id,
+                "an async cleanup of a request guard was dropped before it ended: \
+                 its runtime shut down"
+            );
+        }
     }
 }
 
