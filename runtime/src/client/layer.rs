@@ -95,6 +95,12 @@ use super::{Attempt, BoxError, CallOptions, ClientError};
 /// # let _ = client;
 /// # }
 /// ```
+///
+/// # Panics
+///
+/// A call's future panics when polled outside a tokio runtime with its
+/// timer enabled, with tokio's message (see
+/// [Timers and paused clocks](super#timers-and-paused-clocks)).
 #[derive(Debug, Clone)]
 pub struct ClientLayer {
     rules: Arc<Rules>,

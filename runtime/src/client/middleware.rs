@@ -108,6 +108,12 @@ pub fn reqwest_builder() -> reqwest::ClientBuilder {
 ///
 /// Clones share the per-host retry budgets and breakers: make one per
 /// application.
+///
+/// # Panics
+///
+/// A call through it panics when polled outside a tokio runtime with its
+/// timer enabled, with tokio's message (see
+/// [Timers and paused clocks](super#timers-and-paused-clocks)).
 #[derive(Debug, Clone)]
 pub struct Timebox {
     rules: Arc<Rules>,

@@ -63,6 +63,20 @@
 //!   credentials timebox cannot take off: there a redirect to another
 //!   origin is the answer.)
 //!
+//! # Timers and paused clocks
+//!
+//! Every attempt has a timer (`http.client.timeout_secs`, at least a
+//! second), so a call through any door ([`Client`], [`ClientLayer`], the
+//! reqwest middleware) polled on a runtime without tokio's timer
+//! (`enable_time`) panics with tokio's message, as `tokio::time::timeout`
+//! does. Under a paused clock (`#[tokio::test(start_paused = true)]`,
+//! `tokio::time::pause`), tokio moves the clock to the next timer whenever
+//! the runtime finds nothing ready: a server on another thread or in
+//! another process answers after that jump, so each attempt times out at
+//! once in virtual time (and counts against its host's breaker) and the
+//! call fails with a timeout. Test such calls on the real clock, or keep
+//! both sides in the simulation (`SimNet` hosts, feature `sim`).
+//!
 //! # Examples
 //!
 //! ```no_run

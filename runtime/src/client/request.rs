@@ -478,6 +478,11 @@ impl RequestBuilder {
     /// many redirects, or the last attempt failed without a response. A
     /// response with an error status is a `Response`, not an error.
     ///
+    /// # Panics
+    ///
+    /// Polled outside a tokio runtime with its timer enabled, with tokio's
+    /// message (see [Timers and paused clocks](super#timers-and-paused-clocks)).
+    ///
     /// # Cancellation safety
     ///
     /// Dropping the future stops the call; a retry that was paid for but not

@@ -131,6 +131,11 @@ impl RemoteCleanup {
     /// Runs the notices in order, within the bounds, and reports what became
     /// of each. Finishes at most [`total`](Self::total) after it starts.
     ///
+    /// # Panics
+    ///
+    /// Polled outside a tokio runtime with its timer enabled, with tokio's
+    /// message.
+    ///
     /// # Cancellation safety
     ///
     /// Dropping the future drops the notice being run and the ones after it

@@ -30,6 +30,11 @@ use super::{StreamTimeout, Watchdog, WatchdogHandle};
 ///
 /// See [`Watched::timed_out`] for a producer that forwards the stream into a
 /// bounded channel and must notice a timeout while its send is blocked.
+///
+/// # Panics
+///
+/// Polled with a timeout armed (one not off, nor suspended) outside a
+/// tokio runtime with its timer enabled, with tokio's message.
 #[pin_project]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled"]

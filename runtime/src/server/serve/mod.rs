@@ -133,6 +133,11 @@ use connection::Connections;
 /// Signals are not listened for implicitly: call
 /// [`Shutdown::listen_for_signals`] in `main`.
 ///
+/// Its bounds run on tokio's clock: under a paused one (a test with
+/// `start_paused`), a client on another thread or in another process
+/// is cut off at the header bound as soon as the runtime waits for it, the
+/// clock having jumped there. Test `serve` on the real clock.
+///
 /// # Examples
 ///
 /// ```no_run
@@ -159,9 +164,8 @@ use connection::Connections;
 /// # Panics
 ///
 /// At its first poll, outside a tokio runtime with its timer enabled
-/// (`enable_time`, or `enable_all`), with tokio's message (from
-/// [`Shutdown::wait_drained`], which it runs): every connection's bounds
-/// and the shutdown's phases wait on it.
+/// (`enable_time`, or `enable_all`), with tokio's message: every
+/// connection's bounds and the shutdown's phases wait on it.
 ///
 /// # Cancellation safety
 ///
