@@ -1603,3 +1603,52 @@ async fn through_the_middleware_a_request_reqwest_could_not_build_is_no_failure_
         "the host was never asked"
     );
 }
+
+// Each door's call runs on tokio's timer (every attempt has one): on a
+// runtime without it, its first poll panics with tokio's message.
+
+/// A runtime with I/O and no timer, and the address of nothing.
+fn without_a_timer() -> (tokio::runtime::Runtime, String) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("a runtime without its time driver");
+    (runtime, "http://127.0.0.1:9/".to_owned())
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn a_client_call_needs_the_time_driver() {
+    use futures_util::FutureExt;
+
+    let (runtime, url) = without_a_timer();
+    let client = runtime.block_on(async { Client::new(&Config::default()) });
+    runtime.block_on(async { client.get(url).send().now_or_never() });
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn a_client_layer_call_needs_the_time_driver() {
+    use futures_util::FutureExt;
+
+    let (runtime, url) = without_a_timer();
+    let service = ClientLayer::new(&Config::default()).layer(tower::service_fn(
+        |_: http::Request<Full<Bytes>>| async {
+            Ok::<_, Infallible>(http::Response::new(Full::<Bytes>::default()))
+        },
+    ));
+    let request = http::Request::get(url)
+        .body(Full::<Bytes>::default())
+        .expect("a request");
+    runtime.block_on(async { service.oneshot(request).now_or_never() });
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn a_call_through_the_middleware_needs_the_time_driver() {
+    use futures_util::FutureExt;
+
+    let (runtime, url) = without_a_timer();
+    let client = ByMiddleware::new(&Config::default()).0;
+    runtime.block_on(async { client.get(url).send().now_or_never() });
+}
