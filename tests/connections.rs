@@ -37,7 +37,7 @@ const ROOM: Duration = Duration::from_millis(1500);
 /// The open files this binary's tests may hold at once: the 1,000 ends of
 /// the 500 half-open connections, the 400 connections to the server out
 /// of descriptors, and the other tests' few.
-const FILES: u64 = 2048;
+const FILES: u32 = 2048;
 const HALF_HEAD: &[u8] = b"GET /hello HTTP/1.1\r\nHost: x\r\n";
 const FULL_HEAD: &[u8] = b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
 /// What `HALF_HEAD` leaves out of `FULL_HEAD`.

@@ -11,8 +11,10 @@
 ///
 /// When the hard limit is below `needed`, saying how to raise it.
 #[cfg(unix)]
-pub fn make_room_for(needed: u64) {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+pub fn make_room_for(needed: u32) {
+    use nix::sys::resource::{getrlimit, rlim_t, setrlimit, Resource};
+
+    let needed = rlim_t::from(needed);
 
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("the open-file limit is read");
     assert!(
@@ -28,4 +30,4 @@ pub fn make_room_for(needed: u64) {
 
 /// Nothing to raise where there is no `RLIMIT_NOFILE`.
 #[cfg(not(unix))]
-pub fn make_room_for(_needed: u64) {}
+pub fn make_room_for(_needed: u32) {}

@@ -445,7 +445,7 @@ mod tests {
                 "at least 1",
             ),
             (
-                "[mcp.servers.a]\nurl = \"http://x\"\nmax_sessions = 3000000000000000000",
+                "[mcp.servers.a]\nurl = \"http://x\"\nmax_sessions = 3000000000",
                 "mcp.servers.a.max_sessions",
                 "at most 65536",
             ),
