@@ -66,8 +66,8 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client on the network (reqwest with rustls), configured by
-    /// `config.http.client` and `config.breaker`.
+    /// A client on the network (reqwest 0.13 with its default TLS, rustls),
+    /// configured by `config.http.client` and `config.breaker`.
     ///
     /// # Panics
     ///
@@ -169,7 +169,7 @@ impl ClientBuilder {
         self
     }
 
-    /// Sends through `client`, an existing `reqwest::Client` (its TLS,
+    /// Sends through `client`, an existing reqwest 0.13 `Client` (its TLS,
     /// proxy, pool and default headers), instead of a new one.
     ///
     /// The client must not follow redirects itself: build it with

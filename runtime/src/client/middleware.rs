@@ -1,5 +1,5 @@
 //! [`Timebox`]: the client's rules as a reqwest middleware (feature
-//! `reqwest-middleware`).
+//! `reqwest-middleware`; reqwest-middleware 0.5, over reqwest 0.13).
 //!
 //! A service that already sends through a
 //! `reqwest_middleware::ClientWithMiddleware` adopts timebox's outbound rules
