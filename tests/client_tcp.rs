@@ -733,3 +733,39 @@ async fn a_failed_calls_error_shows_its_url_without_query_or_credentials() {
     }
     drop(refusing);
 }
+
+/// reqwest 0.13 loads the system's CA certificates when a client is built:
+/// with none (an image without a CA bundle, here `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` pointing at nothing), `Client::new` panics with
+/// reqwest's cause, which reqwest's own message leaves out, and what to do.
+// Where reqwest reads the certificates when a client is built: not on
+// Apple's systems or Windows, whose own verifiers it asks at each handshake.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_system_without_ca_certificates_is_named_when_the_client_is_built() {
+    let run = support::child::run_fixture(
+        "fixtures::builds_a_client",
+        &support::child::NO_CA_CERTIFICATES,
+    );
+
+    assert!(!run.success, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("No CA certificates were loaded from the system"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("`ca-certificates`"), "{}", run.stderr);
+}
+
+/// Tests run as child processes by the tests above; `#[ignore]`d so that a
+/// normal run skips them.
+mod fixtures {
+    use super::*;
+
+    #[test]
+    #[ignore = "a fixture: run as a child process by the tests above"]
+    fn builds_a_client() {
+        drop(client());
+    }
+}

@@ -17,6 +17,14 @@ pub struct ChildRun {
 /// Set in a fixture's child process, so the fixture knows it runs as one.
 pub const FIXTURE_ENV: &str = "TIMEBOX_TEST_FIXTURE_CHILD";
 
+/// The environment of an image without CA certificates, as reqwest reads
+/// them on Linux: `SSL_CERT_FILE` and `SSL_CERT_DIR`, when set, are the
+/// only places looked at, and these hold none.
+pub const NO_CA_CERTIFICATES: [(&str, &str); 2] = [
+    ("SSL_CERT_FILE", "/dev/null"),
+    ("SSL_CERT_DIR", "/dev/null"),
+];
+
 /// Runs the test named `exact_name` (an `#[ignore]`d fixture) of this test
 /// binary in a child process, with `env` and [`FIXTURE_ENV`] added to a
 /// copy of the environment from which every `TIMEBOX_` variable was

@@ -6,6 +6,7 @@ use http::Method;
 
 use crate::config::Config;
 use crate::entropy::Entropy;
+use crate::observe::Chain;
 use crate::retry::RetryBudgets;
 
 use super::rules::Rules;
@@ -71,7 +72,9 @@ impl Client {
     ///
     /// # Panics
     ///
-    /// When the TLS backend cannot be initialised (as `reqwest::Client::new`).
+    /// When the TLS backend cannot be initialised (as `reqwest::Client::new`),
+    /// which includes a system with no CA certificates: see
+    /// [`ClientBuilder::build`].
     #[must_use]
     pub fn new(config: &Config) -> Self {
         Self::builder().config(config).build()
@@ -225,14 +228,25 @@ impl ClientBuilder {
     /// # Panics
     ///
     /// With no transport set, when the TLS backend cannot be initialised (as
-    /// `reqwest::Client::new`).
+    /// `reqwest::Client::new`). On Linux (and the other Unix systems but
+    /// Apple's and Android), reqwest 0.13 loads the system's CA
+    /// certificates then, so in an image without a CA bundle (`FROM
+    /// scratch`) this panics, saying so, even for `http://` hosts: install
+    /// one (the `ca-certificates` package, or `SSL_CERT_FILE` pointing at a
+    /// PEM file), or hand [`reqwest`](Self::reqwest) a client with roots of
+    /// its own (`tls_certs_only`).
     #[must_use]
     pub fn build(self) -> Client {
         let transport = self.transport.unwrap_or_else(|| {
-            Arc::new(
-                ReqwestTransport::new()
-                    .unwrap_or_else(|err| panic!("cannot initialise the HTTP client: {err}")),
-            )
+            Arc::new(ReqwestTransport::new().unwrap_or_else(|err| {
+                panic!(
+                    "cannot initialise the HTTP client: {}; if no CA certificates were \
+                     loaded, install a CA bundle (the `ca-certificates` package) or point \
+                     `SSL_CERT_FILE` at a PEM file, or give timebox's \
+                     `Client::builder().reqwest(..)` a reqwest client with TLS roots of its own",
+                    Chain(&*err)
+                )
+            }))
         });
         let entropy = self.entropy.unwrap_or_else(Entropy::from_os);
         let rules = Rules::new(&self.config, entropy);

@@ -76,7 +76,7 @@
 //! }
 //! ```
 
-#[cfg(any(feature = "server", all(feature = "grpc", feature = "client")))]
+#[cfg(any(feature = "server", feature = "client"))]
 mod chain;
 mod event;
 mod label;
@@ -103,7 +103,7 @@ mod waiting;
 pub use crate::attempt::{Attempt, AttemptKind};
 #[cfg(all(feature = "server", feature = "sqlx"))]
 pub(crate) use chain::capped;
-#[cfg(any(feature = "server", all(feature = "grpc", feature = "client")))]
+#[cfg(any(feature = "server", feature = "client"))]
 pub(crate) use chain::Chain;
 pub use event::{
     BreakerCallOutcome, CallOutcome, DeadlineSource, Event, PhaseOutcome, ShedReason,
