@@ -18,9 +18,9 @@
 //!   the request's pooled MCP sessions are evicted;
 //! - the tools run on MCP servers named in the settings (`[mcp.servers.*]`,
 //!   streamable HTTP or stdio), or on the built-in one; over HTTP, every
-//!   request goes through timebox's [`Client`], so each server's host
-//!   (`host:port`, which servers on one host share) has its retry budget
-//!   and circuit breaker, shown in `/metrics`;
+//!   request goes through timebox's [`Client`](timebox::client::Client),
+//!   so each server's host (`host:port`, which servers on one host share)
+//!   has its retry budget and circuit breaker, shown in `/metrics`;
 //! - SIGTERM starts timebox's two-phase `Shutdown`:
 //!   new requests get `503` with `Retry-After`, streams get the grace to
 //!   finish, then `[DONE]`; the MCP sessions are closed last, after the
@@ -44,7 +44,6 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
-use timebox::client::Client;
 use timebox::observe::{MetricsObserver, SECONDS_BUCKETS};
 use timebox::registry::RemoteCleanup;
 use timebox::shutdown::Shutdown;
@@ -155,7 +154,7 @@ async fn run() -> Result<(), GatewayError> {
             tracing::info!("shut down while starting: never served");
             return Ok(());
         }
-        tools = tools::Tools::start(settings.servers, Client::new(&config)) => tools?,
+        tools = tools::Tools::start(settings.servers, &config) => tools?,
     };
     let addr = settings.addr;
     let listen = |source| GatewayError::Listen { addr, source };

@@ -277,7 +277,6 @@ fn arguments(work: Duration, progress: bool) -> JsonObject {
 mod tests {
     use std::time::Duration;
 
-    use timebox::client::Client;
     use timebox::config::Config;
     use timebox::registry::{CancellationToken, ToolCalls};
     use tokio::sync::mpsc;
@@ -293,7 +292,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_call_sent_after_its_requests_cleanup_ran_loses_its_session() {
         let server = Server::builtin_for_tests(1);
-        let tools = Tools::start(vec![server], Client::new(&Config::default()))
+        let tools = Tools::start(vec![server], &Config::default())
             .await
             .expect("the built-in server starts");
         let leases = Leases::new(tools.clone());

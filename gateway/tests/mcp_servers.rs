@@ -880,7 +880,49 @@ async fn a_server_that_goes_away_fails_only_the_calls_that_need_it_and_is_named(
 
 #[test]
 fn a_server_that_cannot_be_reached_at_startup_is_an_error_naming_it() {
-    let dir = scratch_dir("mcp-unreachable");
+    let (port, output) = started_with_a_refusing_server(
+        "mcp-unreachable",
+        &[],
+        "the gateway started with an MCP server it cannot reach",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("MCP server `nowhere`"), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+}
+
+/// With an MCP server over HTTP, the gateway builds timebox's HTTP client
+/// at start, before any session: in an image without CA certificates it
+/// stops there, naming them, rather than on the MCP SDK's task at the
+/// server's first request, where the start would fail as if the server
+/// could not be reached.
+#[cfg(target_os = "linux")]
+#[test]
+fn with_a_server_over_http_and_no_ca_certificates_the_start_names_them() {
+    let (_, output) = started_with_a_refusing_server(
+        "mcp-no-ca-certificates",
+        &support::child::NO_CA_CERTIFICATES,
+        "the gateway started with no CA certificates",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("No CA certificates were loaded from the system"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot be reached"), "{stderr}");
+}
+
+/// Runs the gateway, with `env`, and one MCP server over HTTP, `nowhere`,
+/// whose port refuses connections, and waits at most 20 s for it to stop
+/// (failing with `it_ran_on` if it runs on); returns the port and the
+/// gateway's exit and stderr.
+fn started_with_a_refusing_server(
+    test: &str,
+    env: &[(&str, &str)],
+    it_ran_on: &str,
+) -> (u16, std::process::Output) {
+    let dir = scratch_dir(test);
     let refusing = support::ports::Refusing::new();
     let port = refusing.addr().port();
     let toml = format!(
@@ -891,18 +933,13 @@ fn a_server_that_cannot_be_reached_at_startup_is_an_error_naming_it() {
     let child = support::child::without_timebox_env(&mut gateway)
         .current_dir(&dir)
         .env("CHAT_GATEWAY_ADDR", "127.0.0.1:0")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the gateway runs");
-    // Its start gives up within twice the 2 s connect timeout.
-    let output = support::child::output_within(
-        child,
-        Duration::from_secs(20),
-        "the gateway started with an MCP server it cannot reach",
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("MCP server `nowhere`"), "{stderr}");
-    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    // A start gives up within twice the 2 s connect timeout.
+    let output = support::child::output_within(child, Duration::from_secs(20), it_ran_on);
+    drop(refusing);
+    (port, output)
 }

@@ -375,3 +375,27 @@ fn a_rust_log_that_is_no_filter_is_an_error_naming_it() {
     assert!(stderr.contains("`RUST_LOG`"), "{stderr}");
     assert!(stderr.contains("rmcp=loud"), "{stderr}");
 }
+
+/// A gateway with no MCP server over HTTP (the default: the built-in one)
+/// never builds timebox's HTTP client, which reads the system's CA
+/// certificates: it starts and answers, a tool call included, in an image
+/// without any.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn without_a_server_over_http_the_gateway_needs_no_ca_certificates() {
+    let gateway = Gateway::start(&support::child::NO_CA_CERTIFICATES);
+    let messages = json!([{ "role": "user", "content": "hi" }]);
+
+    for (model, said) in [
+        ("scripted-fast", "A deadline is a promise"),
+        ("scripted-tool-1s", "worked for 1 s"),
+    ] {
+        let (status, body) = post(
+            &gateway,
+            &json!({ "model": model, "messages": messages }).to_string(),
+        )
+        .await;
+        assert_eq!(status, 200, "{model}: {body}");
+        assert!(body.to_string().contains(said), "{model}: {body}");
+    }
+}

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use timebox::client::Client;
+use timebox::config::Config;
 
 use super::{Pool, TimeboxHttp, ToolError};
-use crate::settings::Server;
+use crate::settings::{Server, Transport};
 
 /// Every MCP server's pool, by name. Clones share them.
 #[derive(Debug, Clone)]
@@ -19,15 +19,22 @@ pub(crate) struct Tools {
 impl Tools {
     /// Opens a session with every server, checks that it lists the tools
     /// the settings expect of it, and keeps the session in its pool.
-    /// Sessions over HTTP send through `client`, so its retry budgets and
-    /// breakers hold for the servers.
+    /// Sessions over HTTP send through one client configured by `config`,
+    /// so its retry budgets and breakers hold for the servers; it is built
+    /// only when a server is reached over HTTP.
     ///
     /// # Errors
     ///
     /// The first server that cannot be reached or lacks a tool; the error
     /// names it.
-    pub(crate) async fn start(servers: Vec<Server>, client: Client) -> Result<Self, ToolError> {
-        let http = TimeboxHttp::new(client);
+    pub(crate) async fn start(servers: Vec<Server>, config: &Config) -> Result<Self, ToolError> {
+        let http = TimeboxHttp::new(config);
+        if servers
+            .iter()
+            .any(|server| matches!(server.transport, Transport::Http(_)))
+        {
+            http.build();
+        }
         let mut pools = BTreeMap::new();
         for server in servers {
             // Through the pool, so the first session holds one of the

@@ -150,7 +150,6 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use timebox::client::Client;
     use timebox::config::Config;
 
     use super::Leases;
@@ -161,7 +160,7 @@ mod tests {
     /// as the gateway starts it (its first session idle in the pool).
     async fn tools(max_sessions: usize) -> Tools {
         let server = Server::builtin_for_tests(max_sessions);
-        Tools::start(vec![server], Client::new(&Config::default()))
+        Tools::start(vec![server], &Config::default())
             .await
             .expect("the built-in server starts")
     }

@@ -226,7 +226,6 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use timebox::client::Client;
     use timebox::config::Config;
 
     use tokio::time::Instant;
@@ -241,7 +240,7 @@ mod tests {
     }
 
     fn pool_of(server: Server) -> Arc<Pool> {
-        let http = TimeboxHttp::new(Client::new(&Config::default()));
+        let http = TimeboxHttp::new(&Config::default());
         Arc::new(Pool::new(server, http))
     }
 

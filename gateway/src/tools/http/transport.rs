@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use futures_util::stream::BoxStream;
@@ -19,6 +19,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 use timebox::client::{Client, ClientError, RequestBuilder};
+use timebox::config::Config;
 
 use super::answer::{answers, session_of, BodyKind};
 use super::body::{bounded_body, events};
@@ -31,7 +32,11 @@ const ACCEPTS: &str = "text/event-stream, application/json";
 /// share the client, and so its budgets and breakers.
 #[derive(Debug, Clone)]
 pub(crate) struct TimeboxHttp {
-    client: Client,
+    /// Built at its first use, or by [`build`](Self::build): building one
+    /// reads the system's CA certificates, and panics without them (see
+    /// `timebox::client::ClientBuilder::build`), which a gateway with no
+    /// server over HTTP must not need.
+    client: Arc<LazyLock<Client, Box<dyn FnOnce() -> Client + Send>>>,
     /// The bound of the `initialize` request and its answer, head and body:
     /// the server's `connect_timeout_ms`, once
     /// [`opening_within`](Self::opening_within) set it.
@@ -42,11 +47,19 @@ pub(crate) struct TimeboxHttp {
 pub(super) type Error = StreamableHttpError<ClientError>;
 
 impl TimeboxHttp {
-    pub(crate) fn new(client: Client) -> Self {
+    /// A client configured by `config`, not yet built.
+    pub(crate) fn new(config: &Config) -> Self {
+        let config = config.clone();
         Self {
-            client,
+            client: Arc::new(LazyLock::new(Box::new(move || Client::new(&config)))),
             open_within: AS_LONG_AS_THE_WORK,
         }
+    }
+
+    /// Builds the client now, on the caller's task, rather than at its
+    /// first request on the SDK's.
+    pub(crate) fn build(&self) {
+        LazyLock::force(&self.client);
     }
 
     /// The same client, bounding a session's `initialize` request, its
@@ -310,7 +323,6 @@ mod tests {
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
         StreamableHttpResponseLimits,
     };
-    use timebox::client::Client;
     use timebox::config::Config;
 
     use super::TimeboxHttp;
@@ -371,7 +383,7 @@ mod tests {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<timebox::client::ClientError>> {
         let uri = answering(answer).await;
-        TimeboxHttp::new(Client::new(&Config::default()))
+        TimeboxHttp::new(&Config::default())
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -416,7 +428,7 @@ mod tests {
             let _ = closed.send(());
         });
         let bound = std::time::Duration::from_millis(200);
-        let http = TimeboxHttp::new(Client::new(&Config::default())).opening_within(bound);
+        let http = TimeboxHttp::new(&Config::default()).opening_within(bound);
         let start = std::time::Instant::now();
         let posted = tokio::time::timeout(
             std::time::Duration::from_secs(10),
@@ -460,7 +472,7 @@ mod tests {
         >());
         let uri = answering(stalls.into_response()).await;
         let bound = std::time::Duration::from_millis(200);
-        let http = TimeboxHttp::new(Client::new(&Config::default())).opening_within(bound);
+        let http = TimeboxHttp::new(&Config::default()).opening_within(bound);
         let start = std::time::Instant::now();
         let posted = http
             .post_message_with_response_limits(
